@@ -22,6 +22,7 @@
 
 #include "common.h"
 #include "fit_operators.h"
+#include "fk/device.h"
 #include "fk/error.h"
 #include "fk/io/npy.h"
 #include "fk/ops/join.h"
@@ -51,6 +52,7 @@ struct FitRequest {
   int threads = 0, rank = 8, shapes = 4, harmonics = 6, layers = 3, layer_axis = 0, modes = 0;
   int vertices = 6;
   double smoothness = 2.0;
+  std::string device = "cpu";  // where the fit trains
   bool rank_given = false, shapes_given = false, harmonics_given = false, layers_given = false;
   bool spectral_given = false, vertices_given = false;
   bool quiet = false;
@@ -60,6 +62,8 @@ int fit_cmd(const FitRequest& r) {
   set_threads(r.threads);
   FK_CHECK(r.matrix.empty() != r.op.kind.empty(), "nefi fit", "one model: --matrix or --operator",
            r.matrix.empty() ? "neither" : "both");
+  const fk::Device device = fk::parse_device(r.device);
+  fk::check_usable(device, "--device");  // before any work
   Measurement m;
   m.data = fk::read_npy(r.data);
   Model model;
@@ -169,6 +173,7 @@ int fit_cmd(const FitRequest& r) {
   const AutoProblem ap =
       tuned ? tune::tuned_problem(model.op, shape, m, *tuned) : auto_problem(model.op, shape, m, o);
   SolverOptions so;
+  so.device = device;
   if (stderr_is_tty() && !r.quiet)
     so.callbacks.push_back([](const StepInfo& s) {
       if (s.global_step % 10 == 0 || s.global_step == s.total_steps)
@@ -279,6 +284,10 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->add_option("--seed", r->seed, "the field's initialisation seed");
   sub->add_option("--out,-o", r->out, "output directory (default runs/fit)");
   sub->add_option("--threads", r->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
+  sub->add_option("--device", r->device,
+                  "where the fit trains: cpu (default) or cuda[:N], for a neural or grid field "
+                  "through a model with a device path (--autotune's pilots, --refine and "
+                  "--diagnose stay on the CPU)");
   sub->add_flag("--quiet,-q", r->quiet, "only the summary line");
   sub->footer(
       "Writes <out>/x.npy, prediction.npy, report.md (chi verdict and every automatic decision),\n"

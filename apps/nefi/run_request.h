@@ -23,7 +23,7 @@ struct RunRequest {
   int threads = 0, save_every = 0;
   std::string resume;
   std::string baseline;  // --baseline/-b: this one method instead of the config's
-  std::string device;    // --device: where the neural field trains (empty: the config's run.device)
+  std::string device;    // --device: where fields with a device path train (empty: run.device)
   bool verbose = false;  // --verbose: per-stage notes (how device steps ran) on stderr
   bool quiet = false;    // --quiet: no progress line and no summary line (errors only)
 };

@@ -55,7 +55,8 @@ class ForwardProblem:
         p = self._core.priors
         return dict(zip(self._model.names, p)) if self._model.several else p[0]
 
-    def solve(self, seed=None, ground_truth=None, steps=None, lr=None, callback=None):
+    def solve(self, seed=None, ground_truth=None, steps=None, lr=None, callback=None,
+              device="cpu"):
         """Solves the problem; returns a dict: reconstruction (numpy, the field's
         shape), prediction (the model on it), data_fit (rmse, data_psnr,
         discrepancy_ratio = chi), history, stages, timings and ``report``
@@ -64,8 +65,11 @@ class ForwardProblem:
         ``lr`` replace the decided ones for this solve. ``callback(info)`` is
         called after every step with a dict (stage, step, global_step,
         total_steps, lr, progress, total, data_loss, step_ms); returning
-        False ends the stage (a progress bar, a custom stop). One solve runs
-        at a time per problem (another thread's call waits)."""
+        False ends the stage (a progress bar, a custom stop). ``device``
+        ("cpu", "cuda", "cuda:N") is where the fit trains: a neural or grid
+        field through a built-in model with a device path (a Python forward
+        model, or another field, is refused by name). One solve runs at a
+        time per problem (another thread's call waits)."""
         if ground_truth is None:
             truths = {}
         elif isinstance(ground_truth, dict):
@@ -79,7 +83,7 @@ class ForwardProblem:
         try:
             out = self._core.solve(None if seed is None else int(seed), truths,
                                    None if steps is None else int(steps),
-                                   None if lr is None else float(lr), callback)
+                                   None if lr is None else float(lr), callback, str(device))
         except BaseException:
             if self._model.params:  # not a mid-solve value
                 self._model.load_parameters(self._model.start)

@@ -19,6 +19,7 @@
 #include <optional>
 
 #include "fk/autograd.h"
+#include "fk/device.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "forward_problem.h"
@@ -222,7 +223,10 @@ void bind_nefi_byop(nb::module_& m) {
       .def(
           "solve",
           [](const ForwardProblem& p, std::optional<uint64_t> seed, nb::dict truths,
-             std::optional<int> steps, std::optional<double> lr, nb::object callback) {
+             std::optional<int> steps, std::optional<double> lr, nb::object callback,
+             const std::string& device) {
+            const fk::Device dev = fk::parse_device(device);
+            fk::check_usable(dev, "ForwardProblem.solve device");  // before any work
             nefi::AutoProblem ap = p.ap;
             if (seed) ap.seed = *seed;
             // A short probe (lr_range_test): one stage's steps and lr replaced.
@@ -240,6 +244,7 @@ void bind_nefi_byop(nb::module_& m) {
                                                  .clone();
             nefi::check_ground_truth(ap, gt);  // before the solve, not after it
             nefi::SolverOptions so;
+            so.device = dev;
             if (!callback.is_none()) so.callbacks.push_back(python_step_callback(hold(callback)));
             nefi::Result r;
             std::string report;
@@ -260,7 +265,7 @@ void bind_nefi_byop(nb::module_& m) {
           },
           nb::arg("seed") = nb::none(), nb::arg("ground_truth") = nb::dict(),
           nb::arg("steps") = nb::none(), nb::arg("lr") = nb::none(),
-          nb::arg("callback") = nb::none());
+          nb::arg("callback") = nb::none(), nb::arg("device") = "cpu");
   bind_forward_problem_studies(problem);
 
   m.def(

@@ -167,6 +167,14 @@ def test_refusals_name_what_was_expected():
         nefi.from_forward(ops.sampling(mask), np.ones(64), shape=(16, 4))
     with pytest.raises(fieldkit.Error, match="field's shape"):
         ops.stack([ops.downsample(2)])
+    p = nefi.from_forward(ops.sampling(mask), np.ones(64), prior="nonnegative", budget="5")
+    with pytest.raises(fieldkit.Error, match="'cpu', 'cuda' or 'cuda:N'"):
+        p.solve(device="gpu")
+    if not fieldkit.cuda_available():  # a device this process cannot use, before any work
+        with pytest.raises(fieldkit.Error,
+                           match=r"ForwardProblem.solve device: expected cpu.*got cuda:0"):
+            p.solve(device="cuda")
+    assert p.solve(device="cpu")["reconstruction"].shape == (8, 8)
 
 
 def test_blur_and_radon_match_their_definitions_and_solve():

@@ -34,77 +34,87 @@ cuda::TransportRows rows_of(const TransportTablesOnDevice::Rows& r) {
           r.per_tau.defined() ? r.per_tau.data<double>() : nullptr};
 }
 
-const int64_t* sensors_of(const TransportTablesOnDevice& t) {
-  return t.sensors.defined() ? t.sensors.data<int64_t>() : nullptr;
-}
+// What both directions read: the plan, its tables on the device, the
+// device's stream and the sizes (n cells, m observed, K times, nf factors).
+struct Steps {
+  Steps(const AdvectionDiffusionOperator& op, fk::Device device)
+      : p(op.plan()),
+        t(op.tables_on(device)),
+        stream(fk::cuda::current_stream(device.index)),
+        n(p.cells),
+        m(p.observed()),
+        K(std::ssize(p.tau)),
+        nf(p.factors.size()),
+        f64{fk::DType::F64, device} {}
+  const int64_t* sensors() const {
+    return t.sensors.defined() ? t.sensors.data<int64_t>() : nullptr;
+  }
+  const Plan& p;
+  const TransportTablesOnDevice& t;
+  void* stream;
+  int64_t n, m, K;
+  size_t nf;
+  fk::TensorOptions f64;
+};
 
 // y (batch, K observed) from releases x (batch, cells), both f64 and contiguous.
 fk::Tensor forward(const AdvectionDiffusionOperator& op, const fk::Tensor& x, int64_t batch) {
-  const Plan& p = op.plan();
-  const fk::Device device = x.device();
-  const TransportTablesOnDevice& t = op.tables_on(device);
-  void* stream = fk::cuda::current_stream(device.index);
-  const int64_t n = p.cells, m = p.observed(), K = std::ssize(p.tau);
-  const size_t nf = p.factors.size();
-  const fk::TensorOptions f64{fk::DType::F64, device};
-  fk::Tensor y = fk::empty({batch, K * m}, f64);
+  const Steps st(op, x.device());
+  const Plan& p = st.p;
+  fk::Tensor y = fk::empty({batch, st.K * st.m}, st.f64);
   if (batch == 0) return y;
-  fk::Tensor c = p.source ? fk::zeros({batch, n}, f64) : x.clone();
-  fk::Tensor next = fk::empty({batch, n}, f64);
-  for (int64_t k = 0, step = 0; k < K; ++k) {
+  fk::Tensor c = p.source ? fk::zeros({batch, st.n}, st.f64) : x.clone();
+  fk::Tensor next = fk::empty({batch, st.n}, st.f64);
+  for (int64_t k = 0, step = 0; k < st.K; ++k) {
     for (int64_t s = 0; s < p.substeps[k]; ++s, ++step)
-      for (size_t j = 0; j < nf; ++j) {  // the source enters with the last: c' = P c + tau s
-        const size_t f = factor_at(step, j, nf);
-        cuda::launch_transport_step(rows_of(t.forward[f]), batch, n, p.tau[k], c.data<double>(),
-                                    p.source && j + 1 == nf ? x.data<double>() : nullptr,
-                                    next.data<double>(), stream);
+      for (size_t j = 0; j < st.nf; ++j) {  // the source enters with the last: c' = P c + tau s
+        const size_t f = factor_at(step, j, st.nf);
+        cuda::launch_transport_step(rows_of(st.t.forward[f]), batch, st.n, p.tau[k],
+                                    c.data<double>(),
+                                    p.source && j + 1 == st.nf ? x.data<double>() : nullptr,
+                                    next.data<double>(), st.stream);
         fk::profile::count_launch();
         std::swap(c, next);
       }
-    cuda::launch_transport_observe(batch, n, m, K, k, sensors_of(t), c.data<double>(),
-                                   y.data<double>(), stream);
+    cuda::launch_transport_observe(batch, st.n, st.m, st.K, k, st.sensors(), c.data<double>(),
+                                   y.data<double>(), st.stream);
     fk::profile::count_launch();
   }
-  fk::cuda::after_op(device.index);
+  fk::cuda::after_op(x.device().index);
   return y;
 }
 
 // The releases' gradient (batch, cells) from g (batch, K observed), f64 and
 // contiguous: the steps' transposes backward.
 fk::Tensor adjoint(const AdvectionDiffusionOperator& op, const fk::Tensor& g, int64_t batch) {
-  const Plan& p = op.plan();
-  const fk::Device device = g.device();
-  const TransportTablesOnDevice& t = op.tables_on(device);
-  void* stream = fk::cuda::current_stream(device.index);
-  const int64_t n = p.cells, m = p.observed(), K = std::ssize(p.tau);
-  const size_t nf = p.factors.size();
-  const fk::TensorOptions f64{fk::DType::F64, device};
-  fk::Tensor lam = fk::zeros({batch, n}, f64);
+  const Steps st(op, g.device());
+  const Plan& p = st.p;
+  fk::Tensor lam = fk::zeros({batch, st.n}, st.f64);
   if (batch == 0) return lam;
-  fk::Tensor next = fk::empty({batch, n}, f64);
-  fk::Tensor ds = p.source ? fk::zeros({batch, n}, f64) : fk::Tensor();
+  fk::Tensor next = fk::empty({batch, st.n}, st.f64);
+  fk::Tensor ds = p.source ? fk::zeros({batch, st.n}, st.f64) : fk::Tensor();
   int64_t total = 0;  // substeps over all intervals
   for (int64_t n_k : p.substeps) total += n_k;
-  for (int64_t k = K - 1, step = total - 1; k >= 0; --k) {
-    cuda::launch_transport_inject(batch, n, m, K, k, sensors_of(t), g.data<double>(),
-                                  lam.data<double>(), stream);
+  for (int64_t k = st.K - 1, step = total - 1; k >= 0; --k) {
+    cuda::launch_transport_inject(batch, st.n, st.m, st.K, k, st.sensors(), g.data<double>(),
+                                  lam.data<double>(), st.stream);
     fk::profile::count_launch();
     for (int64_t s = 0; s < p.substeps[k]; ++s, --step)
-      for (size_t j = nf; j-- > 0;) {
+      for (size_t j = st.nf; j-- > 0;) {
         // c' = c + tau (M_f c [+ s in the last]): ds += tau lam', lam = (I + tau M_f)^T lam'.
-        const size_t f = factor_at(step, j, nf);
-        if (p.source && j + 1 == nf) {
-          cuda::launch_transport_accumulate(batch * n, p.tau[k], lam.data<double>(),
-                                            ds.data<double>(), stream);
+        const size_t f = factor_at(step, j, st.nf);
+        if (p.source && j + 1 == st.nf) {
+          cuda::launch_transport_accumulate(batch * st.n, p.tau[k], lam.data<double>(),
+                                            ds.data<double>(), st.stream);
           fk::profile::count_launch();
         }
-        cuda::launch_transport_step(rows_of(t.transposed[f]), batch, n, p.tau[k],
-                                    lam.data<double>(), nullptr, next.data<double>(), stream);
+        cuda::launch_transport_step(rows_of(st.t.transposed[f]), batch, st.n, p.tau[k],
+                                    lam.data<double>(), nullptr, next.data<double>(), st.stream);
         fk::profile::count_launch();
         std::swap(lam, next);
       }
   }
-  fk::cuda::after_op(device.index);
+  fk::cuda::after_op(g.device().index);
   return p.source ? ds : lam;
 }
 

@@ -43,7 +43,8 @@ struct RunConfig {
   // scale_budget with at least 2 steps a stage; 0: the curriculum's budget).
   int64_t max_total_steps = 0;
   CurriculumOverrides curriculum;
-  // Where the neural field trains: "cpu" or "cuda:N" (fk::Device::str()).
+  // Where the neural field (or a method's grid values) trains: "cpu" or
+  // "cuda:N" (fk::Device::str()).
   std::string device = "cpu";
   // A measured dataset in place of the instance's synthetic one (run.data, a
   // .npy of the shape and units of the measurement.npy a synthetic run of the

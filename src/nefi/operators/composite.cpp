@@ -75,6 +75,7 @@ double NuisanceOperator::offset() const {
 }
 
 std::optional<double> NuisanceOperator::homogeneity() const {
+  // A trained offset is not read: its leaf may be on a device.
   if (train_offset_ || offset() != 0.0) return std::nullopt;
   return inner_->homogeneity();
 }

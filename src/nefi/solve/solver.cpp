@@ -127,12 +127,12 @@ Result Solver::run() {
     move_field(field, fk::kCPU);
     problem_.op->parameters_to(fk::kCPU);
   };
-  if (opt_.device.is_cuda()) {
-    move_field(field, opt_.device);
-    // Trainable operator parameters (device_solve_refusal let only movable ones through).
-    problem_.op->parameters_to(opt_.device);
-  }
   try {
+    if (opt_.device.is_cuda()) {
+      move_field(field, opt_.device);
+      // Trainable operator parameters (device_solve_refusal let only movable ones through).
+      problem_.op->parameters_to(opt_.device);
+    }
     for (int r = 0; r < cur_.restarts; ++r) {
       Attempt a = run_once(base_seed + r, r == 0, t_run);
       const double loss = a.res.stages.empty() ? std::numeric_limits<double>::infinity()
@@ -153,8 +153,14 @@ Result Solver::run() {
       restore(params, best.params);
     }
   } catch (...) {
-    // The field and the operator's parameters go back where the caller left them.
-    if (opt_.device.is_cuda()) to_host();
+    // The field and the operator's parameters go back where the caller left
+    // them; a failure of that move (a broken device) leaves the first error.
+    if (opt_.device.is_cuda()) {
+      try {
+        to_host();
+      } catch (...) {
+      }
+    }
     throw;
   }
   if (opt_.device.is_cuda()) to_host();

@@ -38,8 +38,9 @@
 //               names any setting the operator's device path replaced); a
 //               replay gives bitwise the parameters eager steps give. The
 //               field returns to the CPU before the final fields are
-//               evaluated. L-BFGS, EMA, fp16 loss scaling and operators with
-//               trainable parameters stay on the CPU (refused).
+//               evaluated. L-BFGS, EMA, fp16 loss scaling and operators
+//               whose trainable parameters cannot follow stay on the CPU
+//               (refused).
 // The final fields are evaluated at the last stage's grid at the end of its
 // annealing schedule (progress_at(steps)) when it ran to completion, else at
 // the progress it stopped at (bands never trained stay off).

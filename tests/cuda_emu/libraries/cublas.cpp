@@ -238,8 +238,8 @@ Acc conj_if(Acc v, bool conjugate) {
 // conjugated), A as k rows of m and B as n columns of k, so that the inner
 // loop runs over contiguous rows of A with one B element: every C element
 // is still its own sum in k order, the same additions as a plain triple
-// loop, and the loop over rows vectorises (the emulated device tests' GEMMs
-// were most of their time).
+// loop, and the real loop over rows vectorises (the emulated device tests'
+// GEMMs were most of their time).
 template <typename Acc>
 void run_gemm(const GemmCall& g) {
   Acc alpha, beta;

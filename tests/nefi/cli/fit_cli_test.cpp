@@ -427,6 +427,7 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
        {"fit" + A + y + " --shape 16,16 --noise loud" + o, "--noise"},
        {"fit" + A + y + " --shape 16,16 --budget lots" + o, "'lots'"},
        {"fit" + A + y + " --shape 16,16 --lr 0" + o, "--lr"},
+       {"fit" + A + y + " --shape 16,16 --device gpu" + o, "'cpu', 'cuda' or 'cuda:N'"},
        {"fit" + A + y + " --shape 16,16 --tau -1" + o, "--tau"},
        {"fit" + A + y + " --shape 16,16 --autotune fast" + o, "--autotune"},
        {"fit" + A + y + " --shape 16,16 --representation octree" + o,

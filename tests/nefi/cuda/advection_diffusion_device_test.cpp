@@ -21,9 +21,7 @@
 #include "nefi/cuda/device_follows_cpu.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/cuda/operator_parity.h"
-#include "nefi/field/grid_field.h"
 #include "nefi/field/heads.h"
-#include "nefi/losses/data_losses.h"
 #include "nefi/operators/advection_diffusion.h"
 #include "nefi/solve/solver.h"
 
@@ -213,21 +211,10 @@ TEST(NefiAdvectionDiffusionDevice, AGridSourceFitOnTheDeviceFollowsTheCpu) {
   fk::Tensor truth = fk::zeros(c.grid, {fk::DType::F64});
   truth.data<double>()[23] = 2.0;
   truth.data<double>()[56] = 1.0;
-  nefi::InverseProblem problem;
-  problem.name = "advection_diffusion source";
-  problem.domain = op->domain();
-  problem.op = op;
-  problem.measurement.data = op->apply(truth).to(fk::DType::F32);
-  problem.field = std::make_shared<nefi::GridField>(
-      c.grid, std::vector<nefi::HeadPtr>{nefi::identity_head("x")});
-  problem.losses.add(nefi::mse_loss(), 1.0);
-  nefi::Curriculum cur;
-  nefi::Stage stage;
-  stage.name = "fit";
-  stage.steps = 25;
-  stage.lr = 0.05;
-  cur.stages = {stage};
-  cur.optim.optimizer = "adam";
+  const nefi::InverseProblem problem = nefi::cuda_test::grid_mse_problem(
+      "advection_diffusion source", op->domain(), op, op->apply(truth).to(fk::DType::F32),
+      nefi::identity_head("x"));
+  const nefi::Curriculum cur = nefi::cuda_test::one_adam_stage(25, 0.05);
   const nefi::Result cpu = nefi::cuda_test::solve_on(problem, cur, fk::kCPU, 0);
   const nefi::Result gpu = nefi::cuda_test::solve_on(problem, cur, kGpu, 0);
   nefi::cuda_test::expect_losses_follow(gpu, cpu, 1e-3, 1e-12);

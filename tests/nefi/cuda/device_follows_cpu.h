@@ -10,10 +10,46 @@
 #include <cmath>
 #include <cstdint>
 
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "fk/device.h"
+#include "nefi/field/grid_field.h"
+#include "nefi/field/heads.h"
+#include "nefi/losses/data_losses.h"
 #include "nefi/solve/solver.h"
 
 namespace nefi::cuda_test {
+
+// A grid field with one head fitted through `op` to `data` by MSE: the
+// problem the device ports' own solves use (advection-diffusion, nuisance).
+inline nefi::InverseProblem grid_mse_problem(std::string name, const nefi::Domain& domain,
+                                             nefi::OperatorPtr op, fk::Tensor data,
+                                             nefi::HeadPtr head) {
+  nefi::InverseProblem p;
+  p.name = std::move(name);
+  p.domain = domain;
+  p.op = std::move(op);
+  p.measurement.data = std::move(data);
+  p.field = std::make_shared<nefi::GridField>(domain.shape(),
+                                              std::vector<nefi::HeadPtr>{std::move(head)});
+  p.losses.add(nefi::mse_loss(), 1.0);
+  return p;
+}
+
+// One Adam stage of `steps` at learning rate `lr`.
+inline nefi::Curriculum one_adam_stage(int steps, double lr) {
+  nefi::Curriculum cur;
+  nefi::Stage stage;
+  stage.name = "fit";
+  stage.steps = steps;
+  stage.lr = lr;
+  cur.stages = {stage};
+  cur.optim.optimizer = "adam";
+  return cur;
+}
 
 // `problem` through `curriculum` on `device`, the field initialised from seed.
 inline nefi::Result solve_on(const nefi::InverseProblem& problem,

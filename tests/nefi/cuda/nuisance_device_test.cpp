@@ -14,9 +14,7 @@
 #include "fk/random.h"
 #include "nefi/cuda/device_follows_cpu.h"
 #include "nefi/cuda/device_test_util.h"
-#include "nefi/field/grid_field.h"
 #include "nefi/field/heads.h"
-#include "nefi/losses/data_losses.h"
 #include "nefi/operators/composite.h"
 #include "nefi/operators/pointwise.h"
 #include "nefi/solve/solver.h"
@@ -60,23 +58,12 @@ TEST(NefiNuisanceDevice, AFitWithAnUnknownGainAndOffsetFollowsTheCpu) {
   auto solve = [&](fk::Device device, std::vector<double>* leaves) {
     auto op = std::make_shared<nefi::NuisanceOperator>(
         std::make_shared<nefi::PointwiseOperator>(weights), 1.0, 0.0, true, true);
-    nefi::InverseProblem problem;
-    problem.name = "gain and offset";
-    problem.domain = nefi::Domain(grid);
-    problem.op = op;
-    problem.measurement.data =
+    const nefi::InverseProblem problem = nefi::cuda_test::grid_mse_problem(
+        "gain and offset", nefi::Domain(grid), op,
         nefi::NuisanceOperator(std::make_shared<nefi::PointwiseOperator>(weights), 1.7, 0.3)
-            .apply(truth);
-    problem.field = std::make_shared<nefi::GridField>(
-        grid, std::vector<nefi::HeadPtr>{nefi::identity_head("x", 0.5)});
-    problem.losses.add(nefi::mse_loss(), 1.0);
-    nefi::Curriculum cur;
-    nefi::Stage stage;
-    stage.name = "fit";
-    stage.steps = 30;
-    stage.lr = 0.03;
-    cur.stages = {stage};
-    cur.optim.optimizer = "adam";
+            .apply(truth),
+        nefi::identity_head("x", 0.5));
+    const nefi::Curriculum cur = nefi::cuda_test::one_adam_stage(30, 0.03);
     const nefi::Result r = nefi::cuda_test::solve_on(problem, cur, device, 0);
     for (const fk::Tensor& leaf : op->parameters()) {
       EXPECT_TRUE(leaf.device().is_cpu());  // back with the field

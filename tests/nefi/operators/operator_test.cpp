@@ -71,16 +71,31 @@ TEST(NefiDeviceSolveRefusal, CompositesNameTheirHostOnlyPart) {
   EXPECT_EQ(nefi::device_solve_refusal(all_device, kGpu), "");
 }
 
-TEST(NefiDeviceSolveRefusal, TrainableOperatorParametersAreRefused) {
-  // Their leaves and Adam state would stay on the host beside a device field.
-  const nefi::NuisanceOperator gain(std::make_shared<nefi::IdentityOperator>(), 1.0, 0.0, true);
-  const nefi::NuisanceOperator offset(std::make_shared<nefi::IdentityOperator>(), 1.0, 0.0, false,
-                                      true);
-  for (const nefi::Operator* op : std::vector<const nefi::Operator*>{&gain, &offset}) {
-    const std::string r = nefi::device_solve_refusal(*op, kGpu);
-    EXPECT_TRUE(has(r, "operator nuisance")) << r;
-    EXPECT_TRUE(has(r, "1 trainable operator parameter")) << r;
+// Trainable parameters that cannot follow the device (the default): their
+// leaves and Adam state would stay on the host beside a device field.
+struct HostParameterOperator : nefi::Operator {
+  fk::Tensor weight = fk::zeros({2}, {fk::DType::F32});
+  fk::Tensor apply(const fk::Tensor& x) const override { return x; }
+  std::shared_ptr<nefi::Operator> at_resolution(const fk::Dims&) const override {
+    return std::make_shared<HostParameterOperator>(*this);
   }
+  std::string kind() const override { return "host_parameters"; }
+  std::vector<fk::Tensor> parameters() const override { return {weight}; }
+};
+
+TEST(NefiDeviceSolveRefusal, TrainableOperatorParametersAreRefused) {
+  std::string r = nefi::device_solve_refusal(HostParameterOperator(), kGpu);
+  EXPECT_TRUE(has(r, "operator host_parameters")) << r;
+  EXPECT_TRUE(has(r, "1 trainable operator parameter")) << r;
+  // A trained nuisance gain follows the device, but not around such a part.
+  const nefi::NuisanceOperator gain(std::make_shared<HostParameterOperator>(), 1.0, 0.0, true);
+  r = nefi::device_solve_refusal(gain, kGpu);
+  EXPECT_TRUE(has(r, "operator nuisance")) << r;
+  EXPECT_TRUE(has(r, "2 trainable operator parameter")) << r;
+  EXPECT_EQ(
+      nefi::device_solve_refusal(
+          nefi::NuisanceOperator(std::make_shared<nefi::IdentityOperator>(), 1.0, 0.0, true), kGpu),
+      "");
 }
 
 // An operator whose parameters move with the solve (thermal pinn_soft's
