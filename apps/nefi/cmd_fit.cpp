@@ -33,6 +33,7 @@
 #include "nefi/byop/refine_fit.h"
 #include "nefi/diagnostics/data_fit.h"
 #include "nefi/diagnostics/report.h"
+#include "nefi/operators/operator.h"
 #include "nefi/tune/fit_autotune.h"
 
 namespace nefi::cli {
@@ -148,6 +149,13 @@ int fit_cmd(const FitRequest& r) {
     prior.known_support = prior.known_support || !r.support.empty();
     check_refinable(prior);
   }
+  if (device.is_cuda()) {  // before the autotune pilots and the constant fits
+    FK_CHECK(r.representation == "neural" || r.representation == "grid", "--device",
+             "--representation neural or grid on a CUDA device (the other fields train on the CPU)",
+             "--representation " + r.representation);
+    const std::string refusal = device_solve_refusal(*model.op, device);
+    FK_CHECK(refusal.empty(), "--device", "a model with a device path", refusal);
+  }
   std::optional<tune::LevelPlan> plan;
   if (!r.autotune.empty()) plan = tune::level_plan(r.autotune, "--autotune");
   bench::prepare_out_dir(r.out);
@@ -187,9 +195,9 @@ int fit_cmd(const FitRequest& r) {
   std::string chi = "chi -";
   const auto fit = diagnostics::data_fit(ap.problem.measurement, res.prediction);
   if (fit && fit->rmse_over_sigma) chi = fmt::format("chi {:.3g}", *fit->rmse_over_sigma);
-  std::cout << fmt::format("fit  {} steps ({})  data PSNR {:.2f} dB  {}  {:.2f} s  -> {}\n",
+  std::cout << fmt::format("fit  {} steps ({})  data PSNR {:.2f} dB  {}  {:.2f} s{}  -> {}\n",
                            res.total_steps(), res.stages.back().stop, fit ? fit->psnr_db : 0.0, chi,
-                           res.total_s, r.out);
+                           res.total_s, device.is_cuda() ? " on " + res.device : "", r.out);
   if (r.diagnose) {  // what the data tell about the fitted field
     diagnostics::Diagnostics d = diagnostics::diagnose(
         *ap.problem.op, res.fields.at("x").to(fk::DType::F64), ap.problem.measurement, {});

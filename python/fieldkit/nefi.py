@@ -167,15 +167,16 @@ def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, dev
     seed `seed` (default the config's), once per initialisation seed in
     `seeds` (run.init_seed): an EnsembleResult whose std maps where the data
     leave the field undetermined. `instance` may also be a from_forward
-    ForwardProblem, solved once per seed."""
+    ForwardProblem, solved once per seed (on `device`, default the CPU)."""
     if not seeds:
         raise ValueError("ensemble: expected at least one initialisation seed, got none")
     if isinstance(instance, ForwardProblem):  # from_forward's problem: its field seeds
-        if config is not None or method is not None or device is not None or seed is not None:
-            raise ValueError("ensemble: expected only seeds with a from_forward problem (its "
-                             "config, method, device and data are the problem's), got "
-                             "config/method/device/seed")
-        return EnsembleResult([instance.solve(seed=int(k)) for k in seeds], seeds)
+        if config is not None or method is not None or seed is not None:
+            raise ValueError("ensemble: expected only seeds and device with a from_forward "
+                             "problem (its config, method and data are the problem's), got "
+                             "config/method/seed")
+        return EnsembleResult([instance.solve(seed=int(k), device=device or "cpu")
+                               for k in seeds], seeds)
     target, overrides = _target(instance, config)
     sets, m, s = _sets(overrides)
     if device is not None:

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "fk/autograd.h"
 #include "fk/device.h"
@@ -163,12 +164,22 @@ nefi::PenaltyFunction python_penalty(Callable fn, const std::string& name) {
   };
 }
 
+// The model's own parameters as f64 host copies (taken under a solve's lock:
+// a waiting solve resets them and may move them to its device).
+std::vector<fk::Tensor> operator_parameter_copies(const nefi::AutoProblem& ap) {
+  std::vector<fk::Tensor> out;
+  for (const fk::Tensor& t : ap.problem.op->parameters())
+    out.push_back(t.detach().to(fk::kCPU).to(fk::DType::F64).contiguous().clone());
+  return out;
+}
+
 // A solve's result as ForwardProblem.solve returns it: solve_dict with the
 // primary field, prediction, data fit, the model's own parameters as the
 // solve left them, the field's parameters (when given) and the report (a
 // failed batch problem: its error).
 nb::dict result_dict(const nefi::AutoProblem& ap, const nefi::Result& r, const std::string& report,
-                     const fk::Tensor& field_parameters) {
+                     const fk::Tensor& field_parameters,
+                     const std::vector<fk::Tensor>& operator_parameters) {
   nb::dict d = solve_dict(r);
   const auto x = r.fields.find(ap.fields.front());
   d["reconstruction"] =
@@ -178,8 +189,7 @@ nb::dict result_dict(const nefi::AutoProblem& ap, const nefi::Result& r, const s
   d["data_fit"] =
       r.prediction.defined() ? data_fit_dict(ap.problem.measurement, r.prediction) : nb::none();
   nb::list fitted;
-  for (const fk::Tensor& t : ap.problem.op->parameters())
-    fitted.append(to_numpy(t.detach().to(fk::DType::F64).contiguous().clone()));
+  for (const fk::Tensor& t : operator_parameters) fitted.append(to_numpy(t));
   d["operator_parameters"] = fitted;
   // The field's parameters as the solve left them (hessian_spectrum's `at`),
   // copied under the solve's lock; none for a batch (its fields started at
@@ -249,6 +259,7 @@ void bind_nefi_byop(nb::module_& m) {
             nefi::Result r;
             std::string report;
             fk::Tensor field_parameters;
+            std::vector<fk::Tensor> operator_parameters;
             {
               nb::gil_scoped_release nogil;
               const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
@@ -260,8 +271,9 @@ void bind_nefi_byop(nb::module_& m) {
                                      .to(fk::DType::F64)
                                      .contiguous()
                                      .clone();
+              operator_parameters = operator_parameter_copies(ap);
             }
-            return result_dict(ap, r, report, field_parameters);
+            return result_dict(ap, r, report, field_parameters, operator_parameters);
           },
           nb::arg("seed") = nb::none(), nb::arg("ground_truth") = nb::dict(),
           nb::arg("steps") = nb::none(), nb::arg("lr") = nb::none(),
@@ -303,7 +315,8 @@ void bind_nefi_byop(nb::module_& m) {
         }
         nb::list out;
         for (size_t i = 0; i < aps.size(); ++i) {
-          nb::dict d = result_dict(aps[i], results[i], reports[i], fk::Tensor());
+          nb::dict d = result_dict(aps[i], results[i], reports[i], fk::Tensor(),
+                                   operator_parameter_copies(aps[i]));
           d["error"] = results[i].error;
           d["batch_size"] = results[i].batch_size;
           out.append(d);

@@ -48,6 +48,8 @@ nb::dict solve_dict(const nefi::Result& r) {
     st["final_total"] = s.final_total;
     st["final_data_loss"] = s.final_data_loss;
     st["stop"] = s.stop;
+    st["device_note"] = s.device_note;  // a device stage: how its steps ran
+    st["graph_steps"] = s.graph_steps;
     stages.append(st);
   }
   d["stages"] = stages;
@@ -56,6 +58,7 @@ nb::dict solve_dict(const nefi::Result& r) {
   d["total_s"] = r.total_s;
   d["n_parameters"] = r.n_parameters;
   d["seed"] = r.seed;
+  d["device"] = r.device;  // where the field trained
   return d;
 }
 

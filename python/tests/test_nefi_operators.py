@@ -174,7 +174,9 @@ def test_refusals_name_what_was_expected():
         with pytest.raises(fieldkit.Error,
                            match=r"ForwardProblem.solve device: expected cpu.*got cuda:0"):
             p.solve(device="cuda")
-    assert p.solve(device="cpu")["reconstruction"].shape == (8, 8)
+    r = p.solve(device="cpu")
+    assert r["reconstruction"].shape == (8, 8)
+    assert r["device"] == "cpu" and r["stages"][0]["graph_steps"] == 0
 
 
 def test_blur_and_radon_match_their_definitions_and_solve():

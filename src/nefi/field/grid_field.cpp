@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "fk/autograd.h"
-#include "fk/cuda/runtime.h"
+#include "fk/device.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "nefi/resample.h"
@@ -61,11 +61,7 @@ void GridField::allocate(const fk::Dims& shape) {
 }
 
 void GridField::to(fk::Device d) {
-  FK_CHECK(d.is_cpu() || d.index < fk::cuda::device_count(), "nefi::GridField::to",
-           fk::cuda::built_with_cuda()
-               ? "cpu or a CUDA device below " + std::to_string(fk::cuda::device_count())
-               : std::string("cpu (this build has no CUDA backend)"),
-           d.str());
+  fk::check_usable(d, "nefi::GridField::to");
   params_.to(d);
   device_ = d;
 }

@@ -33,7 +33,7 @@ std::string device_solve_refusal(const Operator& op, fk::Device device) {
   const std::string host_only = op.host_only_reason();
   if (!host_only.empty())
     return "operator " + op.kind() + " on " + device.str() + ": " + host_only +
-           " (run it with --device cpu)";
+           " (run it on the CPU)";
   if (!op.parameters().empty() && !op.parameters_follow_device())
     return "operator " + op.kind() + " on " + device.str() + ": " +
            std::to_string(op.parameters().size()) +

@@ -30,7 +30,10 @@ class ProlongedOperator : public Operator {
   std::optional<double> homogeneity() const override { return inner_->homogeneity(); }
   bool graph_capturable() const override { return inner_->graph_capturable(); }
   std::string not_capturable_reason() const override { return inner_->not_capturable_reason(); }
-  std::string host_only_reason() const override { return inner_->host_only_reason(); }
+  // The prolongation resamples on host vectors (resample.h).
+  std::string host_only_reason() const override {
+    return "the prolongation of a coarse stage's field to the model's grid runs on the host";
+  }
   std::string kind() const override { return inner_->kind(); }
   std::vector<fk::Tensor> parameters() const override { return inner_->parameters(); }
 

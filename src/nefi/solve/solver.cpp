@@ -93,6 +93,15 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
   // mixed-device operand, deep inside a loss, with no word of which part is CPU-only.
   const std::string op_refusal = device_solve_refusal(*problem_.op, opt_.device);
   FK_CHECK(op_refusal.empty(), where, "an operator with a device path", op_refusal);
+  // A coarse stage's operator may differ in kind (a model kept on its grid
+  // sees a coarse field through a host-side prolongation).
+  for (const Stage& s : cur_.stages) {
+    const fk::Dims shape = stage_shape(s, problem_.domain);
+    if (shape == problem_.domain.shape()) continue;
+    const std::string r = device_solve_refusal(*problem_.op->at_resolution(shape), opt_.device);
+    FK_CHECK(r.empty(), where, "an operator with a device path at every stage's grid",
+             "stage '" + s.name + "' (" + shape.str() + "): " + r);
+  }
   FK_CHECK(cur_.optim.optimizer == "adam" || cur_.optim.optimizer == "adamw", where,
            "optimizer adam or adamw (L-BFGS steps host copies; SGD has no device step)",
            cur_.optim.optimizer);

@@ -80,4 +80,22 @@ TEST(NefiAutoProblemDevice, AFieldWithoutADevicePathIsRefusedByName) {
   EXPECT_NE(e.find("a neural or grid field"), std::string::npos) << e;
 }
 
+// A multiscale problem's coarse stage sees the model through the host-side
+// prolongation: refused at construction, naming the stage, not mid-solve.
+TEST(NefiAutoProblemDevice, AMultiscaleCoarseStageIsRefusedByName) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const Scene s = blurred_square();
+  nefi::AutoOptions o;
+  o.representation = "grid";
+  o.budget = "40";
+  o.multiscale = true;
+  const nefi::AutoProblem ap = nefi::auto_problem(s.op, s.shape, s.m, o);
+  ASSERT_EQ(ap.curriculum.stages.size(), 2u);
+  nefi::SolverOptions so;
+  so.device = kGpu;
+  const std::string e = fk::test::error_of([&] { (void)ap.solve(so); });
+  EXPECT_NE(e.find("at every stage's grid"), std::string::npos) << e;
+  EXPECT_NE(e.find("prolongation"), std::string::npos) << e;
+}
+
 }  // namespace

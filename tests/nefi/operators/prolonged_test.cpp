@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "fk/autograd.h"
+#include "fk/device.h"
 #include "fk/test_util.h"
 #include "fk/testing.h"
 #include "nefi/byop/matrix_model.h"
@@ -48,6 +49,15 @@ TEST(NefiProlonged, AFunctionModelSeenFromACoarserGrid) {
   EXPECT_GRADCHECK([&](const std::vector<fk::Tensor>& in) { return coarse->apply(in[0]); },
                    std::vector<fk::Tensor>{x.detach().set_requires_grad(true)});
   EXPECT_EQ(coarse->at_resolution({8}).get(), op.get());  // back at its own grid
+}
+
+// The prolongation is a host step: a device solve refuses a coarse stage
+// seen through it, by name (the solver checks each stage's operator).
+TEST(NefiProlonged, ADeviceSolveRefusesTheProlongedModel) {
+  const fk::Tensor a = fk::test::random_tensor({5, 8}, fk::DType::F64, -1, 1, 7);
+  const auto op = nefi::matrix_operator(a, {8}, {5});
+  const std::string r = nefi::device_solve_refusal(*op->at_resolution({4}), fk::cuda_device(0));
+  EXPECT_NE(r.find("prolongation"), std::string::npos) << r;
 }
 
 }  // namespace
