@@ -316,6 +316,8 @@ def test_what_the_review_found_stays_fixed():
         nefi.from_forward(a, y, homogeneity=2)
     with pytest.raises(ValueError, match="only seeds"):
         nefi.ensemble(p, seeds=(0, 1), method="grid")
+    with pytest.raises(fieldkit.Error, match="'cpu', 'cuda' or 'cuda:N'"):
+        nefi.ensemble(p, seeds=(0, 1), device="gpu")  # passed to each solve
 
 
 def test_an_ensemble_of_several_fields_is_per_field():
