@@ -150,8 +150,12 @@ int fit_cmd(const FitRequest& r) {
     check_refinable(prior);
   }
   if (device.is_cuda()) {  // before the autotune pilots and the constant fits
-    FK_CHECK(r.representation == "neural" || r.representation == "grid", "--device",
-             "--representation neural or grid on a CUDA device (the other fields train on the CPU)",
+    FK_CHECK(r.representation == "neural" || r.representation == "grid" ||
+                 r.representation == "hash" || r.representation == "lowrank",
+             "--device",
+             "--representation neural, grid, hash or lowrank on a CUDA device (spectral fits "
+             "run L-BFGS, and the parametric and layered fields have no device path: they "
+             "train on the CPU)",
              "--representation " + r.representation);
     const std::string refusal = device_solve_refusal(*model.op, device);
     FK_CHECK(refusal.empty(), "--device", "a model with a device path", refusal);
@@ -162,9 +166,12 @@ int fit_cmd(const FitRequest& r) {
   std::optional<tune::FitTuneReport> tuned;
   if (plan) {  // pilot solves choose lr, strengths (and budget)
     const bool tty = stderr_is_tty() && !r.quiet;
-    tuned = tune::autotune_fit(model.op, shape, m, o, *plan, {}, [tty](const std::string& l) {
-      if (tty) std::cerr << "[autotune] " << l << "\n";
-    });
+    tuned = tune::autotune_fit(
+        model.op, shape, m, o, *plan, {},
+        [tty](const std::string& l) {
+          if (tty) std::cerr << "[autotune] " << l << "\n";
+        },
+        device);  // the pilots train where the fit does
     const std::filesystem::path dir(r.out);
     for (const auto& [name, text] : {std::pair{"autotune.md", tune::fit_autotune_md(*tuned)},
                                      {"autotune.json", tune::fit_autotune_json(*tuned)}}) {
@@ -293,9 +300,9 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->add_option("--out,-o", r->out, "output directory (default runs/fit)");
   sub->add_option("--threads", r->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
   sub->add_option("--device", r->device,
-                  "where the fit trains: cpu (default) or cuda[:N], for a neural or grid field "
-                  "through a model with a device path (--autotune's pilots, --refine and "
-                  "--diagnose stay on the CPU)");
+                  "where the fit trains: cpu (default) or cuda[:N], for a neural, grid, hash or "
+                  "lowrank field through a model with a device path, --autotune's pilots too "
+                  "(--refine and --diagnose stay on the CPU)");
   sub->add_flag("--quiet,-q", r->quiet, "only the summary line");
   sub->footer(
       "Writes <out>/x.npy, prediction.npy, report.md (chi verdict and every automatic decision),\n"

@@ -66,9 +66,10 @@ class ForwardProblem:
         called after every step with a dict (stage, step, global_step,
         total_steps, lr, progress, total, data_loss, step_ms); returning
         False ends the stage (a progress bar, a custom stop). ``device``
-        ("cpu", "cuda", "cuda:N") is where the fit trains: a neural or grid
-        field through a built-in model with a device path (a Python forward
-        model, or another field, is refused by name). One solve runs at a
+        ("cpu", "cuda", "cuda:N") is where the fit trains: a neural, grid,
+        hash or lowrank field through a built-in model with a device path (a
+        Python forward model, another field, or a spectral field's L-BFGS, is
+        refused by name). One solve runs at a
         time per problem (another thread's call waits)."""
         if ground_truth is None:
             truths = {}
@@ -247,7 +248,7 @@ class ForwardProblem:
         out["refine"] = rep
         return out, rep
 
-    def autotune(self, level="quick", ground_truth=None):
+    def autotune(self, level="quick", ground_truth=None, device="cpu"):
         """nefi.autotune for this problem: pilot solves choose the learning
         rate, each penalty's strength (tv, smooth, ...: the strongest whose
         fit still reaches the noise, Morozov's discrepancy principle) and, at
@@ -256,28 +257,32 @@ class ForwardProblem:
         and the pilots' residuals), ``noise_std``, ``report`` (markdown) and
         ``problem``, this problem rebuilt with the chosen values. A
         ``ground_truth`` is scored for each pilot (PSNR) for the reader; no
-        decision reads it."""
+        decision reads it. ``device`` is where the pilots train (as
+        ``solve``'s; a problem without a device path is refused before any
+        pilot)."""
         if ground_truth is not None:
             if self._model.several:
                 raise Error("ForwardProblem.autotune: expected no ground_truth for a problem "
                             f"of several fields, got one for {self._model.names}")
             ground_truth = np.ascontiguousarray(ground_truth, dtype=np.float64)
         with self._module_kept():  # the pilots train a module's parameters
-            report, core = self._core.autotune(str(level), ground_truth)
+            report, core = self._core.autotune(str(level), ground_truth, str(device))
         report["problem"] = ForwardProblem(core, self._model, self.shape)
         return report
 
 
-def lr_range_test(problem, lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), steps=20, seed=0):
+def lr_range_test(problem, lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), steps=20, seed=0,
+                  device="cpu"):
     """Short solves of a ForwardProblem at each learning rate (the
     reference's lr_range_test): returns (best lr, [(lr, final data loss)])
     with the best the lowest finite data loss after `steps` steps (a
-    diverged solve counts as inf)."""
+    diverged solve counts as inf). ``device``: where they train (as
+    ``solve``'s)."""
     rows = []
     model = problem._model
     for lr in lrs:
         try:
-            r = problem.solve(seed=seed, steps=steps, lr=lr)
+            r = problem.solve(seed=seed, steps=steps, lr=lr, device=device)
             loss = float(r["stages"][-1]["final_data_loss"])
         except Error as e:  # the NaN guard gave up: this lr diverges; anything else is raised
             if "non-finite" not in str(e):

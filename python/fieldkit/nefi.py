@@ -374,7 +374,7 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
 
 
 def autotune(instance, config=None, seed=None, method=None, *, level="quick", compare=False,
-             out=None, ground_truth=None):
+             out=None, ground_truth=None, device=None):
     """The learning rate, regularizer weights and (levels standard and
     thorough) step budget of an instance's method chosen from the data by
     pilot solves and the discrepancy principle (``nefi autotune``). Returns a
@@ -389,15 +389,17 @@ def autotune(instance, config=None, seed=None, method=None, *, level="quick", co
     A from_forward ForwardProblem is tuned the same way: its learning rate,
     each prior penalty's strength and (standard, thorough) budget; the dict
     then holds ``problem``, the problem rebuilt with the chosen values
-    (ForwardProblem.autotune; ``ground_truth`` is scored for the reader)."""
+    (ForwardProblem.autotune; ``ground_truth`` is scored for the reader;
+    ``device``: where its pilots train)."""
     if isinstance(instance, ForwardProblem):
         if config is not None or method is not None or seed is not None or compare or out:
-            raise ValueError("autotune: expected only level= and ground_truth= with a "
+            raise ValueError("autotune: expected only level=, ground_truth= and device= with a "
                              "from_forward problem, got config/method/seed/compare/out")
-        return instance.autotune(level, ground_truth)
-    if ground_truth is not None:
-        raise ValueError("autotune: expected ground_truth= only with a from_forward problem (an "
-                         "instance scores its own)")
+        return instance.autotune(level, ground_truth, "cpu" if device is None else device)
+    if ground_truth is not None or device is not None:
+        raise ValueError("autotune: expected ground_truth= and device= only with a from_forward "
+                         "problem (an instance scores its own; its config's run.device says "
+                         "where it trains)")
     target, overrides = _target(instance, config)
     sets, m, s = _sets(overrides)
     method = method if method is not None else (m[0] if m else None)

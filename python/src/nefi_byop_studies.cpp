@@ -267,7 +267,9 @@ void bind_forward_problem_studies(nb::class_<ForwardProblem>& problem) {
       .def(
           "autotune",
           [](const ForwardProblem& p, const std::string& level,
-             std::optional<nb::ndarray<nb::ro>> truth) {
+             std::optional<nb::ndarray<nb::ro>> truth, const std::string& device) {
+            const fk::Device dev = fk::parse_device(device);
+            fk::check_usable(dev, "ForwardProblem.autotune device");  // before any work
             const nefi::tune::LevelPlan plan = nefi::tune::level_plan(level, "autotune level");
             const fk::Tensor gt =
                 truth ? from_dlpack(*truth).to(fk::DType::F64).contiguous().clone() : fk::Tensor();
@@ -277,7 +279,8 @@ void bind_forward_problem_studies(nb::class_<ForwardProblem>& problem) {
               nb::gil_scoped_release nogil;
               const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
               p.ap.reset_operator();  // pilots start where every solve does
-              rep = nefi::tune::autotune_fit(p.op, p.shape, p.measurement, p.options, plan, gt);
+              rep = nefi::tune::autotune_fit(p.op, p.shape, p.measurement, p.options, plan, gt, {},
+                                             dev);
               tuned.options = rep.tuned;
               tuned.ap = nefi::tune::tuned_problem(p.op, p.shape, p.measurement, rep);
             }
@@ -285,7 +288,7 @@ void bind_forward_problem_studies(nb::class_<ForwardProblem>& problem) {
             d["report"] = nefi::tune::fit_autotune_md(rep);
             return nb::make_tuple(d, tuned);
           },
-          nb::arg("level"), nb::arg("truth").none());
+          nb::arg("level"), nb::arg("truth").none(), nb::arg("device"));
 }
 
 }  // namespace fkpy

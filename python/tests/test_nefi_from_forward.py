@@ -318,6 +318,12 @@ def test_what_the_review_found_stays_fixed():
         nefi.ensemble(p, seeds=(0, 1), method="grid")
     with pytest.raises(fieldkit.Error, match="'cpu', 'cuda' or 'cuda:N'"):
         nefi.ensemble(p, seeds=(0, 1), device="gpu")  # passed to each solve
+    with pytest.raises(fieldkit.Error, match="'cpu', 'cuda' or 'cuda:N'"):
+        nefi.lr_range_test(p, lrs=(1e-3,), steps=2, device="gpu")
+    with pytest.raises(fieldkit.Error, match="ForwardProblem.autotune device"):
+        nefi.autotune(p, device="cuda:7")  # no such device here
+    with pytest.raises(ValueError, match="device= only with a from_forward"):
+        nefi.autotune("toy1d", device="cuda")
 
 
 def test_an_ensemble_of_several_fields_is_per_field():
@@ -525,3 +531,24 @@ def test_a_torch_module_trains_its_own_parameters_with_the_field():
     out_fixed = nefi.from_forward(fixed, y, prior="nonnegative + smooth", support=support,
                                   noise=0.002).solve()
     assert psnr(out_fixed["reconstruction"], gt) < psnr(out["reconstruction"], gt) - 10
+
+
+@pytest.mark.skipif(not fieldkit.cuda_available(), reason="no usable CUDA device")
+def test_lr_range_test_and_autotune_pilots_train_on_a_device():
+    """A built-in blur's grid fit: the device's short solves and pilots
+    follow the CPU's (round-off apart, so the same best lr and choices)."""
+    rng = np.random.default_rng(3)
+    truth = np.zeros((24, 24))
+    truth[8:16, 6:14] = 1.0
+    blur = nefi.operators.gaussian_blur((24, 24), 1.5)
+    y = blur(truth) + 0.01 * rng.standard_normal((24, 24))
+    p = nefi.from_forward(blur, y, representation="grid", prior="nonnegative + tv", noise=0.01,
+                          budget="40", discrepancy=False)  # the same steps on both
+    lrs = (1e-2, 3e-2, 1e-1)
+    best_cpu, rows_cpu = nefi.lr_range_test(p, lrs=lrs, steps=10)
+    best_gpu, rows_gpu = nefi.lr_range_test(p, lrs=lrs, steps=10, device="cuda")
+    assert best_gpu == best_cpu
+    np.testing.assert_allclose([r[1] for r in rows_gpu], [r[1] for r in rows_cpu], rtol=1e-3)
+    cpu = nefi.autotune(p, level="quick")
+    gpu = nefi.autotune(p, level="quick", device="cuda")
+    assert [d["chosen"] for d in gpu["decisions"]] == [d["chosen"] for d in cpu["decisions"]]

@@ -243,9 +243,9 @@ def test_bad_autotune_requests_say_what_was_expected():
     p = nefi.from_forward(op, y, prior="nonnegative + tv", representation="grid", budget="20")
     with pytest.raises(fieldkit.Error, match="quick, standard or thorough"):
         p.autotune(level="fast")
-    with pytest.raises(ValueError, match="only level= and ground_truth="):
+    with pytest.raises(ValueError, match="only level=, ground_truth= and device="):
         nefi.autotune(p, compare=True)
-    with pytest.raises(ValueError, match="ground_truth= only with a from_forward"):
+    with pytest.raises(ValueError, match="ground_truth= and device= only with a from_forward"):
         nefi.autotune(SMOKE, ground_truth=np.zeros(3))
     with pytest.raises(fieldkit.Error, match="truth"):
         p.autotune(ground_truth=np.zeros(5))

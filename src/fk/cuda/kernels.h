@@ -147,6 +147,21 @@ void launch_where(int dtype, const void* cond, const void* a, const void* b, voi
                   const int64_t* b_strides, void* stream);
 
 // ---------------------------------------------------------------------------
+// The DCT's passes around cuFFT (dct.cu)
+
+// fk::dct along one dim of a contiguous real x (f32, f64) viewed as
+// (outer, n, inner), as cpu/fft.cpp's dct_along (Makhoul's reordering around
+// one real FFT of length n per row; dct.cu). second_kind (II, REDFT10):
+// pack writes the reordered rows v (outer inner, n) real, cuFFT's r2c makes
+// V (outer inner, n / 2 + 1) complex, unpack writes y from V. Otherwise
+// (III, REDFT01): pack writes the half spectrum V, cuFFT's c2r (unscaled)
+// makes v, unpack writes y from v.
+void launch_dct_pack(int dtype, bool second_kind, const void* x, void* buf, int64_t outer,
+                     int64_t n, int64_t inner, void* stream);
+void launch_dct_unpack(int dtype, bool second_kind, const void* buf, void* y, int64_t outer,
+                       int64_t n, int64_t inner, void* stream);
+
+// ---------------------------------------------------------------------------
 // Copies and fills (copy.cu)
 
 // Every element of out set to value (re + i im; im ignored for real types;

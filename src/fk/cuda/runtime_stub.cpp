@@ -122,6 +122,16 @@ void launch_binary(int, int, const void*, const void*, void*, int, const int64_t
 void launch_scale(int, void*, int64_t, double, void*) {
   no_cuda("cuda::launch_scale");
 }
+void launch_fft_bin_weights(int, const void*, void*, int64_t, int64_t, double, double, bool,
+                            void*) {
+  no_cuda("cuda::launch_fft_bin_weights");
+}
+void launch_dct_pack(int, bool, const void*, void*, int64_t, int64_t, int64_t, void*) {
+  no_cuda("cuda::launch_dct_pack");
+}
+void launch_dct_unpack(int, bool, const void*, void*, int64_t, int64_t, int64_t, void*) {
+  no_cuda("cuda::launch_dct_unpack");
+}
 void launch_where(int, const void*, const void*, const void*, void*, int, const int64_t*,
                   const int64_t*, const int64_t*, const int64_t*, void*) {
   no_cuda("cuda::launch_where");

@@ -77,8 +77,10 @@ Tensor irfft2(const Tensor& x, const std::vector<int64_t>& s = {},
 //   II  (REDFT10): y_k = 2 sum_j x_j cos(pi k (j + 1/2) / n)
 //   III (REDFT01): y_k = x_0 + 2 sum_{j >= 1} x_j cos(pi j (k + 1/2) / n)
 // per dim; III undoes II up to a factor 2 n per dim. Each dim runs as one
-// real FFT of length n (Makhoul's reordering, cpu/fft.cpp). Real input (f64
-// stays f64, anything else runs in f32), CPU only. Differentiable:
+// real FFT of length n (Makhoul's reordering, cpu/fft.cpp), on a CUDA device
+// through cuFFT with a pass each side (three launches per dim of a
+// contiguous input). Real input (f64 stays f64, anything else runs in f32).
+// Differentiable:
 // the adjoint of II is III with the first entry along each dim doubled first,
 // of III it is II with it halved after.
 enum class DctType : uint8_t { II, III };

@@ -2,6 +2,11 @@
 // Field: maps a stage's grid to named physical fields. Fields are evaluated on
 // the whole grid of a Domain (coordinates are cached per shape), with
 // `progress` in [0, 1] driving coarse-to-fine annealing.
+//
+// A device path: a field whose parameters can train on a CUDA device
+// (NeuralField, GridField, HashGridField, LowRankField, SpectralField)
+// overrides has_device_path, to and retarget; the others keep the defaults
+// (no path; to() refuses a device).
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -9,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "fk/device.h"
+#include "fk/error.h"
 #include "fk/tensor.h"
 #include "nefi/domain.h"
 #include "nefi/field/flat_params.h"
@@ -29,6 +36,23 @@ class Field {
   virtual std::string kind() const = 0;
   // Half-precision trunk, if any (the solver adds a GradScaler for f16).
   virtual std::optional<fk::DType> autocast() const { return std::nullopt; }
+
+  virtual bool has_device_path() const { return false; }
+  // Moves the parameters (and what forward caches) to `d`: the CPU always;
+  // a CUDA device only with a device path (else fk::Error naming the kind).
+  virtual void to(fk::Device d) {
+    FK_CHECK(d.is_cpu(), "nefi::Field::to",
+             "the cpu for a '" + kind() + "' field (it has no device path)", d.str());
+  }
+  // On a device: rewrites in place what the next forward at `progress`
+  // reads that progress moves (an annealing gate), so that a captured graph
+  // of the forward stays valid; false when that forward's work or buffers
+  // differ (a new capture), or off a device. It speaks for steps within a
+  // stage: a stage change always captures anew (a new grid, new buffers).
+  virtual bool retarget(double progress) {
+    (void)progress;
+    return false;
+  }
 
   FlatParams& params() { return params_; }
   const FlatParams& params() const { return params_; }

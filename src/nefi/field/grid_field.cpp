@@ -66,6 +66,10 @@ void GridField::to(fk::Device d) {
   device_ = d;
 }
 
+bool GridField::retarget(double) {
+  return device_.is_cuda() && !heads_read_progress(heads_);
+}
+
 void GridField::reset_parameters(uint64_t) {
   fk::autograd::NoGradGuard ng;
   fk::Tensor v = params_.raw(0);

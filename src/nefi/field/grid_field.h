@@ -21,8 +21,11 @@ class GridField : public Field {
   std::string kind() const override { return "grid"; }
   const fk::Dims& shape() const { return shape_; }
   const std::vector<HeadPtr>& heads() const { return heads_; }
+  bool has_device_path() const override { return true; }
   // Moves the values to device d; later stages' grids are allocated there.
-  void to(fk::Device d);
+  void to(fk::Device d) override;
+  // The values have nothing progress moves: true while no head reads it (and on a device).
+  bool retarget(double progress) override;
 
  private:
   void allocate(const fk::Dims& shape);

@@ -1,96 +1,40 @@
 #include "nefi/field/hash_grid_field.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <string>
 
 #include "fk/autograd.h"
+#include "fk/device.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
 #include "fk/random.h"
 #include "nefi/field/dense.h"
+#include "nefi/field/hash_grid_device.h"
 
 namespace nefi {
 namespace {
 
-// Instant-NGP's primes; the first axis is not multiplied (coherent rows).
-constexpr std::array<uint32_t, 3> kPrimes{1u, 2654435761u, 805459861u};
-
-// A level's constants, read once per call instead of per point.
-struct LevelConsts {
-  float res = 0;
-  int64_t last = 0;                          // res - 1: the last cell
-  int64_t row_stride = 0, plane_stride = 0;  // dense vertex strides along axes 1 and 2
-  int64_t offset = 0;
-  uint32_t table = 0;
-  bool hashed = false;
-};
-
-std::vector<LevelConsts> level_consts(const HashGridLayout& L) {
-  std::vector<LevelConsts> out;
-  for (size_t l = 0; l < L.resolution.size(); ++l) {
-    LevelConsts c;
-    const int64_t res = L.resolution[l];
-    c.res = static_cast<float>(res);
-    c.last = res - 1;
-    c.row_stride = res + 1;
-    c.plane_stride = (res + 1) * (res + 1);
-    c.offset = L.offset[l];
-    c.table = static_cast<uint32_t>(L.table_size[l]);
-    c.hashed = L.hashed(static_cast<int>(l));
-    out.push_back(c);
-  }
-  return out;
-}
-
-// One point's cell at one level: its 2^D vertices' table rows and
-// multilinear weights (vertex k takes axis a's upper side where bit a is set).
-template <int D>
-void corners(const float* x, const LevelConsts& c, int64_t* row, float* weight) {
-  int64_t base[D];
-  float frac[D];
-  for (int a = 0; a < D; ++a) {
-    const float p = std::clamp((x[a] + 1.0f) * 0.5f, 0.0f, 1.0f) * c.res;
-    base[a] = std::min(static_cast<int64_t>(p), c.last);
-    frac[a] = p - static_cast<float>(base[a]);
-  }
-  for (int k = 0; k < (1 << D); ++k) {
-    float w = 1;
-    uint32_t h = 0;
-    int64_t dense = 0;
-    for (int a = 0; a < D; ++a) {
-      const int bit = (k >> a) & 1;
-      const int64_t v = base[a] + bit;
-      w *= bit ? frac[a] : 1 - frac[a];
-      h ^= static_cast<uint32_t>(v) * kPrimes[a];
-      dense += v * (a == 0 ? 1 : a == 1 ? c.row_stride : c.plane_stride);
-    }
-    row[k] = c.offset + (c.hashed ? static_cast<int64_t>(h % c.table) : dense);
-    weight[k] = w;
-  }
-}
-
 // Calls f(level, rows, weights, count) for every (point i, active level).
 template <int D, typename F>
-void for_each_cell(const float* xi, const std::vector<LevelConsts>& lc,
+void for_each_cell(const float* xi, const cuda::HashGridLevels& lc,
                    const std::vector<double>& level_weight, F&& f) {
   int64_t row[1 << D];
   float weight[1 << D];
-  for (size_t l = 0; l < lc.size(); ++l) {
+  for (int l = 0; l < lc.count; ++l) {
     const auto lw = static_cast<float>(level_weight[l]);
     if (lw == 0) continue;
-    corners<D>(xi, lc[l], row, weight);
+    cuda::hash_grid_corners<D>(xi, lc.level[l], row, weight);
     for (int k = 0; k < (1 << D); ++k) weight[k] *= lw;
-    f(static_cast<int>(l), row, weight, 1 << D);
+    f(l, row, weight, 1 << D);
   }
 }
 
 // for_each_cell at the layout's dimension (a runtime value: 1, 2 or 3).
 template <typename F>
-void for_each_cell(int d, const float* xi, const std::vector<LevelConsts>& lc,
+void for_each_cell(int d, const float* xi, const cuda::HashGridLevels& lc,
                    const std::vector<double>& level_weight, F&& f) {
   if (d == 1) return for_each_cell<1>(xi, lc, level_weight, f);
   if (d == 2) return for_each_cell<2>(xi, lc, level_weight, f);
@@ -113,7 +57,7 @@ struct HashGridBackward : fk::autograd::Node {
     const float* gp = g.data<float>();
     const float* xp = coords.data<float>();
     // One level per thread: each writes only its own table rows.
-    const std::vector<LevelConsts> lc = level_consts(layout);
+    const cuda::HashGridLevels lc = hash_grid_levels(layout);
     const int d = layout.ndim;
     fk::parallel_for(0, levels, 1, [&](int64_t lo, int64_t hi) {
       std::vector<double> only(level_weight.size(), 0.0);
@@ -132,6 +76,32 @@ struct HashGridBackward : fk::autograd::Node {
 
 }  // namespace
 
+cuda::HashGridLevels hash_grid_levels(const HashGridLayout& L) {
+  FK_CHECK(L.ndim >= 1 && L.ndim <= 3 && L.features >= 1 && L.features <= 16 &&
+               L.resolution.size() >= 1 &&
+               L.resolution.size() <= static_cast<size_t>(cuda::kHashGridMaxLevels) &&
+               L.table_size.size() == L.resolution.size() && L.offset.size() == L.resolution.size(),
+           "nefi::hash_grid_levels", "a layout of 1-3 axes, 1-16 features and 1-32 levels",
+           std::to_string(L.ndim) + " axes, " + std::to_string(L.features) + " features, " +
+               std::to_string(L.resolution.size()) + " levels");
+  cuda::HashGridLevels out;
+  out.count = static_cast<int>(L.resolution.size());
+  out.features = L.features;
+  out.ndim = L.ndim;
+  for (int l = 0; l < out.count; ++l) {
+    cuda::HashGridLevel& c = out.level[l];
+    const int64_t res = L.resolution[l];
+    c.res = static_cast<float>(res);
+    c.last = res - 1;
+    c.row_stride = res + 1;
+    c.plane_stride = (res + 1) * (res + 1);
+    c.offset = L.offset[l];
+    c.table = static_cast<uint32_t>(L.table_size[l]);
+    c.hashed = L.hashed(l);
+  }
+  return out;
+}
+
 bool HashGridLayout::hashed(int level) const {
   int64_t vertices = 1;
   for (int a = 0; a < ndim; ++a) vertices *= resolution[level] + 1;
@@ -141,9 +111,10 @@ bool HashGridLayout::hashed(int level) const {
 HashGridLayout hash_grid_layout(int ndim, const HashGridConfig& c, int64_t largest_axis) {
   constexpr const char* kWhere = "nefi::HashGridField";
   FK_CHECK(ndim >= 1 && ndim <= 3, kWhere, "a 1-, 2- or 3-D domain", std::to_string(ndim) + "-D");
-  FK_CHECK(c.levels >= 1 && c.levels <= 32 && c.features >= 1 && c.features <= 16, kWhere,
-           "levels in [1, 32] and features in [1, 16]",
-           std::to_string(c.levels) + ", " + std::to_string(c.features));
+  FK_CHECK(
+      c.levels >= 1 && c.levels <= cuda::kHashGridMaxLevels && c.features >= 1 && c.features <= 16,
+      kWhere, "levels in [1, 32] and features in [1, 16]",
+      std::to_string(c.levels) + ", " + std::to_string(c.features));
   FK_CHECK(c.log2_table >= 4 && c.log2_table <= 24, kWhere, "log2_table in [4, 24]",
            std::to_string(c.log2_table));
   const int64_t n_max = c.finest_resolution > 0 ? c.finest_resolution : 2 * largest_axis;
@@ -202,7 +173,7 @@ fk::Tensor hash_grid_encode(const fk::Tensor& coords, const fk::Tensor& table,
   float* yp = y.data<float>();
   const float* xp = x.data<float>();
   const float* tp = t.data<float>();
-  const std::vector<LevelConsts> lc = level_consts(layout);
+  const cuda::HashGridLevels lc = hash_grid_levels(layout);
   const int d = layout.ndim;
   fk::parallel_for(0, n, 256, [&](int64_t lo, int64_t hi) {
     for (int64_t i = lo; i < hi; ++i) {
@@ -275,18 +246,57 @@ void HashGridField::reset_parameters(uint64_t seed) {
   params_.flat().bump_version();
 }
 
+void HashGridField::to(fk::Device d) {
+  fk::check_usable(d, "nefi::HashGridField::to");
+  params_.to(d);
+  if (d != device_) {
+    points_.reset();
+    level_weight_ = fk::Tensor();
+    level_weight_values_.clear();
+  }
+  device_ = d;
+}
+
+const fk::Tensor& HashGridField::level_weight_on_device(double progress) {
+  std::vector<float> w;
+  for (double v : hash_grid_level_weights(cfg_.levels, progress, cfg_.annealed))
+    w.push_back(static_cast<float>(v));
+  if (!level_weight_.defined()) {
+    level_weight_ = fk::from_vector(w, fk::Dims{cfg_.levels}, device_);
+  } else if (w != level_weight_values_) {
+    fk::autograd::NoGradGuard ng;
+    level_weight_.copy_(fk::from_vector(w, fk::Dims{cfg_.levels}));
+  }
+  level_weight_values_ = std::move(w);
+  return level_weight_;
+}
+
+bool HashGridField::retarget(double progress) {
+  if (!device_.is_cuda() || !level_weight_.defined()) return false;
+  level_weight_on_device(progress);
+  return !heads_read_progress(heads_);
+}
+
 FieldMap HashGridField::forward(const Domain& domain, double progress) {
   FK_CHECK(domain.ndim() == layout_.ndim, "nefi::HashGridField",
            std::to_string(layout_.ndim) + "-D domain", domain.str());
-  FK_CHECK(params_.flat().device().is_cpu(), "nefi::HashGridField", "parameters on the cpu",
+  FK_CHECK(params_.flat().device() == device_, "nefi::HashGridField",
+           "parameters on " + device_.str() + " (where to() put them)",
            params_.flat().device().str());
   if (!coords_.defined() || !(coords_shape_ == domain.shape())) {
     coords_ = domain.coords(fk::DType::F32).reshape({domain.numel(), layout_.ndim}).contiguous();
     coords_shape_ = domain.shape();
+    points_.reset();
   }
   const std::vector<fk::Tensor> p = params_.views();
-  fk::Tensor h = hash_grid_encode(coords_, p[0], layout_,
-                                  hash_grid_level_weights(cfg_.levels, progress, cfg_.annealed));
+  fk::Tensor h;
+  if (device_.is_cuda()) {
+    if (!points_) points_ = hash_grid_points(coords_, layout_, device_);
+    h = hash_grid_encode_device(points_, p[0], layout_, level_weight_on_device(progress));
+  } else {
+    h = hash_grid_encode(coords_, p[0], layout_,
+                         hash_grid_level_weights(cfg_.levels, progress, cfg_.annealed));
+  }
   for (int i = 0; i < cfg_.depth; ++i)
     h = dense(h, p[1 + 2 * i], p[2 + 2 * i], DenseActivation::Relu);
   h = dense(h, p[1 + 2 * cfg_.depth], p[2 + 2 * cfg_.depth], DenseActivation::None);

@@ -19,15 +19,23 @@
 //               out_init_scale, with the heads' bias
 // The encoding is one op each way: forward interpolates in parallel over
 // points; backward scatters into each level's table, one level per thread,
-// points in order (deterministic at any thread count). CPU only (a device
-// solve refuses it: only a NeuralField or GridField has a device path).
+// points in order (deterministic at any thread count).
+// On a CUDA device (to()) the encoding runs as kernels
+// (hash_grid_device.h: the same forward bits, a deterministic backward) and
+// the MLP as nefi::dense's device layers; the annealing window is a device
+// row that retarget() rewrites, so a captured step replays while levels
+// ramp in.
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "nefi/cuda/hash_grid_kernels.h"
 #include "nefi/field/field.h"
 #include "nefi/field/heads.h"
 
 namespace nefi {
+
+struct HashGridPoints;  // hash_grid_device.h
 
 struct HashGridConfig {
   int levels = 12;
@@ -50,6 +58,10 @@ struct HashGridLayout {
 
 HashGridLayout hash_grid_layout(int ndim, const HashGridConfig& cfg, int64_t largest_axis);
 
+// The layout's per-level constants, as the cell arithmetic reads them
+// (cuda/hash_grid_cells.h, on the host and on a device).
+cuda::HashGridLevels hash_grid_levels(const HashGridLayout& layout);
+
 // coords (N, ndim) f32 in (-1, 1); table (entries, F) f32; level_weight one
 // per level (the annealing window). Returns (N, levels F) f32,
 // differentiable in `table`.
@@ -69,14 +81,35 @@ class HashGridField : public Field {
   std::string kind() const override { return "hash"; }
   const HashGridLayout& layout() const { return layout_; }
   const HashGridConfig& config() const { return cfg_; }
+  const std::vector<HeadPtr>& heads() const { return heads_; }
+
+  bool has_device_path() const override { return true; }
+  // Moves the parameters to d (cpu or an available CUDA device); a stage's
+  // points and their inverse map follow on the next forward.
+  void to(fk::Device d) override;
+  // On a device after a forward: writes the annealing window at `progress`
+  // into the device row the kernels read; true while no head reads progress.
+  bool retarget(double progress) override;
+  // The annealing window the device kernels read (undefined before a device
+  // forward). Every device forward writes its progress's window there, so a
+  // forward between captured steps must be at the steps' progress (the
+  // solver's are).
+  const fk::Tensor& window() const { return level_weight_; }
 
  private:
+  // The annealing window at `progress` on the device (rewritten in place).
+  const fk::Tensor& level_weight_on_device(double progress);
+
   std::vector<HeadPtr> heads_;
   HashGridConfig cfg_;
   HashGridLayout layout_;
   int n_out_ = 0;
   fk::Dims coords_shape_;
   fk::Tensor coords_;
+  fk::Device device_ = fk::kCPU;
+  std::shared_ptr<const HashGridPoints> points_;  // coords_ on device_, with their inverse map
+  fk::Tensor level_weight_;                       // (levels) f32 on device_
+  std::vector<float> level_weight_values_;        // what level_weight_ holds
 };
 
 }  // namespace nefi

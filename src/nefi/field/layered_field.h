@@ -31,7 +31,8 @@
 //            there), the interfaces flat and evenly spaced: d_i = -1 + 2 i / K
 //   forward  fk ops (autograd through them): one matmul for the interfaces,
 //            one sigmoid over (cells, K - 1) per channel
-// CPU only (a device solve refuses it: only a NeuralField or GridField has a device path).
+// CPU only (a device solve refuses it: its basis and widths are host rows
+// remade as progress moves; Field::has_device_path).
 #include <cstdint>
 #include <string>
 #include <vector>

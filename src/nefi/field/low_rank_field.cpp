@@ -4,6 +4,7 @@
 #include <string>
 
 #include "fk/autograd.h"
+#include "fk/device.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary/binary.h"
@@ -34,6 +35,17 @@ void LowRankField::allocate(const fk::Dims& shape) {
   for (int a = 0; a < shape.size(); ++a)
     params_.add("factor" + std::to_string(a), {n_out_, rank_, shape[a]});
   params_.allocate(fk::DType::F32);
+  params_.to(device_);
+}
+
+void LowRankField::to(fk::Device d) {
+  fk::check_usable(d, "nefi::LowRankField::to");
+  params_.to(d);
+  device_ = d;
+}
+
+bool LowRankField::retarget(double) {
+  return device_.is_cuda() && !heads_read_progress(heads_);
 }
 
 void LowRankField::reset_parameters(uint64_t seed) {
@@ -82,7 +94,8 @@ void LowRankField::on_stage_start(const Domain& domain) {
   allocate(domain.shape());
   fk::autograd::NoGradGuard ng;
   for (int a = 0; a < shape_.size(); ++a)
-    params_.raw(a).copy_(fk::from_vector(factors[a], params_.shape(a)).to(fk::DType::F32));
+    params_.raw(a).copy_(
+        fk::from_vector(factors[a], params_.shape(a)).to(fk::DType::F32).to(device_));
 }
 
 FieldMap LowRankField::forward(const Domain& domain, double progress) {

@@ -13,7 +13,8 @@
 //              axis), the others small (U(-0.1, 0.1) times that root's
 //              scale) so every term has a gradient from the start
 //   stages     each factor is area-resampled along its axis to a new grid
-// CPU only (a device solve refuses it: only a NeuralField or GridField has a device path).
+// On a CUDA device (to()) the same fk ops run there (bmm through cuBLAS); a
+// stage's resampling goes through the host, as a grid field's does.
 #include <cstdint>
 #include <vector>
 
@@ -31,11 +32,18 @@ class LowRankField : public Field {
   std::string kind() const override { return "lowrank"; }
   int rank() const { return rank_; }
 
+  bool has_device_path() const override { return true; }
+  // Moves the factors to d; later stages' factors are allocated there.
+  void to(fk::Device d) override;
+  // The factors have nothing progress moves: true on a device while no head reads it.
+  bool retarget(double progress) override;
+
  private:
   void allocate(const fk::Dims& shape);
   std::vector<HeadPtr> heads_;
   int rank_ = 0, n_out_ = 0;
   fk::Dims shape_;
+  fk::Device device_ = fk::kCPU;
 };
 
 }  // namespace nefi

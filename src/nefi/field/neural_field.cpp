@@ -186,6 +186,10 @@ void NeuralField::to(fk::Device d) {
   enc_.to(d);
 }
 
+bool NeuralField::retarget(double progress) {
+  return enc_.retarget(progress) && !heads_read_progress(heads_);
+}
+
 // The hidden layers on the parameters' device: tanh, relu and sine fused
 // into each layer's epilogue, the other activations as fk device ops.
 fk::Tensor NeuralField::trunk_on_device(const fk::Tensor& x,

@@ -57,8 +57,11 @@ class NeuralField : public Field {
   // The pre-head network output, (N, n_out) over the domain's cells.
   fk::Tensor raw(const Domain& domain, double progress);
   const NeuralFieldConfig& config() const { return cfg_; }
+  bool has_device_path() const override { return true; }
   // Moves parameters and encoding to d (cpu or an available CUDA device).
-  void to(fk::Device d);
+  void to(fk::Device d) override;
+  // The encoding's gate (FourierFeatures::retarget), with heads that do not read progress.
+  bool retarget(double progress) override;
   fk::Device device() const { return params_.flat().device(); }
   FourierFeatures& encoding() { return enc_; }
   const std::vector<HeadPtr>& heads() const { return heads_; }

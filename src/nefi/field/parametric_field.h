@@ -73,7 +73,7 @@
 // layered background adds the LayeredField's fk ops (a matmul, a sigmoid and
 // a sum per channel, whose reductions fk orders by chunk, so a given
 // thread count gives the same bits). CPU only (a device solve refuses it:
-// only a NeuralField or GridField has a device path).
+// Field::has_device_path).
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "fk/autograd.h"
+#include "fk/device.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
@@ -77,12 +78,24 @@ void SpectralField::build(const Domain& domain) {
   for (int64_t f = 0; f < modes_.numel(); ++f)
     for (int64_t k : mode_index(f, modes_))
       if (k > 0) halved[f] *= 0.5;
-  dct_gains_ = fk::from_vector(halved, gs).to(fk::DType::F32);
+  dct_gains_ = fk::from_vector(halved, gs).to(fk::DType::F32).to(device_);
   fk::Dims ps = modes_;
   ps.insert(0, n_out_);
   params_.clear();
   params_.add("coefficients", ps);
   params_.allocate(fk::DType::F32);
+  params_.to(device_);
+}
+
+void SpectralField::to(fk::Device d) {
+  fk::check_usable(d, "nefi::SpectralField::to");
+  params_.to(d);
+  dct_gains_ = dct_gains_.to(d);
+  device_ = d;
+}
+
+bool SpectralField::retarget(double) {
+  return device_.is_cuda() && !heads_read_progress(heads_);
 }
 
 void SpectralField::reset_parameters(uint64_t) {
@@ -91,7 +104,7 @@ void SpectralField::reset_parameters(uint64_t) {
   std::vector<double> theta(params_.numel(), 0.0);
   const int64_t per = modes_.numel();
   for (int c = 0; c < n_out_; ++c) theta[c * per] = bias[c] / gains_[0];
-  params_.raw(0).copy_(fk::from_vector(theta, params_.shape(0)).to(fk::DType::F32));
+  params_.raw(0).copy_(fk::from_vector(theta, params_.shape(0)).to(fk::DType::F32).to(device_));
   params_.flat().bump_version();
 }
 
@@ -119,7 +132,7 @@ void SpectralField::on_stage_start(const Domain& domain) {
       theta[c * per + f] = old[c * old_per + of] * old_gains[of] / gains_[f];
   }
   fk::autograd::NoGradGuard ng;
-  params_.raw(0).copy_(fk::from_vector(theta, params_.shape(0)).to(fk::DType::F32));
+  params_.raw(0).copy_(fk::from_vector(theta, params_.shape(0)).to(fk::DType::F32).to(device_));
 }
 
 FieldMap SpectralField::forward(const Domain& domain, double progress) {

@@ -33,7 +33,9 @@
 // forward  one DCT-III over the spatial axes (fk::dct, REDFT01's definition), the
 //          modes zero-padded to the cells: O(N log N). One matrix per axis
 //          was 2.7x its time per step at 256^2 (docs/performance.md).
-// CPU only (a device solve refuses it: only a NeuralField or GridField has a device path).
+// On a CUDA device (to()) the DCT runs through cuFFT (fk::dct); a stage's
+// rescaling of the coefficients goes through the host, as a grid field's
+// resampling does.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -62,6 +64,12 @@ class SpectralField : public Field {
   std::string kind() const override { return "spectral"; }
   const fk::Dims& modes() const { return modes_; }
 
+  bool has_device_path() const override { return true; }
+  // Moves the coefficients and gains to d; later stages' are allocated there.
+  void to(fk::Device d) override;
+  // The coefficients have nothing progress moves: true on a device while no head reads it.
+  bool retarget(double progress) override;
+
  private:
   void build(const Domain& domain);  // modes_, gains_, dct_gains_ and the parameter
   std::vector<HeadPtr> heads_;
@@ -70,6 +78,7 @@ class SpectralField : public Field {
   fk::Dims shape_, modes_;
   std::vector<double> gains_;  // (m...), as spectral_gains
   fk::Tensor dct_gains_;       // (1, m...) f32: the gains, halved per axis where k_a > 0
+  fk::Device device_ = fk::kCPU;
 };
 
 }  // namespace nefi

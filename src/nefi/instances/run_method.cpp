@@ -34,7 +34,7 @@ void finish_solved_output(const Instance& instance, const Params& p, const Inver
 
 SolverOptions method_options(const Instance& instance, const std::string& method,
                              const Field& field, SolverOptions so) {
-  if (method != default_method(instance) && !has_device_path(field)) so.device = fk::kCPU;
+  if (method != default_method(instance) && !field.has_device_path()) so.device = fk::kCPU;
   return so;
 }
 

@@ -38,7 +38,7 @@ void finish_solved_output(const Instance& instance, const Params& p, const Inver
                           uint64_t seed, RunOutput& out);
 
 // The options `method` solves `field` with: `so`, on the CPU for a baseline
-// whose field has no device path (has_device_path: a run's device is where
+// whose field has no device path (Field::has_device_path: a run's device is where
 // its neural field or grid values train, whichever method builds them).
 SolverOptions method_options(const Instance& instance, const std::string& method,
                              const Field& field, SolverOptions so);

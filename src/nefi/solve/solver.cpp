@@ -7,8 +7,6 @@
 #include <optional>
 
 #include "fk/error.h"
-#include "nefi/field/grid_field.h"
-#include "nefi/field/neural_field.h"
 #include "nefi/solve/checkpoint.h"
 #include "nefi/solve/final_fields.h"
 #include "nefi/solve/parameter_buffers.h"
@@ -24,12 +22,6 @@ using detail::snapshot;
 using detail::solve_parameters;
 using detail::stage_shape;
 using detail::StageRun;
-
-// Moves a device solve's field (has_device_path) to `d`.
-void move_field(Field& field, fk::Device d) {
-  if (auto* nf = dynamic_cast<NeuralField*>(&field)) return nf->to(d);
-  dynamic_cast<GridField&>(field).to(d);
-}
 
 std::vector<std::string> history_columns(const LossSet& losses) {
   std::vector<std::string> c{"step",     "global_step", "stage",    "lr",
@@ -64,10 +56,6 @@ std::optional<size_t> only_stage_index(const std::optional<int>& only, int n_sta
 
 }  // namespace
 
-bool has_device_path(const Field& field) {
-  return dynamic_cast<const NeuralField*>(&field) || dynamic_cast<const GridField*>(&field);
-}
-
 Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions options)
     : problem_(std::move(problem)), cur_(std::move(curriculum)), opt_(std::move(options)) {
   FK_CHECK(problem_.field && problem_.op, "nefi::Solver", "a problem with a field and an operator",
@@ -86,8 +74,8 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
   check_lr_groups(*problem_.field, *problem_.op, cur_.optim, cur_.stages);
   if (opt_.device.is_cpu()) return;
   const char* where = "nefi::Solver (device)";
-  FK_CHECK(has_device_path(*problem_.field), where,
-           "a neural or grid field (only they train on a device)",
+  FK_CHECK(problem_.field->has_device_path(), where,
+           "a neural, grid, hash, lowrank or spectral field (only they train on a device)",
            "a " + problem_.field->kind() + " field");
   // Before any step: a host-only operator would otherwise fail on its first
   // mixed-device operand, deep inside a loss, with no word of which part is CPU-only.
@@ -133,12 +121,12 @@ Result Solver::run() {
   const uint64_t base_seed = opt_.init_seed.value_or(opt_.seed);
   Field& field = *problem_.field;
   auto to_host = [&] {
-    move_field(field, fk::kCPU);
+    field.to(fk::kCPU);
     problem_.op->parameters_to(fk::kCPU);
   };
   try {
     if (opt_.device.is_cuda()) {
-      move_field(field, opt_.device);
+      field.to(opt_.device);
       // Trainable operator parameters (device_solve_refusal let only movable ones through).
       problem_.op->parameters_to(opt_.device);
     }

@@ -18,7 +18,7 @@
 //               at the step after a saved one and finishes bit-identical to
 //               an uninterrupted run (its history starts at the checkpoint;
 //               an EMA shadow is not saved and restarts from the parameters)
-//   device      a CUDA device: the run moves the NeuralField or GridField,
+//   device      a CUDA device: the run moves the field (Field::has_device_path),
 //               the operator's trainable parameters, each stage's
 //               measurement and the Adam(W) state there; the operator and
 //               losses then run on device tensors (a host-only operator, or
@@ -115,10 +115,6 @@ struct SolverOptions {
   // instance's synthetic measurement (RunConfig::data); no ground truth then.
   std::optional<Measurement> measured;
 };
-
-// Whether a device solve can train `field`: a NeuralField's weights or a
-// GridField's values (the other fields have no device path).
-bool has_device_path(const Field& field);
 
 class Solver {
  public:

@@ -8,8 +8,6 @@
 #include "fk/ops/reduce/sum.h"
 #include "fk/profile.h"
 #include "fk/sync_debug.h"
-#include "nefi/field/grid_field.h"
-#include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/scalar.h"
 #include "nefi/solve/adam_device.h"
@@ -259,15 +257,8 @@ void StageRun::enqueue_device_step(int t) {
 // field's annealing gate can be rewritten in place.
 int64_t StageRun::step_shape() {
   if (progress_ != shape_progress_) {
-    // A neural field keeps its structure while its encoding's gate can be
-    // retargeted in place; a grid field's values have none that progress moves.
-    bool kept = false;
-    if (auto* nf = dynamic_cast<NeuralField*>(&field_)) {
-      kept = nf->encoding().retarget(progress_) && !heads_read_progress(nf->heads());
-    } else if (auto* grid = dynamic_cast<GridField*>(&field_)) {
-      kept = !heads_read_progress(grid->heads());
-    }
-    if (!kept) ++shape_;
+    // The field keeps its structure while it can retarget in place (Field::retarget).
+    if (!field_.retarget(progress_)) ++shape_;
     shape_progress_ = progress_;
   }
   return shape_;

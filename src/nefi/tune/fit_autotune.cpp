@@ -32,6 +32,7 @@ struct PilotRunner {
   const AutoProblem& base;  // its reset_operator puts the model back as given
   const fk::Tensor& truth;
   const Log& log;
+  fk::Device device;
 
   // `steps` > 0: the stages capped to that many steps in all.
   Pilot run(const AutoOptions& o, int steps, const std::string& key,
@@ -42,7 +43,9 @@ struct PilotRunner {
     try {
       AutoProblem ap = auto_problem(op, shape, y, o);
       if (steps > 0) ap.curriculum = ap.curriculum.capped(steps);
-      const Result r = ap.solve();
+      SolverOptions so;
+      so.device = device;
+      const Result r = ap.solve(so);
       p.steps = r.total_steps();
       p.residual_rms = diagnostics::residual_rms(r.prediction, ap.problem.measurement);
       p.misfit_ratio = ap.noise_std > 0 ? p.residual_rms / ap.noise_std
@@ -83,15 +86,20 @@ void settle(Decision& d, const Choice& c, const std::string& kept) {
 
 FitTuneReport autotune_fit(const OperatorPtr& op, const fk::Dims& shape, const Measurement& y,
                            const AutoOptions& options, const LevelPlan& plan,
-                           const fk::Tensor& truth, const Log& on_log) {
+                           const fk::Tensor& truth, const Log& on_log, fk::Device device) {
   const size_t n_fields = options.field_priors.empty() ? 1 : options.field_priors.size();
   FK_CHECK(!truth.defined() || (n_fields == 1 && truth.numel() == shape.numel()), "autotune truth",
            "one field's truth of shape " + shape.str(),
            truth.defined() ? truth.shape().str() + " for " + std::to_string(n_fields) + " field(s)"
                            : "none");
   const AutoProblem base = auto_problem(op, shape, y, options);
+  if (device.is_cuda()) {  // a refusal once, by name, not as every pilot's failure
+    SolverOptions so;
+    so.device = device;
+    (void)Solver(base.problem, base.curriculum, so);
+  }
   const fk::Tensor gt = truth.defined() ? truth.reshape(shape) : truth;
-  const PilotRunner pilots{op, shape, y, base, gt, on_log};
+  const PilotRunner pilots{op, shape, y, base, gt, on_log, device};
   FitTuneReport r;
   r.level = plan.name;
   r.representation = options.representation;

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "fk/device.h"
 #include "nefi/byop/auto_problem.h"
 #include "nefi/tune/autotune.h"
 
@@ -44,10 +45,14 @@ struct FitTuneReport {
   AutoOptions tuned;
 };
 
+// `device`: where the pilots train (a CUDA device: the problem's device
+// solve is checked first, a field or model without a device path refused by
+// name before any pilot).
 FitTuneReport autotune_fit(const OperatorPtr& op, const fk::Dims& shape, const Measurement& y,
                            const AutoOptions& options, const LevelPlan& plan,
                            const fk::Tensor& truth = {},
-                           const std::function<void(const std::string&)>& on_log = {});
+                           const std::function<void(const std::string&)>& on_log = {},
+                           fk::Device device = fk::kCPU);
 
 // The problem built with r.tuned, its lr and steps decisions saying that
 // the tuner chose them (and why) instead of "given".

@@ -1,8 +1,9 @@
 // cuFFT and the fk FFT ops on the device (see parity.h): cuda::fft_execute's
 // c2c (both directions), r2c and c2r against a naive DFT; the fk ops against
 // the CPU in every norm, with padding, truncation, odd lengths, strided
-// inputs and more than three transformed dims, with gradients; the plan
-// cache's reuse; and fk::dct's refusal (no cuFFT DCT).
+// inputs and more than three transformed dims, with gradients; fk::dct (its
+// passes around cuFFT's real transform) against the CPU's; the plan cache's
+// reuse.
 #include "parity.h"
 
 #include <complex>
@@ -258,13 +259,63 @@ void add_op_rows(std::vector<OpCase>& r) {
     };
   };
   r.push_back(gradcheck_row("rfftn_gradcheck", [](const Inputs& in) { return rfftn(in[0]); }));
+  r.push_back(gradcheck_row("dct2_gradcheck",
+                            [](const Inputs& in) { return dct(in[0], DctType::II, {}, {}); }));
+  r.push_back(gradcheck_row("dct3_padded_gradcheck",
+                            [](const Inputs& in) { return dct(in[0], DctType::III, {5}, {1}); }));
   r.push_back(gradcheck_row("irfftn_of_scaled_rfftn_gradcheck", [](const Inputs& in) {
     return irfftn(mul(rfftn(in[0]), 0.5), {3, 4});
   }));
 }
 
+// fk::dct in f64 and f32 against the CPU's, with gradients: both kinds,
+// even and odd lengths (n = 1 too), one dim of three (the middle: outer and
+// inner batches), every dim, padded and truncated, of a strided input.
+void add_dct_rows(std::vector<OpCase>& r) {
+  auto dct_row = [](std::string name, Dims shape, Fn f) {
+    return OpCase{
+        .name = std::move(name),
+        .dtypes = {DType::F64, DType::F32},
+        .inputs = [shape](DType dt) { return Inputs{test::random_tensor(shape, dt, -1, 1, 161)}; },
+        .device = std::move(f),
+        .tol = [](DType dt) { return near(dt == DType::F64 ? 1e-11 : 2e-5); },
+        .grad = true,
+        .deterministic = true,
+    };
+  };
+  for (auto [tag, type] : {std::pair{"dct2", DctType::II}, std::pair{"dct3", DctType::III}}) {
+    const std::string t = tag;
+    r.push_back(dct_row(t + "_even", {2, 8},
+                        [type](const Inputs& in) { return dct(in[0], type, {}, {1}); }));
+    r.push_back(dct_row(t + "_odd_middle_dim", {3, 7, 4},
+                        [type](const Inputs& in) { return dct(in[0], type, {}, {1}); }));
+    r.push_back(dct_row(t + "_every_dim", {4, 5, 6},
+                        [type](const Inputs& in) { return dct(in[0], type); }));
+    r.push_back(dct_row(t + "_padded_and_truncated", {6, 5}, [type](const Inputs& in) {
+      return dct(in[0], type, {9, 3}, {0, 1});
+    }));
+    r.push_back(dct_row(t + "_of_transpose", {5, 6},
+                        [type](const Inputs& in) { return dct(in[0].t(), type, {}, {0}); }));
+    r.push_back(dct_row(t + "_length_one", {3, 1},
+                        [type](const Inputs& in) { return dct(in[0], type, {}, {1}); }));
+  }
+  // III undoes II up to 2 n per dim.
+  r.push_back({
+      .name = "dct3_of_dct2",
+      .dtypes = {DType::F64},
+      .inputs =
+          [](DType dt) {
+            return Inputs{test::random_tensor({6, 5}, dt, -1, 1, 162)};
+          },
+      .device = [](const Inputs& in) { return dct(dct(in[0], DctType::II), DctType::III); },
+      .reference = [](const Inputs& in) { return mul(in[0], 4.0 * 6 * 5); },
+      .tol = [](DType) { return near(1e-11); },
+  });
+}
+
 std::vector<OpCase> rows() {
   std::vector<OpCase> r;
+  add_dct_rows(r);
   for (const Transform& t :
        {Transform{{16}, 3}, Transform{{12}, 1}, Transform{{6, 10}, 2}, Transform{{4, 3, 5}, 1}}) {
     for (OpCase& row : launch_rows(t)) r.push_back(std::move(row));
@@ -309,15 +360,18 @@ TEST(CudaFft, PlansAreReused) {
   EXPECT_EQ(cuda::fft_plan_cache_size(), cached);
 }
 
-// cuFFT has no DCT and fk's is not ported: fk::dct refuses a device tensor.
-TEST(CudaFft, DctRefusesADeviceTensor) {
+// A DCT along one dim is three launches (the passes either side of the real
+// FFT), and the plans the transform made are reused.
+TEST(CudaFft, ADctAlongOneDimIsThreeLaunches) {
   FK_SKIP_WITHOUT_GPU();
-  const Tensor x = test::random_tensor({8}, DType::F32, -1, 1, 152).to(kGpu);
-  try {
-    (void)dct(x, DctType::II);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("not ported to CUDA"), std::string::npos) << e.what();
+  const Tensor x = test::random_tensor({4, 12}, DType::F32, -1, 1, 152).to(kGpu);
+  for (DctType type : {DctType::II, DctType::III}) {
+    (void)dct(x, type, {}, {1});  // plans made outside the count
+    const int64_t plans = cuda::fft_plan_cache_size();
+    const int64_t before = profile::counters().launches;
+    (void)dct(x, type, {}, {1});
+    EXPECT_EQ(profile::counters().launches - before, 3);
+    EXPECT_EQ(cuda::fft_plan_cache_size(), plans);
   }
 }
 

@@ -120,10 +120,12 @@ TEST(NefiExactPriors, IncreasingRemovesTheWrongWaySteps) {
   std::string bare_report, report;
   const std::vector<double> bare = b.solve("nonnegative", &bare_report);
   const std::vector<double> x = b.solve("nonnegative + increasing", &report);
-  // The truth rises by about 2.5: the bare fit's noise steps add up to a
-  // good part of that, the monotone fit's to almost nothing.
-  EXPECT_LT(wrong_way(x), 0.02) << report;
-  EXPECT_LT(wrong_way(x), 0.2 * wrong_way(bare)) << bare_report << report;
+  // The truth rises by about 2.5: the bare fit's noise steps add up to some
+  // 18, the monotone fit's to under 2 % of the rise (its penalty is soft:
+  // 0.004 to 0.026 across OpenBLAS's kernels, whose roundings move the
+  // discrepancy stop; OPENBLAS_CORETYPE picks one).
+  EXPECT_LT(wrong_way(x), 0.05) << report;
+  EXPECT_LT(wrong_way(x), 0.005 * wrong_way(bare)) << bare_report << report;
   EXPECT_GT(psnr(x, b.gt), psnr(bare, b.gt)) << bare_report << report;
   EXPECT_NE(report.find("monotone_axis0_weight"), std::string::npos) << report;
 }

@@ -7,6 +7,7 @@
 // so their losses are compared to a relative tolerance each test sets.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -61,11 +62,12 @@ inline nefi::Result solve_on(const nefi::InverseProblem& problem,
 }
 
 // Every history row's losses (the columns after step, global_step, stage,
-// lr and progress) within rel |want| + abs of want's, row by row.
+// lr and progress) within rel |want| + abs of want's, row by row (the first
+// `rows` rows only, where given).
 inline void expect_losses_follow(const nefi::Result& got, const nefi::Result& want, double rel,
-                                 double abs) {
+                                 double abs, size_t rows = SIZE_MAX) {
   ASSERT_EQ(got.history.rows.size(), want.history.rows.size());
-  for (size_t r = 0; r < want.history.rows.size(); ++r) {
+  for (size_t r = 0; r < std::min(rows, want.history.rows.size()); ++r) {
     const auto& a = want.history.rows[r];
     const auto& b = got.history.rows[r];
     ASSERT_EQ(a.size(), b.size()) << "row " << r;

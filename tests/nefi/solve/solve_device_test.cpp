@@ -11,8 +11,10 @@
 
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
+#include "fk/test_util.h"
 #include "nefi/field/grid_field.h"
-#include "nefi/field/low_rank_field.h"
+#include "nefi/field/heads.h"
+#include "nefi/field/parametric_field.h"
 #include "nefi/instances/instance.h"
 #include "nefi/solve/solver.h"
 
@@ -28,14 +30,14 @@ nefi::Params small_toy1d() {
 }
 
 // The fk::Error message of constructing and running the solve, "" if none
-// (method "low_rank": the grid method's problem with a rank-4 low-rank field).
+// (method "blobs": the grid method's problem with a parametric field of blobs).
 std::string refusal(const std::string& method, const std::string& optimizer, bool ema,
                     fk::Device device) {
   auto su =
-      nefi::find_instance("toy1d")->setup(small_toy1d(), method == "low_rank" ? "grid" : method, 0);
-  if (method == "low_rank") {
+      nefi::find_instance("toy1d")->setup(small_toy1d(), method == "blobs" ? "grid" : method, 0);
+  if (method == "blobs") {
     const auto& grid = dynamic_cast<const nefi::GridField&>(*su->problem.field);
-    su->problem.field = std::make_shared<nefi::LowRankField>(grid.shape(), grid.heads(), 4);
+    su->problem.field = std::make_shared<nefi::ParametricField>(grid.shape(), grid.heads());
   }
   if (!optimizer.empty()) su->curriculum.optim.optimizer = optimizer;
   if (ema) su->curriculum.optim.ema = 0.9;
@@ -51,7 +53,9 @@ std::string refusal(const std::string& method, const std::string& optimizer, boo
 
 TEST(NefiSolverDeviceOption, HostOnlyPartsAreRefusedByName) {
   const fk::Device gpu = fk::cuda_device(0);
-  EXPECT_NE(refusal("low_rank", "", false, gpu).find("a neural or grid field"), std::string::npos);
+  EXPECT_NE(
+      refusal("blobs", "", false, gpu).find("a neural, grid, hash, lowrank or spectral field"),
+      std::string::npos);
   EXPECT_NE(refusal("neural", "lbfgs", false, gpu).find("L-BFGS"), std::string::npos);
   EXPECT_NE(refusal("neural", "", true, gpu).find("EMA"), std::string::npos);
 }
@@ -112,6 +116,23 @@ TEST(NefiSolverDeviceOption, PinnSoftIsNotRefusedAndAnUnusableDeviceIsNamed) {
   EXPECT_EQ(e.find("operator soft_pinn_surface"), std::string::npos) << e;
   EXPECT_NE(e.find(so.device.str()), std::string::npos) << e;
   for (const auto& w : su->problem.op->parameters()) EXPECT_TRUE(w.device().is_cpu());
+}
+
+// Field::to: a field without a device path refuses a device by its kind
+// (the CPU is always fine); one with a path refuses a device this process
+// cannot use.
+TEST(NefiSolverDeviceOption, FieldsMoveOnlyWhereTheyHaveAPath) {
+  const std::vector<nefi::HeadPtr> heads{nefi::make_head("identity", "x", 0.5)};
+  nefi::ParametricField blobs(fk::Dims{16, 16}, heads);
+  EXPECT_FALSE(blobs.has_device_path());
+  blobs.to(fk::kCPU);
+  std::string e = fk::test::error_of([&] { blobs.to(fk::cuda_device(0)); });
+  EXPECT_NE(e.find("the cpu for a 'blobs' field (it has no device path)"), std::string::npos) << e;
+  nefi::GridField grid(fk::Dims{16, 16}, heads);
+  EXPECT_TRUE(grid.has_device_path());
+  const fk::Device absent = fk::cuda_device(fk::cuda::device_count());
+  e = fk::test::error_of([&] { grid.to(absent); });
+  EXPECT_NE(e.find(absent.str()), std::string::npos) << e;
 }
 
 TEST(NefiSolverDeviceOption, TheCpuDefaultRuns) {

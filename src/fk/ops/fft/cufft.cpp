@@ -53,6 +53,39 @@ Tensor leading_c2c(const Spec& spec, const Tensor& x, DType complex_dt) {
   return out;
 }
 
+// fk::dct along `dim` of a contiguous real x: the pack pass, one batched
+// real FFT of length n over rows of n (cuFFT's packed layout), the unpack
+// pass (launch_dct_pack / launch_dct_unpack: cpu/fft.cpp's dct_along).
+template <typename R>
+Tensor dct_along(const Tensor& x, int dim, bool second_kind) {
+  const int64_t n = x.size(dim), half = n / 2 + 1;
+  int64_t outer = 1, inner = 1;
+  for (int a = 0; a < dim; ++a) outer *= x.size(a);
+  for (int a = dim + 1; a < x.dim(); ++a) inner *= x.size(a);
+  const DType real_dt = dtype_of<R>(), complex_dt = complex_type(real_dt);
+  const Device dev = x.device();
+  Tensor rows = empty({outer * inner, n}, {real_dt, dev});
+  Tensor spectrum = empty({outer * inner, half}, {complex_dt, dev});
+  Tensor out = empty(x.shape(), {real_dt, dev});
+  cuda::FftLayout layout;
+  layout.n[0] = n;
+  layout.batch = outer * inner;
+  const int code = static_cast<int>(real_dt);
+  void* stream = cuda_ops::stream_of(x);
+  void* packed = second_kind ? rows.data_ptr() : spectrum.data_ptr();
+  cuda::launch_dct_pack(code, second_kind, x.data_ptr(), packed, outer, n, inner, stream);
+  cuda_ops::launched(x);
+  cuda::fft_execute(dev.index, second_kind ? cuda::kFftR2C : cuda::kFftC2R,
+                    static_cast<int>(complex_dt), !second_kind, layout,
+                    second_kind ? rows.data_ptr() : spectrum.data_ptr(),
+                    second_kind ? spectrum.data_ptr() : rows.data_ptr(), stream);
+  cuda_ops::launched(x);
+  const void* transformed = second_kind ? spectrum.data_ptr() : rows.data_ptr();
+  cuda::launch_dct_unpack(code, second_kind, transformed, out.data_ptr(), outer, n, inner, stream);
+  cuda_ops::launched(x);
+  return out;
+}
+
 }  // namespace
 
 // is innermost) and made contiguous; one cuFFT plan from the plan cache in
@@ -69,6 +102,13 @@ Tensor leading_c2c(const Spec& spec, const Tensor& x, DType complex_dt) {
 template <typename R>
 Tensor run_cuda(const Spec& spec, const Tensor& x) {
   const int rank = spec.dims.size();
+  if (spec.kind == Kind::R2R) {  // unnormalised, one dim at a time, as the CPU's
+    Tensor out = x.contiguous();
+    if (out.numel() == 0) return empty(out.shape(), {dtype_of<R>(), x.device()});
+    for (int i = 0; i < rank; ++i)
+      out = dct_along<R>(out, static_cast<int>(spec.dims[i]), spec.r2r == FFTW_REDFT10);
+    return out;
+  }
   if (spec.kind == Kind::C2R && rank > 1) {
     Tensor lead = run_cuda<R>(sub_spec(spec, Kind::C2C, 0, rank - 1, FFTW_BACKWARD), x);
     Spec tail = sub_spec(spec, Kind::C2R, rank - 1, rank, FFTW_BACKWARD);

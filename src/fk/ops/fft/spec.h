@@ -12,7 +12,8 @@ namespace fk::fft_detail {
 
 // C2C: complex -> complex; R2C: real -> half spectrum; C2R: half spectrum -> real;
 // R2R: real -> real, the DCT whose FFTW kind `r2r` names it (REDFT10: II,
-// REDFT01: III) along every dim; run as r2c / c2r (cpu/fft.cpp), CPU only.
+// REDFT01: III) along every dim; run as r2c / c2r (cpu/fft.cpp's dct_along,
+// fft/cufft.cpp's on a device).
 enum class Kind : uint8_t { C2C, R2C, C2R, R2R };
 
 // What one call computes: the unnormalised transform along `dims` (the last is

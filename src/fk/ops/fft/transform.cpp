@@ -281,10 +281,6 @@ Tensor dct(const Tensor& x, DctType type, const std::vector<int64_t>& s,
   const char* op = "dct";
   profile::OpScope scope(op);
   FK_CHECK(x.defined(), op, "a defined tensor", "an undefined one");
-  FK_CHECK(!x.device().is_cuda(), op,
-           "a CPU tensor (cuFFT has no DCT, and fk's, a real FFT and two passes per dim, is not "
-           "ported to CUDA)",
-           x.device().str());
   Spec spec = make_spec(op, Kind::R2R, false, x.shape(), x.dtype(), list(op, "signal sizes", s),
                         list(op, "dims", dims), FFTNorm::Backward);
   spec.r2r = type == DctType::II ? FFTW_REDFT10 : FFTW_REDFT01;
