@@ -1,6 +1,6 @@
 // The hash-grid encoding's kernels (hash_grid_kernels.h): forward one thread
 // per (point, level); the table's gradient over the points' inverse map, one
-// thread per chunk of a row's contributions, then one per row. The arithmetic is
+// thread per chunk of a row's contributions, then one per row and feature. The arithmetic is
 // hash_grid_cells.h's; built with
 // --fmad=false (CMakeLists.txt) so that every product and sum rounds as the
 // CPU's loops do.
@@ -18,7 +18,9 @@ using fk::cuda::detail::blocks_for;
 using fk::cuda::detail::check_launch;
 using fk::cuda::detail::kThreads;
 
-constexpr int kMaxFeatures = 16;  // hash_grid_layout's bound
+// Features are summed kGroup at a time, in registers (a run-time F would put
+// a whole accumulator array in local memory); each sum keeps its order.
+constexpr int kGroup = 4;
 
 template <int D>
 __global__ void encode_kernel(HashGridLevels L, int64_t n, const float* coords, const float* table,
@@ -29,19 +31,28 @@ __global__ void encode_kernel(HashGridLevels L, int64_t n, const float* coords, 
     const int F = L.features;
     float* yi = y + (i * L.count + l) * F;
     const float lw = level_weight[l];
-    float acc[kMaxFeatures];
-    for (int f = 0; f < F; ++f) acc[f] = 0.0f;  // an inactive level stays 0
+    int64_t row[1 << D] = {};
+    float weight[1 << D] = {};
     if (lw != 0.0f) {
-      int64_t row[1 << D];
-      float weight[1 << D];
       hash_grid_corners<D>(coords + i * D, L.level[l], row, weight);
-      for (int k = 0; k < (1 << D); ++k) {
-        const float w = weight[k] * lw;
-        const float* r = table + row[k] * F;
-        for (int f = 0; f < F; ++f) acc[f] += w * r[f];
-      }
+      NEFI_UNROLL
+      for (int k = 0; k < (1 << D); ++k) weight[k] *= lw;
     }
-    for (int f = 0; f < F; ++f) yi[f] = acc[f];
+    for (int f0 = 0; f0 < F; f0 += kGroup) {
+      float acc[kGroup] = {};  // an inactive level stays 0
+      if (lw != 0.0f) {
+        NEFI_UNROLL
+        for (int k = 0; k < (1 << D); ++k) {
+          const float* r = table + row[k] * F + f0;
+          NEFI_UNROLL
+          for (int j = 0; j < kGroup; ++j)
+            if (f0 + j < F) acc[j] += weight[k] * r[j];
+        }
+      }
+      NEFI_UNROLL
+      for (int j = 0; j < kGroup; ++j)
+        if (f0 + j < F) yi[f0 + j] = acc[j];
+    }
   }
 }
 
@@ -55,35 +66,40 @@ __global__ void chunk_sum_kernel(HashGridLevels L, HashGridInverse inv, const fl
     const int F = L.features;
     const int64_t width = static_cast<int64_t>(L.count) * F;
     const float lw = level_weight[l];
-    float acc[kMaxFeatures];
-    for (int f = 0; f < F; ++f) acc[f] = 0.0f;
-    if (lw != 0.0f) {
-      const int64_t begin = inv.start[e] + (j - inv.chunk_start[e]) * kHashGridChunk;
-      const int64_t end =
-          begin + kHashGridChunk < inv.start[e + 1] ? begin + kHashGridChunk : inv.start[e + 1];
-      for (int64_t c = begin; c < end; ++c) {
-        const int64_t i = inv.contribution[c] >> D;
-        const int k = inv.contribution[c] & ((1 << D) - 1);
-        int64_t base[D];
-        float frac[D];
-        hash_grid_cell<D>(coords + i * D, L.level[l], base, frac);
-        const float w = hash_grid_vertex_weight<D>(frac, k) * lw;
-        const float* gi = g + i * width + l * F;
-        for (int f = 0; f < F; ++f) acc[f] += w * gi[f];
+    const int64_t begin = inv.start[e] + (j - inv.chunk_start[e]) * kHashGridChunk;
+    const int64_t end =
+        begin + kHashGridChunk < inv.start[e + 1] ? begin + kHashGridChunk : inv.start[e + 1];
+    for (int f0 = 0; f0 < F; f0 += kGroup) {
+      float acc[kGroup] = {};
+      if (lw != 0.0f) {
+        for (int64_t c = begin; c < end; ++c) {
+          const int64_t i = inv.contribution[c] >> D;
+          const int k = inv.contribution[c] & ((1 << D) - 1);
+          int64_t base[D];
+          float frac[D];
+          hash_grid_cell<D>(coords + i * D, L.level[l], base, frac);
+          const float w = hash_grid_vertex_weight<D>(frac, k) * lw;
+          const float* gi = g + i * width + l * F + f0;
+          NEFI_UNROLL
+          for (int q = 0; q < kGroup; ++q)
+            if (f0 + q < F) acc[q] += w * gi[q];
+        }
       }
+      NEFI_UNROLL
+      for (int q = 0; q < kGroup; ++q)
+        if (f0 + q < F) partial[j * F + f0 + q] = acc[q];
     }
-    for (int f = 0; f < F; ++f) partial[j * F + f] = acc[f];
   }
 }
 
 __global__ void row_sum_kernel(int F, HashGridInverse inv, const float* partial, float* out) {
-  FK_CUDA_LOOP(e, inv.entries) {
-    float acc[kMaxFeatures];
+  FK_CUDA_LOOP(t, inv.entries * F) {
+    const int64_t e = t / F;
     const int64_t first = inv.chunk_start[e], last = inv.chunk_start[e + 1];
-    for (int f = 0; f < F; ++f) acc[f] = first < last ? partial[first * F + f] : 0.0f;
-    for (int64_t j = first + 1; j < last; ++j)
-      for (int f = 0; f < F; ++f) acc[f] += partial[j * F + f];
-    for (int f = 0; f < F; ++f) out[e * F + f] = acc[f];
+    const int64_t f = t % F;
+    float acc = first < last ? partial[first * F + f] : 0.0f;
+    for (int64_t j = first + 1; j < last; ++j) acc += partial[j * F + f];
+    out[t] = acc;
   }
 }
 
@@ -122,8 +138,8 @@ void launch_hash_grid_encode_backward(const HashGridLevels& levels, const HashGr
                                                                       level_weight, g, partial);
     check_launch("nefi::cuda::hash_grid_chunk_sum");
   }
-  row_sum_kernel<<<blocks_for(inv.entries), kThreads, 0, as_stream(stream)>>>(levels.features, inv,
-                                                                              partial, grad_table);
+  row_sum_kernel<<<blocks_for(inv.entries * levels.features), kThreads, 0, as_stream(stream)>>>(
+      levels.features, inv, partial, grad_table);
   check_launch("nefi::cuda::hash_grid_row_sum");
 }
 

@@ -48,7 +48,7 @@ struct HashGridInverse {
 // The table's gradient from g (n, levels F) into grad_table (entries, F),
 // deterministic: each chunk sums (weight_k level_weight[l]) g[i, l F + f]
 // in its order into partial (chunks, F), one thread per chunk; then each
-// row sums its chunks in order, one thread per row (zero where nothing
+// row sums its chunks in order, one thread per row and feature (zero where nothing
 // reaches it). A row of one chunk is the CPU backward's sum, bit for bit.
 void launch_hash_grid_encode_backward(const HashGridLevels& levels, const HashGridInverse& inv,
                                       const float* coords, const float* level_weight,
