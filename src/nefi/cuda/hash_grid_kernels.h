@@ -4,9 +4,11 @@
 // (n, ndim) f32 coordinates, the table (entries, F) f32, the encoding
 // (n, levels F) f32; level_weight holds one f32 per level on the device (the
 // annealing window: a level at 0 gives zeros forward and no gradient, as on
-// the CPU). Both directions give the CPU's bits (field/hash_grid_field.cpp):
-// the arithmetic is hash_grid_cells.h's, each sum in the CPU's order, no
-// atomics and no fused multiply-adds (--fmad=false).
+// the CPU). The forward gives the CPU's bits (field/hash_grid_field.cpp), and
+// so does the gradient of a row of at most kHashGridChunk contributions
+// (longer rows sum in chunks): the arithmetic is hash_grid_cells.h's, each
+// sum in the CPU's order, no atomics and no fused multiply-adds
+// (--fmad=false).
 #include <cstdint>
 
 #include "nefi/cuda/hash_grid_cells.h"

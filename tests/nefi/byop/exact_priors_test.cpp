@@ -124,8 +124,8 @@ TEST(NefiExactPriors, IncreasingRemovesTheWrongWaySteps) {
   // 18, the monotone fit's to under 2 % of the rise (its penalty is soft:
   // 0.004 to 0.026 across OpenBLAS's kernels, whose roundings move the
   // discrepancy stop; OPENBLAS_CORETYPE picks one).
+  EXPECT_GT(wrong_way(bare), 5.0) << bare_report;
   EXPECT_LT(wrong_way(x), 0.05) << report;
-  EXPECT_LT(wrong_way(x), 0.005 * wrong_way(bare)) << bare_report << report;
   EXPECT_GT(psnr(x, b.gt), psnr(bare, b.gt)) << bare_report << report;
   EXPECT_NE(report.find("monotone_axis0_weight"), std::string::npos) << report;
 }

