@@ -47,9 +47,11 @@
 //
 // device (BatchOptions::device, a CUDA device): the N fields' parameters as
 // one (N, P) block, their Adam(W) moments, the stacked measurements, the
-// operator and the losses live on the device; a step evaluates the N fields
-// as one grouped MLP (grouped_mlp.h: one strided-batched GEMM per layer each
-// way, on the shared features) and the heads on (N, *shape), calls the
+// operator and the losses live on the device; a step evaluates the N neural
+// fields as one grouped MLP (grouped_mlp.h: one strided-batched GEMM per
+// layer each way, on the shared features), or reads the N grid fields' rows
+// as their values (resampled on the host at each stage start), then the
+// heads on (N, *shape), calls the
 // operator once and the shared LossSet's batched forms once per term, and
 // runs one backward of sum_b L_b, then per problem the squared gradient
 // norm and the gated device Adam(W) (the Solver's sync-free update: the clip
@@ -64,7 +66,8 @@
 // knob NEFI_CUDA_GRAPH off, an operator that is not capturable or a failed
 // capture: eager steps), each problem's StageResult::device_note saying
 // which and why. Results come back on the host as on the CPU. batch_device_reason
-// names what a device batch refuses, before any work: grid fields, EMA, a
+// names what a device batch refuses, before any work: fields other than
+// neural and grid, EMA, a
 // host-only operator (device_solve_refusal), fp16 autocast, loss sets that
 // do not match term by term at some stage (or loss_mode loop), chunk_size.
 #include <functional>

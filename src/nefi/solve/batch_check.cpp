@@ -125,10 +125,10 @@ std::optional<std::string> batch_device_reason(const std::vector<InverseProblem>
     const std::string who = "problem " + std::to_string(i);
     if (!p.field || !p.op) return who + " has no field or no operator";
     const auto* f = dynamic_cast<const NeuralField*>(p.field.get());
-    if (!f)
+    if (!f && !dynamic_cast<const GridField*>(p.field.get()))
       return who + " has a '" + p.field->kind() +
-             "' field: only neural fields train in a device batch" + on;
-    if (f->config().autocast == fk::DType::F16)
+             "' field: only neural and grid fields train in a device batch" + on;
+    if (f && f->config().autocast == fk::DType::F16)
       return who + "'s field has fp16 autocast: loss scaling is not wired for a device solve" + on;
     const std::string refusal = device_solve_refusal(*p.op, opt.device);
     if (!refusal.empty()) return who + "'s " + refusal;

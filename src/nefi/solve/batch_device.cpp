@@ -1,6 +1,7 @@
-// batch_invert on a CUDA device (batch.h's header comment): the N neural
-// fields' parameters as one (N, P) block on the device, evaluated by one
-// grouped MLP (grouped_mlp.h: a strided-batched GEMM per layer), their
+// batch_invert on a CUDA device (batch.h's header comment): the N neural or
+// grid fields' parameters as one (N, P) block on the device, evaluated by one
+// grouped MLP (grouped_mlp.h: a strided-batched GEMM per layer) or read as
+// values (grid fields: resampled on the host at each stage start), their
 // moments and the stacked measurements on the device, one operator call and
 // one shared loss set per step, one host read per step. A step only enqueues
 // device work (its per-problem scalars come and go through a BatchStepBlock,
@@ -24,6 +25,7 @@
 #include "fk/profile.h"
 #include "fk/sync_debug.h"
 #include "nefi/field/fourier_features.h"
+#include "nefi/field/grid_field.h"
 #include "nefi/field/grouped_mlp.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
@@ -44,11 +46,34 @@ namespace {
 using DeviceProblem = BatchProblemStage;
 
 struct DeviceRun : BatchRunState {
-  MlpLayout layout;
-  const NeuralField* mlp0 = nullptr;  // the architecture (heads, encoding)
+  MlpLayout layout;  // grid fields: only n_params (the stage's P) and n_out (channels)
+  const NeuralField* mlp0 = nullptr;  // the architecture (heads, encoding); null for grid fields
+  const GridField* grid0 = nullptr;   // grid fields: problem 0's (heads); else null
   fk::Tensor params;                  // (N, P) f32 leaf on the device: row b is problem b's
   Clock::time_point t_run = Clock::now();
+  const std::vector<HeadPtr>& heads() const { return mlp0 ? mlp0->heads() : grid0->heads(); }
 };
+
+// The block's parameters as one (N, P) leaf on the run's device.
+fk::Tensor device_block(const std::vector<InverseProblem>& problems, fk::Device device) {
+  fk::Tensor params =
+      blocks_from_fields(problems, static_cast<int64_t>(problems.size()))[0].detach().to(device);
+  params.set_requires_grad(true);
+  return params;
+}
+
+// Grid fields at a stage start, on the host as the CPU batch's regrid: each
+// problem's values move to the stage grid as its sequential GridField does
+// (on_stage_start), and the block is made anew at the new P.
+void regrid(DeviceRun& run, const Domain& domain) {
+  const fk::Tensor host = run.params.detach().to(fk::kCPU).contiguous();
+  for (int64_t b = 0; b < run.n; ++b) {
+    row_to_field(host.data<float>() + b * run.layout.n_params, *run.problems[b].field);
+    run.problems[b].field->on_stage_start(domain);
+  }
+  run.params = device_block(run.problems, run.opt.device);
+  run.layout.n_params = run.problems[0].field->n_parameters();
+}
 
 fk::Dims with_batch(int64_t n, const fk::Dims& shape) {
   std::vector<int64_t> d{n};
@@ -103,9 +128,12 @@ DeviceStage::DeviceStage(DeviceRun& run, size_t index)
       domain_(run.problems[0].domain.at(stage_shape(stage_, run.problems[0].domain))),
       op_(run.problems[0].op->at_resolution(domain_.shape())),
       coords_(domain_.coords(fk::DType::F32).reshape({domain_.numel(), domain_.ndim()})),
-      enc_(domain_.ndim(), run.mlp0->config().n_octaves, run.mlp0->config().include_input,
-           run.mlp0->config().annealed, run.mlp0->config().periodic_axes) {
+      // Grid fields read no features: a bare coordinate encoding stands in.
+      enc_(domain_.ndim(), run.mlp0 ? run.mlp0->config().n_octaves : 0,
+           !run.mlp0 || run.mlp0->config().include_input, run.mlp0 && run.mlp0->config().annealed,
+           run.mlp0 ? run.mlp0->config().periodic_axes : std::vector<int>{}) {
   const fk::Device dev = run.opt.device;
+  if (run.grid0) regrid(run, domain_);
   enc_.to(dev);
   // The operator's device tables in the parameters' dtype, as a device Solver makes them.
   op_->prepare_tables(dev, run.params.dtype());
@@ -234,11 +262,17 @@ void DeviceStage::enqueue_step(double progress, double lr_t) {
   block_->enqueue_upload();
   // Every field is evaluated (a frozen one's row gets a zero seed, so no
   // gradient): the block keeps its (N, *shape) layout.
-  const fk::Tensor features = enc_.forward(coords_, progress);
-  const fk::Tensor raw = grouped_mlp(run_.params, features, run_.layout)
-                             .reshape({n * domain_.numel(), run_.layout.n_out});
-  FieldMap fields =
-      apply_heads_rows(run_.mlp0->heads(), raw, with_batch(n, domain_.shape()), progress);
+  const int64_t cells = domain_.numel(), C = run_.layout.n_out;
+  fk::Tensor raw;
+  if (run_.grid0) {
+    // Row b holds (C, *shape) values: (n, C, cells) -> (n cells, C), the
+    // channel-last layout GridField's heads see.
+    raw = run_.params.reshape({n, C, cells}).transpose(1, 2).contiguous().reshape({n * cells, C});
+  } else {
+    const fk::Tensor features = enc_.forward(coords_, progress);
+    raw = grouped_mlp(run_.params, features, run_.layout).reshape({n * cells, C});
+  }
+  FieldMap fields = apply_heads_rows(run_.heads(), raw, with_batch(n, domain_.shape()), progress);
   const fk::Tensor pred = op_->forward(fields);
   BatchLossContext ctx;
   ctx.fields = &fields;
@@ -279,10 +313,10 @@ void DeviceStage::enqueue_step(double progress, double lr_t) {
 
 // The host-side structure of the next step: the same number while only the
 // per-problem scalars change (block inputs) and while the features'
-// annealing gate can be rewritten in place.
+// annealing gate can be rewritten in place (grid values have none).
 int64_t DeviceStage::step_shape(double progress) {
   if (progress != shape_progress_) {
-    if (!enc_.retarget(progress) || heads_read_progress(run_.mlp0->heads())) ++shape_;
+    if ((run_.mlp0 && !enc_.retarget(progress)) || heads_read_progress(run_.heads())) ++shape_;
     shape_progress_ = progress;
   }
   return shape_;
@@ -369,17 +403,22 @@ std::vector<Result> batch_invert_device(std::vector<InverseProblem>& problems,
            "cpu or a usable CUDA device (" + std::to_string(fk::cuda::device_count()) + " here)",
            opt.device.str());
   const int64_t n = static_cast<int64_t>(problems.size());
-  DeviceRun run{{problems, cur, opt}, {}, nullptr, {}};
-  run.mlp0 = &dynamic_cast<const NeuralField&>(*problems[0].field);
-  run.layout = mlp_layout(*run.mlp0);
+  DeviceRun run{{problems, cur, opt}, {}, nullptr, nullptr, {}};
+  run.mlp0 = dynamic_cast<const NeuralField*>(problems[0].field.get());
+  run.grid0 = dynamic_cast<const GridField*>(problems[0].field.get());
+  if (run.mlp0) {
+    run.layout = mlp_layout(*run.mlp0);
+  } else {
+    run.layout.n_params = run.grid0->n_parameters();
+    for (const HeadPtr& h : run.grid0->heads()) run.layout.n_out += h->n_in();
+  }
   for (int64_t b = 0; b < n; ++b) {
     problems[b].field->reset_parameters(opt.seeds.empty() ? 0 : opt.seeds[b]);
     run.results[b].history.columns = batch_history_columns(problems[b].losses);
     run.results[b].device = opt.device.str();
   }
   // The fields stay on the host; their parameters train as one block.
-  run.params = blocks_from_fields(problems, n)[0].detach().to(opt.device);
-  run.params.set_requires_grad(true);
+  run.params = device_block(problems, opt.device);
   fk::Tensor host_params;  // the trained block, read back once
   return run_batch_stages<DeviceStage>(
       run, "nefi::batch_invert (device)",
@@ -387,6 +426,8 @@ std::vector<Result> batch_invert_device(std::vector<InverseProblem>& problems,
         InverseProblem& prob = problems[b];
         if (!host_params.defined()) host_params = run.params.detach().to(fk::kCPU).contiguous();
         row_to_field(host_params.data<float>() + b * run.layout.n_params, *prob.field);
+        fk::autograd::NoGradGuard ng;
+        if (run.grid0) prob.field->on_stage_start(final_domain);  // only_stage: the last grid
         const OperatorPtr final_op = prob.op->at_resolution(final_domain.shape());
         record_final_fields(run.results[b], prob, *final_op, final_domain, final_progress);
         record_batch_result(run, b);

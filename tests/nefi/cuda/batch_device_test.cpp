@@ -1,10 +1,10 @@
 // batch_invert on a CUDA device (BatchOptions::device): a batch of 3 toy1d
-// and of 3 deconvolution problems against (a) the same batch on the CPU and
-// (b) each problem solved alone by a Solver on the device, and that a step
-// reads the host once (FK_SYNC_DEBUG=error), and that the step captured as
-// one CUDA graph per stage and replayed equals the eager step bit for bit
-// (the same kernels on the same buffers). Without a usable
-// device the tests skip (scripts/gpu-check runs them on one).
+// (neural fields; grid fields in the first and the captured-vs-eager
+// checks) and of 3 deconvolution problems against (a) the same batch on the CPU
+// and (b) each problem solved alone by a Solver on the device, and that a step reads the host once
+// (FK_SYNC_DEBUG=error), and that the step captured as one CUDA graph per stage and replayed equals
+// the eager step bit for bit (the same kernels on the same buffers). Without a usable device the
+// tests skip (scripts/gpu-check runs them on one).
 //
 // Tolerances. (a) CPU batch vs device batch: f32 round-off from the first
 // step (the CPU's batched MLP against cuBLAS, the CPU FFT against cuFFT, f64
@@ -52,8 +52,10 @@ nefi::Params params(const std::string& instance) {
 const std::vector<uint64_t> kSeeds{0, 1, 2};
 
 std::vector<nefi::Result> batch(const std::string& instance, fk::Device device,
-                                std::optional<bool> cuda_graph = std::nullopt) {
-  const nefi::batch_test::Setups s = nefi::batch_test::setups(instance, params(instance), kSeeds);
+                                std::optional<bool> cuda_graph = std::nullopt,
+                                const std::string& method = "neural") {
+  const nefi::batch_test::Setups s =
+      nefi::batch_test::setups(instance, params(instance), kSeeds, method);
   nefi::BatchOptions bo;
   bo.seeds = kSeeds;
   bo.device = device;
@@ -61,8 +63,9 @@ std::vector<nefi::Result> batch(const std::string& instance, fk::Device device,
   return nefi::batch_invert(s.problems, s.curriculum, bo);
 }
 
-nefi::Result alone(const std::string& instance, uint64_t seed, fk::Device device) {
-  auto su = nefi::find_instance(instance)->setup(params(instance), "neural", seed);
+nefi::Result alone(const std::string& instance, uint64_t seed, fk::Device device,
+                   const std::string& method = "neural") {
+  auto su = nefi::find_instance(instance)->setup(params(instance), method, seed);
   nefi::SolverOptions so;
   so.seed = seed;
   so.device = device;
@@ -94,24 +97,32 @@ void expect_close(const nefi::Result& want, const nefi::Result& got, double tol)
   EXPECT_EQ(got.error, "");
 }
 
-void expect_device_batch_matches(const std::string& instance) {
+void expect_device_batch_matches(const std::string& instance,
+                                 const std::string& method = "neural") {
   NoTf32 no_tf32;
-  const auto cpu = batch(instance, fk::kCPU);
-  const auto gpu = batch(instance, fk::cuda_device(0));
+  const auto cpu = batch(instance, fk::kCPU, std::nullopt, method);
+  const auto gpu = batch(instance, fk::cuda_device(0), std::nullopt, method);
   ASSERT_EQ(gpu.size(), kSeeds.size());
   for (size_t b = 0; b < kSeeds.size(); ++b) {
-    SCOPED_TRACE(instance + " problem " + std::to_string(b));
+    SCOPED_TRACE(instance + " " + method + " problem " + std::to_string(b));
     EXPECT_EQ(gpu[b].batch_size, 3);
     expect_close(cpu[b], gpu[b], 1e-3);
     // The run learned something.
     EXPECT_LT(gpu[b].history.rows.back()[5], gpu[b].history.rows.front()[5]);
-    expect_close(alone(instance, kSeeds[b], fk::cuda_device(0)), gpu[b], 1e-3);
+    expect_close(alone(instance, kSeeds[b], fk::cuda_device(0), method), gpu[b], 1e-3);
   }
 }
 
 TEST(NefiBatchDevice, Toy1dBatchOnTheDeviceMatchesCpuBatchAndDeviceSolves) {
   NEFI_SKIP_WITHOUT_GPU();
   expect_device_batch_matches("toy1d");
+}
+
+// Grid fields: the (3, P) block's values, resampled on the host at the
+// second stage's start (a finer grid).
+TEST(NefiBatchDevice, Toy1dGridBatchOnTheDeviceMatchesCpuBatchAndDeviceSolves) {
+  NEFI_SKIP_WITHOUT_GPU();
+  expect_device_batch_matches("toy1d", "grid");
 }
 
 TEST(NefiBatchDevice, DeconvolutionBatchOnTheDeviceMatchesCpuBatchAndDeviceSolves) {
@@ -143,13 +154,14 @@ TEST(NefiBatchDevice, Toy1dBatchStepsReadTheHostOncePerStep) {
 // Captured (the default) against eager (BatchOptions::cuda_graph false): every
 // history value and final cell bitwise, and each stage's note says how its
 // steps ran, as a Solver's device stage reports it.
-void expect_captured_equals_eager(const std::string& instance) {
+void expect_captured_equals_eager(const std::string& instance,
+                                  const std::string& method = "neural") {
   NoTf32 no_tf32;
-  const auto captured = batch(instance, fk::cuda_device(0), true);
-  const auto eager = batch(instance, fk::cuda_device(0), false);
+  const auto captured = batch(instance, fk::cuda_device(0), true, method);
+  const auto eager = batch(instance, fk::cuda_device(0), false, method);
   ASSERT_EQ(captured.size(), eager.size());
   for (size_t b = 0; b < captured.size(); ++b) {
-    SCOPED_TRACE(instance + " problem " + std::to_string(b));
+    SCOPED_TRACE(instance + " " + method + " problem " + std::to_string(b));
     nefi::cuda_test::expect_bitwise_equal(captured[b], eager[b], "x");
     for (size_t s = 0; s < captured[b].stages.size(); ++s) {
       const nefi::StageResult& c = captured[b].stages[s];
@@ -168,6 +180,11 @@ void expect_captured_equals_eager(const std::string& instance) {
 TEST(NefiBatchDevice, Toy1dCapturedBatchEqualsTheEagerBatchBitwise) {
   NEFI_SKIP_WITHOUT_GPU();
   expect_captured_equals_eager("toy1d");
+}
+
+TEST(NefiBatchDevice, Toy1dGridCapturedBatchEqualsTheEagerBatchBitwise) {
+  NEFI_SKIP_WITHOUT_GPU();
+  expect_captured_equals_eager("toy1d", "grid");
 }
 
 TEST(NefiBatchDevice, DeconvolutionCapturedBatchEqualsTheEagerBatchBitwise) {

@@ -10,6 +10,7 @@
 #include "fk/factory.h"
 #include "fk/test_util.h"
 #include "nefi/field/grid_field.h"
+#include "nefi/field/low_rank_field.h"
 #include "nefi/instances/instance.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/operators/heat/heat_operator.h"
@@ -62,11 +63,13 @@ void expect_device_refused(const Toy& t, const nefi::BatchOptions& o, const std:
 TEST(NefiBatchDeviceCheck, SupportedSettingsPassTheCheck) {
   const Toy t = toy(3);
   EXPECT_FALSE(nefi::batch_device_reason(t.problems, t.curriculum, on_gpu()).has_value());
-  // The CPU refuses nothing here, whatever the settings.
+  // Grid fields batch on a device too.
   Toy grid = toy(2);
   for (auto& q : grid.problems)
     q.field = std::make_shared<nefi::GridField>(
         q.domain.shape(), std::vector<nefi::HeadPtr>{nefi::softplus_head("x")});
+  EXPECT_FALSE(nefi::batch_device_reason(grid.problems, grid.curriculum, on_gpu()).has_value());
+  // The CPU refuses nothing here, whatever the settings.
   grid.curriculum.optim.ema = 0.9;
   nefi::BatchOptions cpu;
   cpu.chunk_size = 1;
@@ -84,12 +87,13 @@ TEST(NefiBatchDeviceCheck, UnsupportedSettingsAreRefusedByName) {
   nefi::BatchOptions loop = on_gpu();
   loop.loss_mode = "loop";
   expect_device_refused(toy(2), loop, "loss_mode loop");
-  // Grid fields batch on the CPU but stay there.
-  Toy grid = toy(2);
-  for (auto& q : grid.problems)
-    q.field = std::make_shared<nefi::GridField>(
-        q.domain.shape(), std::vector<nefi::HeadPtr>{nefi::softplus_head("x")});
-  expect_device_refused(grid, on_gpu(), "'grid' field");
+  // Fields other than neural and grid do not batch (on the CPU either: the
+  // CPU's check refuses them first).
+  Toy low = toy(2);
+  for (auto& q : low.problems)
+    q.field = std::make_shared<nefi::LowRankField>(
+        q.domain.shape(), std::vector<nefi::HeadPtr>{nefi::softplus_head("x")}, 2);
+  expect_device_refused(low, on_gpu(), "'lowrank' field: only neural and grid fields", false);
   // Loss sets that differ (auto mode would loop over problems on the host).
   Toy weights = toy(2);
   const std::string term = weights.problems[1].losses.terms().at(0).loss->name();

@@ -16,12 +16,15 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "nefi/losses/data_losses.h"
 
+#include "nefi/field/grid_field.h"
+#include "nefi/field/heads.h"
 #include "nefi/instances/instance.h"
 #include "nefi/solve/batch.h"
 #include "nefi/solve/batch_device.h"
@@ -35,9 +38,10 @@ using nefi::batch_test::sequential;
 using nefi::batch_test::Setups;
 using nefi::batch_test::smoke_params;
 
-// Three problems of `instance`, seeds 0, 1, 2.
-Setups setups(const std::string& instance, const nefi::Params& p) {
-  return nefi::batch_test::setups(instance, p, {0, 1, 2});
+// Three problems of `instance`'s `method`, seeds 0, 1, 2.
+Setups setups(const std::string& instance, const nefi::Params& p,
+              const std::string& method = "neural") {
+  return nefi::batch_test::setups(instance, p, {0, 1, 2}, method);
 }
 
 std::vector<nefi::Result> loop(Setups s) {
@@ -54,19 +58,50 @@ void expect_same_run(const nefi::Result& seq, const nefi::Result& got, double to
   EXPECT_EQ(got.batch_size, 3);
 }
 
-void expect_loop_equals_sequential(const std::string& instance, std::vector<double> steps) {
+void expect_loop_equals_sequential(const std::string& instance, std::vector<double> steps,
+                                   const std::string& method = "neural") {
   const nefi::Params p = smoke_params(instance, steps);
-  const Setups s = setups(instance, p);
-  const auto got = loop(setups(instance, p));
+  const Setups s = setups(instance, p, method);
+  const auto got = loop(setups(instance, p, method));
   ASSERT_EQ(got.size(), 3u);
   for (size_t b = 0; b < 3; ++b) {
-    SCOPED_TRACE(instance + " problem " + std::to_string(b));
+    SCOPED_TRACE(instance + " " + method + " problem " + std::to_string(b));
     expect_same_run(sequential(s.problems[b], s.curriculum, b), got[b], 1e-5);
   }
 }
 
 TEST(NefiBatchDeviceLoop, Toy1dOnTheCpuEqualsSequentialPerStep) {
   expect_loop_equals_sequential("toy1d", {20, 40});
+}
+
+// Grid fields: the block's values, resampled on the host at the second
+// stage's start (a finer grid), as each GridField is alone.
+TEST(NefiBatchDeviceLoop, Toy1dGridOnTheCpuEqualsSequentialPerStepAcrossStages) {
+  expect_loop_equals_sequential("toy1d", {20, 40}, "grid");
+}
+
+// Two channels: an extra head first, so the operator's "x" is channel 1 of
+// each row's (C, cells) values; the loop's channel-last reading must give
+// each problem's own x, as its GridField does alone.
+TEST(NefiBatchDeviceLoop, Toy1dGridOfTwoChannelsOnTheCpuEqualsSequential) {
+  const nefi::Params p = smoke_params("toy1d", {20, 40});
+  auto two_channels = [&] {
+    Setups s = setups("toy1d", p, "grid");
+    for (nefi::InverseProblem& q : s.problems) {
+      const auto& g = dynamic_cast<const nefi::GridField&>(*q.field);
+      q.field = std::make_shared<nefi::GridField>(
+          g.shape(),
+          std::vector<nefi::HeadPtr>{nefi::make_head("identity", "aux", 0.3), g.heads().front()});
+    }
+    return s;
+  };
+  const Setups s = two_channels();
+  const auto got = loop(two_channels());
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t b = 0; b < 3; ++b) {
+    SCOPED_TRACE("problem " + std::to_string(b));
+    expect_same_run(sequential(s.problems[b], s.curriculum, b), got[b], 1e-5);
+  }
 }
 
 TEST(NefiBatchDeviceLoop, DeconvolutionOnTheCpuEqualsSequentialPerStep) {
