@@ -104,6 +104,29 @@ TEST(NefiBatchDeviceLoop, Toy1dGridOfTwoChannelsOnTheCpuEqualsSequential) {
   }
 }
 
+// Only the first (coarse) stage trained: the fields end on the last stage's
+// grid, resampled, as a Solver's only_stage run ends.
+TEST(NefiBatchDeviceLoop, Toy1dGridOfTheFirstStageAloneEqualsSequential) {
+  const nefi::Params p = smoke_params("toy1d", {20, 40});
+  const Setups s = setups("toy1d", p, "grid");
+  Setups d = setups("toy1d", p, "grid");
+  nefi::BatchOptions bo;
+  bo.seeds = {0, 1, 2};
+  bo.only_stage = 0;
+  const auto got = nefi::detail::batch_invert_device(d.problems, d.curriculum, bo);
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t b = 0; b < 3; ++b) {
+    SCOPED_TRACE("problem " + std::to_string(b));
+    nefi::SolverOptions so;
+    so.seed = b;
+    so.only_stage = 0;
+    const nefi::Result seq = nefi::Solver(s.problems[b], s.curriculum, so).run();
+    ASSERT_EQ(seq.stages.size(), 1u);
+    EXPECT_LT(seq.stages[0].shape[0], seq.fields.at("x").size(0));  // resampled to the last grid
+    expect_same_run(seq, got[b], 1e-5);
+  }
+}
+
 TEST(NefiBatchDeviceLoop, DeconvolutionOnTheCpuEqualsSequentialPerStep) {
   expect_loop_equals_sequential("deconvolution", {8, 16});
 }
