@@ -60,10 +60,8 @@ using ProblemStage = detail::BatchProblemStage;
 // as its sequential GridField does (on_stage_start), and the (chunk, P)
 // blocks are made anew at the new P.
 void regrid(BatchRun& run, const Domain& domain) {
-  for (int64_t b = 0; b < run.n; ++b) {
-    row_to_field(run.param_row(b), *run.problems[b].field);
-    run.problems[b].field->on_stage_start(domain);
-  }
+  regrid_fields(
+      run.problems, [&](int64_t b) { return run.param_row(b); }, domain);
   run.blocks = blocks_from_fields(run.problems, run.chunk);
   run.layout.n_params = run.problems[0].field->n_parameters();
 }
@@ -120,10 +118,7 @@ BatchStage::BatchStage(BatchRun& run, size_t index)
       domain_(run.problems[0].domain.at(detail::stage_shape(stage_, run.problems[0].domain))),
       op_(run.problems[0].op->at_resolution(domain_.shape())),
       coords_(domain_.coords(fk::DType::F32).reshape({domain_.numel(), domain_.ndim()})),
-      // Grid fields read no features: a bare coordinate encoding stands in.
-      enc_(domain_.ndim(), run.mlp0 ? run.mlp0->config().n_octaves : 0,
-           !run.mlp0 || run.mlp0->config().include_input, run.mlp0 && run.mlp0->config().annealed,
-           run.mlp0 ? run.mlp0->config().periodic_axes : std::vector<int>{}) {
+      enc_(batch_features(domain_.ndim(), run.mlp0)) {
   if (run.grid0) regrid(run, domain_);
   adam_ = detail::adam_options(run.cur.optim);
   const fk::Dims pshape{run.n, run.layout.n_params};

@@ -37,4 +37,18 @@ void row_to_field(const float* row, Field& field) {
   flat.bump_version();
 }
 
+void regrid_fields(std::vector<InverseProblem>& problems,
+                   const std::function<const float*(int64_t)>& row, const Domain& domain) {
+  for (size_t b = 0; b < problems.size(); ++b) {
+    row_to_field(row(static_cast<int64_t>(b)), *problems[b].field);
+    problems[b].field->on_stage_start(domain);
+  }
+}
+
+FourierFeatures batch_features(int ndim, const NeuralField* mlp0) {
+  if (!mlp0) return FourierFeatures(ndim, 0, true, false, {});
+  const NeuralFieldConfig& c = mlp0->config();
+  return FourierFeatures(ndim, c.n_octaves, c.include_input, c.annealed, c.periodic_axes);
+}
+
 }  // namespace nefi

@@ -67,10 +67,9 @@ fk::Tensor device_block(const std::vector<InverseProblem>& problems, fk::Device 
 // (on_stage_start), and the block is made anew at the new P.
 void regrid(DeviceRun& run, const Domain& domain) {
   const fk::Tensor host = run.params.detach().to(fk::kCPU).contiguous();
-  for (int64_t b = 0; b < run.n; ++b) {
-    row_to_field(host.data<float>() + b * run.layout.n_params, *run.problems[b].field);
-    run.problems[b].field->on_stage_start(domain);
-  }
+  regrid_fields(
+      run.problems, [&](int64_t b) { return host.data<float>() + b * run.layout.n_params; },
+      domain);
   run.params = device_block(run.problems, run.opt.device);
   run.layout.n_params = run.problems[0].field->n_parameters();
 }
@@ -128,10 +127,7 @@ DeviceStage::DeviceStage(DeviceRun& run, size_t index)
       domain_(run.problems[0].domain.at(stage_shape(stage_, run.problems[0].domain))),
       op_(run.problems[0].op->at_resolution(domain_.shape())),
       coords_(domain_.coords(fk::DType::F32).reshape({domain_.numel(), domain_.ndim()})),
-      // Grid fields read no features: a bare coordinate encoding stands in.
-      enc_(domain_.ndim(), run.mlp0 ? run.mlp0->config().n_octaves : 0,
-           !run.mlp0 || run.mlp0->config().include_input, run.mlp0 && run.mlp0->config().annealed,
-           run.mlp0 ? run.mlp0->config().periodic_axes : std::vector<int>{}) {
+      enc_(batch_features(domain_.ndim(), run.mlp0)) {
   const fk::Device dev = run.opt.device;
   if (run.grid0) regrid(run, domain_);
   enc_.to(dev);
