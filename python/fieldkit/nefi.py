@@ -209,29 +209,27 @@ def batch_invert(instance, config=None, seeds=None, method="neural", data_seeds=
     ``instance`` may instead be a list of from_forward problems of one
     built-in model (``nefi.operators``), one per measurement (slices,
     frames, repeats), made with the same options: they are solved together
-    in one loop on the CPU, each with its own noise, data weight, stop and
-    seed, all rebuilt to start from one problem's best constants (the
-    medoid's: the fields then share heads; penalty weights are re-weighed
-    from that start). Returns one result
+    in one loop on `device`, each with its own noise, data and penalty
+    weights, stop and seed, all rebuilt to start from one problem's best
+    constants (the medoid's: the fields then share heads; penalty weights
+    are re-weighed from that start). Returns one result
     dict per problem, as ForwardProblem.solve() gives, with ``batch_size``
     and ``error`` (a failed problem, raise_on_error False: its fields,
     prediction and data fit None, its report the error)."""
     if isinstance(instance, (list, tuple)):
         given = [k for k, v in (("config", config), ("seeds", seeds), ("data_seeds", data_seeds))
-                 if v is not None] + (["method"] if method != "neural" else []) + \
-            (["device"] if device != "cpu" else [])
+                 if v is not None] + (["method"] if method != "neural" else [])
         if given:
-            raise ValueError("batch_invert: expected only chunk_size, loss_mode and "
-                             "raise_on_error with from_forward problems (their seeds and data "
-                             "are the problems'; the batch runs on the CPU), got "
-                             + ", ".join(given))
+            raise ValueError("batch_invert: expected only chunk_size, loss_mode, "
+                             "raise_on_error and device with from_forward problems (their "
+                             "seeds and data are the problems'), got " + ", ".join(given))
         problems = list(instance)
         for i, p in enumerate(problems):
             if not isinstance(p, ForwardProblem):
                 raise ValueError(f"batch_invert: expected from_forward problems, got "
                                  f"{type(p).__name__} at {i}")
         out = _nefi.batch_forward([p._core for p in problems], int(chunk_size), str(loss_mode),
-                                  bool(raise_on_error))
+                                  bool(raise_on_error), str(device))
         for p, r in zip(problems, out):
             if r["reconstruction"] is not None:  # built-in models have one field
                 r["reconstruction"] = r["reconstruction"].reshape(p.shape)

@@ -282,7 +282,10 @@ void bind_nefi_byop(nb::module_& m) {
 
   m.def(
       "batch_forward",
-      [](const nb::list& items, int chunk_size, const std::string& loss_mode, bool raise_on_error) {
+      [](const nb::list& items, int chunk_size, const std::string& loss_mode, bool raise_on_error,
+         const std::string& device) {
+        const fk::Device dev = fk::parse_device(device);
+        fk::check_usable(dev, "batch_invert device");  // before any problem is rebuilt
         std::vector<const ForwardProblem*> ps;
         for (nb::handle h : items) ps.push_back(&nb::cast<const ForwardProblem&>(h));
         std::vector<nefi::AutoInput> inputs;
@@ -308,6 +311,7 @@ void bind_nefi_byop(nb::module_& m) {
           bo.chunk_size = chunk_size;
           bo.loss_mode = loss_mode;
           bo.raise_on_error = raise_on_error;
+          bo.device = dev;
           results = nefi::solve_together(aps, bo);
           for (size_t i = 0; i < aps.size(); ++i)
             reports.push_back(results[i].error.empty() ? nefi::quick_report(aps[i], results[i], {})
@@ -323,7 +327,8 @@ void bind_nefi_byop(nb::module_& m) {
         }
         return out;
       },
-      nb::arg("problems"), nb::arg("chunk_size"), nb::arg("loss_mode"), nb::arg("raise_on_error"));
+      nb::arg("problems"), nb::arg("chunk_size"), nb::arg("loss_mode"), nb::arg("raise_on_error"),
+      nb::arg("device"));
   m.def(
       "register_prior",
       [](const std::string& name, nb::object fn) {

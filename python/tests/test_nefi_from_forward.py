@@ -552,3 +552,28 @@ def test_lr_range_test_and_autotune_pilots_train_on_a_device():
     cpu = nefi.autotune(p, level="quick")
     gpu = nefi.autotune(p, level="quick", device="cuda")
     assert [d["chosen"] for d in gpu["decisions"]] == [d["chosen"] for d in cpu["decisions"]]
+
+
+@pytest.mark.skipif(not fieldkit.cuda_available(), reason="no usable CUDA device")
+def test_a_batch_of_forward_problems_on_a_device_follows_the_cpu_batch():
+    """Three blur fits of one model (their own noise, so their own data and
+    penalty weights) solved together on the device and on the CPU: f32
+    round-off from the first step, so 1e-3 relative on the losses. A smoothness
+    penalty, not TV: TV from a flat start is round-off (the C++ test's
+    comment)."""
+    rng = np.random.default_rng(5)
+    truth = np.zeros((24, 24))
+    truth[8:16, 6:14] = 1.0
+    blur = nefi.operators.gaussian_blur((24, 24), 1.5)
+    ps = []
+    for k, sigma in enumerate((0.01, 0.02, 0.03)):
+        y = (1 + 0.4 * k) * blur(truth) + sigma * rng.standard_normal((24, 24))
+        ps.append(nefi.from_forward(blur, y, representation="grid", prior="nonnegative + smooth",
+                                    noise=sigma, budget="40",
+                                    discrepancy=False))  # the same steps on both
+    cpu = nefi.batch_invert(ps)
+    gpu = nefi.batch_invert(ps, device="cuda")
+    for a, b in zip(cpu, gpu):
+        assert b["error"] == "" and b["batch_size"] == 3
+        assert [s["steps"] for s in a["stages"]] == [s["steps"] for s in b["stages"]]
+        np.testing.assert_allclose(b["history"]["total"], a["history"]["total"], rtol=1e-3)

@@ -334,8 +334,11 @@ def test_from_forward_problems_of_one_model_are_solved_together():
     with pytest.raises(fieldkit.Error, match="Python functions runs one field per call"):
         a = blur()
         nefi.batch_invert([nefi.from_forward(a, box_data(a)), nefi.from_forward(a, box_data(a))])
-    with pytest.raises(ValueError, match="got seeds, device$"):
+    with pytest.raises(ValueError, match="got seeds$"):
         nefi.batch_invert(ps, seeds=(0, 1, 2), device="cuda")
+    if not fieldkit.cuda_available():  # refused before any problem is rebuilt
+        with pytest.raises(fieldkit.Error, match=r"batch_invert device: expected cpu.*got cuda:0"):
+            nefi.batch_invert(ps, device="cuda")
     with pytest.raises(ValueError, match="from_forward problems"):
         nefi.batch_invert([ps[0], "toy1d"])
 

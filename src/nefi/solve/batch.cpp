@@ -86,7 +86,8 @@ class BatchStage {
   // Each problem's own LossSet on its rows.
   void losses_per_problem(int t, int64_t block, const ActiveMask& active, const FieldMap& fields,
                           const fk::Tensor& pred, Eval& e);
-  // One shared LossSet on the whole block (every problem's set is the same).
+  // One shared LossSet on the whole block (every problem's set is the same
+  // but for its weights, which weigh each problem's row).
   void losses_shared(int64_t block, const FieldMap& fields, const fk::Tensor& pred, Eval& e);
   bool shared_losses() const;
   // Returns the problems of the block that were active.
@@ -145,7 +146,7 @@ BatchStage::BatchStage(BatchRun& run, size_t index)
   }
   shared_ = run.opt.loss_mode != "loop" && shared_losses();
   FK_CHECK(shared_ || run.opt.loss_mode != "shared", "nefi::batch_invert loss_mode",
-           "problems whose loss sets match term by term (batched forms, weights, masks)",
+           "problems whose loss sets match term by term (batched forms, zero weights, masks)",
            "loss_mode shared with differing or unbatchable loss sets");
   for (int64_t blk = 0; shared_ && blk < run.n_blocks(); ++blk) {
     std::vector<fk::Tensor> obs, mask;
@@ -159,8 +160,9 @@ BatchStage::BatchStage(BatchRun& run, size_t index)
 }
 
 // True when every problem's stage LossSet matches problem 0's term by term:
-// the same weights, and the same batched loss wherever a weight is non-zero,
-// with masks on all measurements or on none. Checked at every stage start.
+// zero weights in the same places, and the same batched loss wherever a
+// weight is non-zero (whose value may differ per problem: a row weight), with
+// masks on all measurements or on none. Checked at every stage start.
 bool BatchStage::shared_losses() const {
   std::vector<const LossSet*> sets;
   std::vector<char> masked;
@@ -233,10 +235,15 @@ void BatchStage::losses_shared(int64_t block, const FieldMap& fields, const fk::
   ctx.mask = block_mask_[block];
   for (int64_t b = 0; b < n; ++b) ctx.noise_std.push_back(ps_[b0 + b].obs.noise_std);
   ctx.domain = &domain_;
+  std::vector<const LossSet*> sets;
+  for (int64_t b = 0; b < n; ++b) sets.push_back(&ps_[b0 + b].losses);
+  const std::vector<std::vector<double>> row_weights = detail::term_row_weights(sets);
   std::vector<fk::Tensor> active;
-  std::vector<double> weights;
+  std::vector<std::vector<double>> weights;  // [active term][row]
   std::vector<std::vector<double>> values;
-  for (const LossSet::Term& term : ps_[b0].losses.terms()) {
+  bool unit = true;
+  for (size_t i = 0; i < row_weights.size(); ++i) {
+    const LossSet::Term& term = ps_[b0].losses.terms()[i];
     if (term.weight == 0.0) {
       values.emplace_back(static_cast<size_t>(n), 0.0);
       continue;
@@ -247,12 +254,13 @@ void BatchStage::losses_shared(int64_t block, const FieldMap& fields, const fk::
              c.defined() ? c.shape().str() : "none");
     values.push_back(c.to_vector<double>());
     active.push_back(c);
-    weights.push_back(term.weight);
+    weights.push_back(row_weights[i]);
+    for (double w : row_weights[i]) unit = unit && w == 1.0;
   }
   FK_CHECK(!active.empty(), "nefi::batch_invert", "at least one term with a non-zero weight",
            "none");
   const fk::Tensor total =
-      (active.size() == 1 && weights[0] == 1.0) ? active[0] : weighted_rows(active, weights);
+      (active.size() == 1 && unit) ? active[0] : weighted_rows(active, weights);
   e.roots = {total};
   e.totals = total.to_vector<double>();
   for (int64_t b = 0; b < n; ++b)

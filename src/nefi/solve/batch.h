@@ -7,10 +7,12 @@
 //            -> heads on (N, *shape)
 //   operator called once on (N, *shape)
 //   losses   reduced per problem: when every problem's LossSet matches (same
-//            terms and weights, each with a batched form: MSE, TV, L1,
-//            Tikhonov, Laplacian, range, relative MSE, Huber, Poisson NLL), one
-//            shared set evaluated on the whole block, one op per term each
-//            way; otherwise each problem's LossSet on its own row of the
+//            terms, zero weights in the same places, each with a batched
+//            form: MSE, TV, L1, Tikhonov, Laplacian, range, relative MSE,
+//            Huber, Poisson NLL), one shared set evaluated on the whole
+//            block, one op per term each way, each problem's own weights
+//            weighing its row (from_forward's data and penalty weights
+//            differ per problem); otherwise each problem's LossSet on its own row of the
 //            fields and prediction (split_rows: one op each way, so a
 //            problem's gradient never touches the others'); objective sum_b L_b
 //   Adam(W)  per problem: its own moments, step count, lr multiplier and

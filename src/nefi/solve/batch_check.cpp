@@ -99,13 +99,22 @@ bool detail::loss_sets_match(const std::vector<const LossSet*>& sets,
     const auto& t = sets[b]->terms();
     if (t.size() != t0.size() || masked[b] != masked[0]) return false;
     for (size_t i = 0; i < t.size(); ++i) {
-      if (t[i].weight != t0[i].weight || t[i].loss->name() != t0[i].loss->name()) return false;
+      // A weight may differ per problem (a row weight), not whether it is 0.
+      if ((t[i].weight == 0.0) != (t0[i].weight == 0.0) || t[i].loss->name() != t0[i].loss->name())
+        return false;
       if (t[i].weight == 0.0) continue;
       const std::string sig = t[i].loss->signature();
       if (sig.empty() || sig != t0[i].loss->signature()) return false;
     }
   }
   return true;
+}
+
+std::vector<std::vector<double>> detail::term_row_weights(const std::vector<const LossSet*>& sets) {
+  std::vector<std::vector<double>> w(sets.at(0)->terms().size());
+  for (size_t i = 0; i < w.size(); ++i)
+    for (const LossSet* s : sets) w[i].push_back(s->terms().at(i).weight);
+  return w;
 }
 
 std::optional<std::string> batch_device_reason(const std::vector<InverseProblem>& problems,

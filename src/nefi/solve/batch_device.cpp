@@ -9,6 +9,7 @@
 // as a CUDA graph and replayed (StepGraph, as the Solver's device steps).
 #include "nefi/solve/batch_device.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -110,6 +111,9 @@ class DeviceStage {
   fk::Tensor m_, v_, good_;  // (N, P): moments and last good parameters, on the device
   std::vector<DeviceProblem> ps_;
   fk::Tensor obs_, mask_;  // (N, *out_shape) on the device
+  // Per term, its weight for each problem, (N) f64 on the device; undefined
+  // where every problem's is the same (a scalar then, term.weight).
+  std::vector<fk::Tensor> row_weights_;
   std::vector<double> noise_std_;
   bool discrepancy_ = false;  // the rule is on and some measurement has a noise level
   // The step's scalars, then (CUDA) the graph: destroyed first, it restores
@@ -162,6 +166,12 @@ DeviceStage::DeviceStage(DeviceRun& run, size_t index)
   }
   obs_ = fk::stack(obs, 0);
   if (!mask.empty()) mask_ = fk::stack(mask, 0);
+  std::vector<const LossSet*> sets;
+  for (const DeviceProblem& p : ps_) sets.push_back(&p.losses);
+  for (const std::vector<double>& w : term_row_weights(sets))
+    row_weights_.push_back(std::all_of(w.begin(), w.end(), [&](double x) { return x == w[0]; })
+                               ? fk::Tensor()
+                               : fk::from_vector(w, fk::Dims{run.n}, dev));
   const int gathered = 1 + static_cast<int>(ps_[0].losses.terms().size()) + discrepancy_;
   block_ = std::make_unique<BatchStepBlock>(dev, run.n, gathered);
   if (!dev.is_cuda()) return;
@@ -279,7 +289,9 @@ void DeviceStage::enqueue_step(double progress, double lr_t) {
   ctx.domain = &domain_;
   std::vector<fk::Tensor> values;  // per term, undefined where its weight is 0
   fk::Tensor total;
-  for (const LossSet::Term& term : ps_[0].losses.terms()) {
+  const std::vector<LossSet::Term>& terms = ps_[0].losses.terms();
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const LossSet::Term& term = terms[i];
     if (term.weight == 0.0) {
       values.emplace_back();
       continue;
@@ -289,7 +301,9 @@ void DeviceStage::enqueue_step(double progress, double lr_t) {
              "per-problem values (" + std::to_string(n) + ") from loss '" + term.loss->name() + "'",
              c.defined() ? c.shape().str() : "none");
     values.push_back(c);
-    const fk::Tensor wc = term.weight == 1.0 ? c : fk::mul(c, term.weight);
+    const fk::Tensor wc = row_weights_[i].defined() ? fk::mul(c, row_weights_[i].to(c.dtype()))
+                          : term.weight == 1.0      ? c
+                                                    : fk::mul(c, term.weight);
     total = total.defined() ? fk::add(total, wc) : wc;
   }
   FK_CHECK(total.defined(), "nefi::batch_invert (device)",

@@ -9,10 +9,15 @@
 
 namespace nefi::detail {
 
-// True when every set matches sets[0] term by term: the same weights, and
-// the same batched loss wherever a weight is non-zero; `masked[b]`: problem
-// b's measurement has a mask (all or none must).
+// True when every set matches sets[0] term by term: the same loss names,
+// zero weights in the same places, and the same batched loss wherever a
+// weight is non-zero; `masked[b]`: problem b's measurement has a mask (all
+// or none must). Non-zero weights may differ: they become row weights
+// (term_row_weights).
 bool loss_sets_match(const std::vector<const LossSet*>& sets, const std::vector<char>& masked);
+
+// Term i's weight for each set, [i][b] (matching sets: loss_sets_match).
+std::vector<std::vector<double>> term_row_weights(const std::vector<const LossSet*>& sets);
 
 // The history's column names for a problem's loss set.
 std::vector<std::string> batch_history_columns(const LossSet& losses);

@@ -14,10 +14,13 @@
 #include <random>
 
 #include "byop_test_models.h"
+#include "fk/device.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/thread_count.h"
 #include "nefi/operators/sampling.h"
+#include "nefi/solve/batch_device.h"
+#include "nefi/solve/batch_test_setups.h"
 
 namespace nefi {
 namespace {
@@ -76,7 +79,12 @@ TEST(NefiAutoBatch, ASharedStartAndEachResultIsItsSequentialSolve) {
     const std::vector<AutoProblem> aps = shared_start_problems(s.inputs(o));
     ASSERT_EQ(aps.size(), 3u);
     for (const AutoProblem& ap : aps) EXPECT_DOUBLE_EQ(ap.constant_fits[0], sorted[1]) << rep;
-    const std::vector<Result> together = solve_together(aps);
+    // Their data and penalty weights differ, yet one shared loss set runs:
+    // each problem's weights weigh its row.
+    EXPECT_NE(aps[0].problem.losses.terms()[0].weight, aps[2].problem.losses.terms()[0].weight);
+    BatchOptions shared;
+    shared.loss_mode = "shared";
+    const std::vector<Result> together = solve_together(aps, shared);
     for (size_t b = 0; b < aps.size(); ++b) {
       EXPECT_EQ(together[b].batch_size, 3);
       EXPECT_TRUE(together[b].error.empty()) << together[b].error;
@@ -84,6 +92,42 @@ TEST(NefiAutoBatch, ASharedStartAndEachResultIsItsSequentialSolve) {
       EXPECT_EQ(together[b].total_steps(), alone.total_steps()) << rep << " problem " << b;
       EXPECT_LT(max_diff(together[b].fields.at("x"), alone.fields.at("x")), 1e-4)
           << rep << " problem " << b;
+    }
+  }
+}
+
+// The device batch's loop (solve/batch_device.cpp) run on the CPU: the
+// problems' own weights as (N) row weights; each result is its sequential
+// solve. On a GPU: tests/nefi/cuda/auto_problem_device_test.cpp.
+TEST(NefiAutoBatch, TheDeviceLoopOnTheCpuEqualsEachSequentialSolve) {
+  const fk::test::ThreadCount one(1);
+  const Scans s;
+  for (const std::string rep : {"grid", "neural"}) {
+    AutoOptions o;
+    o.prior = "nonnegative + tv";
+    o.representation = rep;
+    o.budget = "40";
+    if (rep == "neural") {
+      o.hidden = 16;
+      o.depth = 2;
+    }
+    const std::vector<AutoProblem> aps = shared_start_problems(s.inputs(o));
+    std::vector<InverseProblem> problems;
+    BatchOptions bo;
+    for (const AutoProblem& ap : aps) {
+      problems.push_back(ap.problem);
+      bo.seeds.push_back(ap.seed);
+    }
+    BatchOptions gpu = bo;
+    gpu.device = fk::cuda_device(0);
+    const auto why = batch_device_reason(problems, aps[0].curriculum, gpu);
+    EXPECT_FALSE(why.has_value()) << *why;
+    const std::vector<Result> got = detail::batch_invert_device(problems, aps[0].curriculum, bo);
+    for (size_t b = 0; b < aps.size(); ++b) {
+      SCOPED_TRACE(rep + " problem " + std::to_string(b));
+      const Result alone = aps[b].solve();
+      ASSERT_NO_FATAL_FAILURE(batch_test::expect_same_history(alone, got[b], 1e-4));
+      EXPECT_LT(max_diff(got[b].fields.at("x"), alone.fields.at("x")), 1e-4);
     }
   }
 }

@@ -2,7 +2,8 @@
 // a built-in Gaussian blur with a nonnegative, TV-regularised grid, neural,
 // hash-grid or low-rank field follows the same solve on the CPU, autotune's
 // pilots train there as on the CPU, and a field without a device path is
-// refused by name before any step. Without a usable device the tests skip
+// refused by name before any step; a batch of such problems follows the CPU
+// batch. Without a usable device the tests skip
 // (scripts/gpu-check runs them on one).
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 #include "fk/ops/binary.h"
 #include "fk/random.h"
 #include "fk/test_util.h"
+#include "nefi/byop/auto_batch.h"
 #include "nefi/byop/auto_problem.h"
 #include "nefi/cuda/device_follows_cpu.h"
 #include "nefi/cuda/device_test_util.h"
@@ -95,6 +97,47 @@ TEST(NefiAutoProblemDevice, ABlurFitOnTheDeviceFollowsTheCpu) {
     // ramp in through its rewritten window).
     ASSERT_FALSE(gpu.stages.empty());
     EXPECT_GT(gpu.stages.back().graph_steps, 0) << gpu.stages.back().device_note;
+  }
+}
+
+// from_forward problems solved together on the device (Python's
+// batch_invert of ForwardProblems with device=): each problem's own data and
+// penalty weights weigh its row of one shared loss set, as on the CPU. The
+// penalty is smoothness: TV from a flat start is round-off (the sign of
+// each difference), where a device and the CPU part 1e-3 within 3 steps,
+// batched or alone.
+TEST(NefiAutoProblemDevice, ABatchOfBlurFitsOnTheDeviceFollowsTheCpuBatch) {
+  NEFI_SKIP_WITHOUT_GPU();
+  NoTf32 no_tf32;
+  const Scene s = blurred_square();
+  for (const std::string rep : {"grid", "neural"}) {
+    SCOPED_TRACE(rep);
+    std::vector<nefi::AutoInput> in;
+    for (int k = 0; k < 3; ++k) {  // the square at three brightnesses, three noise levels
+      nefi::AutoOptions o;
+      o.prior = "nonnegative + smooth";
+      o.representation = rep;
+      o.budget = "40";
+      o.noise_std = 0.01 * (1 + k);
+      o.discrepancy = false;  // the same step count on both
+      nefi::Measurement m = s.m;
+      m.data = fk::mul(s.m.data, 1.0 + 0.4 * k);
+      in.push_back({s.op, s.shape, m, o});
+    }
+    const std::vector<nefi::AutoProblem> aps = nefi::shared_start_problems(in);
+    EXPECT_NE(aps[0].problem.losses.terms()[0].weight, aps[2].problem.losses.terms()[0].weight);
+    const std::vector<nefi::Result> cpu = nefi::solve_together(aps);
+    nefi::BatchOptions bo;
+    bo.device = kGpu;
+    const std::vector<nefi::Result> gpu = nefi::solve_together(aps, bo);
+    ASSERT_EQ(gpu.size(), 3u);
+    for (size_t b = 0; b < 3; ++b) {
+      SCOPED_TRACE("problem " + std::to_string(b));
+      EXPECT_EQ(gpu[b].error, "");
+      nefi::cuda_test::expect_losses_follow(gpu[b], cpu[b], 1e-3, 1e-12);
+      ASSERT_FALSE(gpu[b].stages.empty());
+      EXPECT_GT(gpu[b].stages.back().graph_steps, 0) << gpu[b].stages.back().device_note;
+    }
   }
 }
 

@@ -69,6 +69,12 @@ TEST(NefiBatchDeviceCheck, SupportedSettingsPassTheCheck) {
     q.field = std::make_shared<nefi::GridField>(
         q.domain.shape(), std::vector<nefi::HeadPtr>{nefi::softplus_head("x")});
   EXPECT_FALSE(nefi::batch_device_reason(grid.problems, grid.curriculum, on_gpu()).has_value());
+  // Loss weights that differ per problem (from_forward's) weigh each row.
+  Toy weights = toy(2);
+  const std::string term = weights.problems[1].losses.terms().at(0).loss->name();
+  weights.problems[1].losses = weights.problems[1].losses.with_weights({{term, 2.5}});
+  EXPECT_FALSE(
+      nefi::batch_device_reason(weights.problems, weights.curriculum, on_gpu()).has_value());
   // The CPU refuses nothing here, whatever the settings.
   grid.curriculum.optim.ema = 0.9;
   nefi::BatchOptions cpu;
@@ -94,11 +100,12 @@ TEST(NefiBatchDeviceCheck, UnsupportedSettingsAreRefusedByName) {
     q.field = std::make_shared<nefi::LowRankField>(
         q.domain.shape(), std::vector<nefi::HeadPtr>{nefi::softplus_head("x")}, 2);
   expect_device_refused(low, on_gpu(), "'lowrank' field: only neural and grid fields", false);
-  // Loss sets that differ (auto mode would loop over problems on the host).
-  Toy weights = toy(2);
-  const std::string term = weights.problems[1].losses.terms().at(0).loss->name();
-  weights.problems[1].losses = weights.problems[1].losses.with_weights({{term, 2.5}});
-  expect_device_refused(weights, on_gpu(), "do not match term by term");
+  // Loss sets that differ (auto mode would loop over problems on the host):
+  // a term one problem weighs 0 and the other does not.
+  Toy zero = toy(2);
+  const std::string term = zero.problems[1].losses.terms().at(0).loss->name();
+  zero.problems[1].losses = zero.problems[1].losses.with_weights({{term, 0.0}});
+  expect_device_refused(zero, on_gpu(), "do not match term by term");
 }
 
 // A host-only operator is refused through device_solve_refusal, as a

@@ -1,21 +1,25 @@
 // The batched forms (Loss::forward_rows) of the losses beyond MSE and TV:
 // batch_invert in shared loss mode (every term evaluated once on the whole
-// block) against sequential solves, per step to 1e-5; and forward_rows
-// against forward on each row, value and gradient, in f64.
+// block, each problem's weights on its row) against sequential solves, per
+// step to 1e-5; forward_rows against forward on each row, value and
+// gradient, in f64; and weighted_rows' gradient against finite differences.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "fk/autograd.h"
+#include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/random.h"
+#include "fk/testing.h"
 #include "nefi/instances/instance.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
 #include "nefi/solve/batch.h"
 #include "nefi/solve/solver.h"
+#include "nefi/solve/weighted_rows.h"
 
 namespace {
 
@@ -39,9 +43,11 @@ std::vector<nefi::InverseProblem> toy_problems(const nefi::Params& p, const Name
   std::vector<nefi::InverseProblem> out;
   for (uint64_t seed : {0, 1, 2}) {
     auto su = nefi::find_instance("toy1d")->setup(p, "neural", seed);
+    // Each problem's own weights (as from_forward gives them): one shared
+    // set whose weights weigh each problem's row.
     nefi::LossSet ls;
-    ls.add(l.data, 1.0);
-    if (l.reg) ls.add(l.reg, 1e-2);
+    ls.add(l.data, 1.0 + 0.5 * static_cast<double>(seed));
+    if (l.reg) ls.add(l.reg, 1e-2 * (1.0 + 2.0 * static_cast<double>(seed)));
     su->problem.losses = ls;
     out.push_back(su->problem);
     *cur = su->curriculum;
@@ -67,7 +73,7 @@ TEST(NefiBatchLosses, SharedModeEqualsSequentialPerStep) {
     }
     nefi::BatchOptions bo;
     bo.seeds = {0, 1, 2};
-    bo.loss_mode = "shared";  // throws unless every term has a batched form
+    bo.loss_mode = "shared";  // throws unless every term has a batched form (any weights)
     const auto bat = nefi::batch_invert(toy_problems(p, l, &cur), cur, bo);
     for (size_t b = 0; b < ps.size(); ++b) {
       ASSERT_EQ(seq[b].history.rows.size(), bat[b].history.rows.size());
@@ -128,6 +134,29 @@ TEST(NefiBatchLosses, RowsEqualEachRowsForwardAndGradient) {
             EXPECT_NEAR(gb[b * g1.size() + i], g1[i], 1e-12) << "row " << b << " cell " << i;
         }
       }
+}
+
+// Term i's row b weighs w[i][b]; each term's gradient is its rows' weights.
+TEST(NefiBatchLosses, WeightedRowsGradientIsFiniteDifferences) {
+  fk::Generator gen(3);
+  const std::vector<fk::Tensor> terms{fk::uniform({4}, -1.0, 1.0, {fk::DType::F64}, &gen),
+                                      fk::uniform({4}, -1.0, 1.0, {fk::DType::F64}, &gen)};
+  const std::vector<std::vector<double>> w{{1.0, 0.5, 2.0, -3.0}, {0.25, 4.0, 1.0, 0.0}};
+  const fk::Tensor total = nefi::weighted_rows(terms, w);
+  const auto t0 = terms[0].to_vector<double>(), t1 = terms[1].to_vector<double>();
+  const auto v = total.to_vector<double>();
+  for (size_t b = 0; b < 4; ++b) EXPECT_DOUBLE_EQ(v[b], w[0][b] * t0[b] + w[1][b] * t1[b]);
+  EXPECT_EQ(
+      fk::testing::gradcheck(
+          [&](const std::vector<fk::Tensor>& in) { return nefi::weighted_rows(in, w); }, terms),
+      "");
+  try {
+    nefi::weighted_rows(terms, {{1.0, 2.0}, {1.0, 2.0}});
+    FAIL() << "two weights for four rows";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("4 values and weights per term"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
