@@ -21,8 +21,12 @@ struct GradcheckOptions {
 
 using TensorFn = std::function<Tensor(const std::vector<Tensor>&)>;
 
-// Returns an empty string when every entry matches, else a description of the
-// first mismatch (input, element, analytic and numerical values).
+// Checks the inputs that require grad (the others are constants); when none
+// does, every f64 or c128 input (a call with no input marked means them all:
+// before, it checked nothing and passed whatever the gradient). Returns an
+// empty string when every entry matches, else a description of the first
+// mismatch (input, element, analytic and numerical values), or of why
+// nothing could be checked.
 std::string gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs,
                       GradcheckOptions options = {});
 
