@@ -164,24 +164,55 @@ void sqrt_array(const T* x, T* y, int64_t n) {
   }
 }
 
-// y = f(x) for real T.
+// Where forward_real's element code runs: a tensor's elements (map1, or
+// map_array for the array kernels) or n contiguous host values
+// (unary_forward_host). Either way every element gets the same code.
 template <typename T>
-void forward_real(UnaryOp op, Tensor& out, const Tensor& x, UnaryParams p) {
+struct TensorMap {
+  Tensor& out;
+  const Tensor& x;
+  template <typename F>
+  void map(const F& f) const {
+    cpu::map1<T, T>(out, x, f);
+  }
+  template <typename K>
+  void array(const K& kernel) const {
+    map_array<T>(out, x, kernel);
+  }
+};
+template <typename T>
+struct HostMap {
+  const T* x;
+  T* y;
+  int64_t n;
+  template <typename F>
+  void map(const F& f) const {
+    for (int64_t i = 0; i < n; ++i) y[i] = f(x[i]);
+  }
+  template <typename K>
+  void array(const K& kernel) const {
+    kernel(x, y, n);
+  }
+};
+
+// y = f(x) for real T.
+template <typename T, typename Map>
+void forward_real(UnaryOp op, const Map& m, UnaryParams p) {
   if constexpr (std::is_same_v<T, float>) {
     cpu::avx2::VecFn fn;
     if (vec_fn_of(op, &fn) && cpu_isa() >= CpuIsa::Avx2) {
       const cpu::avx2::VecParams vp{static_cast<float>(p.a), static_cast<float>(p.b)};
-      return map_array<float>(out, x, [fn, vp](const float* in, float* o, int64_t n) {
+      return m.array([fn, vp](const float* in, float* o, int64_t n) {
         cpu::avx2::apply_f32(fn, in, o, n, vp);
       });
     }
   }
   if constexpr (std::is_floating_point_v<T>) {
-    if (op == UnaryOp::Sqrt) return map_array<T>(out, x, sqrt_array<T, false>);
-    if (op == UnaryOp::Rsqrt) return map_array<T>(out, x, sqrt_array<T, true>);
+    if (op == UnaryOp::Sqrt) return m.array(sqrt_array<T, false>);
+    if (op == UnaryOp::Rsqrt) return m.array(sqrt_array<T, true>);
   }
   const T a = saturate<T>(p.a), b = saturate<T>(p.b);
-  auto run = [&](auto f) { cpu::map1<T, T>(out, x, f); };
+  auto run = [&](auto f) { m.map(f); };
   switch (op) {
     case UnaryOp::Neg:
       return run([](T v) { return -v; });
@@ -272,13 +303,42 @@ void forward_complex(UnaryOp op, Tensor& out, const Tensor& x) {
   }
 }
 
-// dx = g * f'(x), using y = f(x) where that is cheaper. Real T.
+// Where backward_real's element code runs: tensors (map2) or n contiguous
+// host values (unary_backward_host).
 template <typename T>
-void backward_real(UnaryOp op, Tensor& gx, const Tensor& g, const Tensor& x, const Tensor& y,
-                   UnaryParams p) {
+struct TensorMap2 {
+  Tensor& gx;
+  const Tensor &g, &x, &y;
+  template <typename F>
+  void with_x(const F& f) const {
+    cpu::map2<T, T, T>(gx, g, x, f);
+  }
+  template <typename F>
+  void with_y(const F& f) const {
+    cpu::map2<T, T, T>(gx, g, y, f);
+  }
+};
+template <typename T>
+struct HostMap2 {
+  T* gx;
+  const T *g, *x, *y;
+  int64_t n;
+  template <typename F>
+  void with_x(const F& f) const {
+    for (int64_t i = 0; i < n; ++i) gx[i] = f(g[i], x[i]);
+  }
+  template <typename F>
+  void with_y(const F& f) const {
+    for (int64_t i = 0; i < n; ++i) gx[i] = f(g[i], y[i]);
+  }
+};
+
+// dx = g * f'(x), using y = f(x) where that is cheaper. Real T.
+template <typename T, typename Map>
+void backward_real(UnaryOp op, const Map& m, UnaryParams p) {
   const T a = static_cast<T>(p.a), b = static_cast<T>(p.b);
-  auto with_x = [&](auto f) { cpu::map2<T, T, T>(gx, g, x, f); };
-  auto with_y = [&](auto f) { cpu::map2<T, T, T>(gx, g, y, f); };
+  auto with_x = [&](auto f) { m.with_x(f); };
+  auto with_y = [&](auto f) { m.with_y(f); };
   switch (op) {
     case UnaryOp::Neg:
       return with_x([](T gv, T) { return -gv; });
@@ -437,8 +497,10 @@ Tensor unary_forward(UnaryOp op, const Tensor& x_in, UnaryParams p) {
     else
       forward_complex<c128>(op, out, x);
   } else {
-    cpu::visit_real(ct, name(op),
-                    [&](auto tag) { forward_real<typename decltype(tag)::type>(op, out, x, p); });
+    cpu::visit_real(ct, name(op), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      forward_real<T>(op, TensorMap<T>{out, x}, p);
+    });
   }
   return out.dtype() == out_dtype ? out : out.to(out_dtype);
 }
@@ -462,10 +524,20 @@ Tensor unary_backward(UnaryOp op, const Tensor& grad, const Tensor& x_in, const 
       backward_complex<c128>(op, gx, g, x, y);
   } else {
     cpu::visit_float(ct, name(op), [&](auto tag) {
-      backward_real<typename decltype(tag)::type>(op, gx, g, x, y, p);
+      using T = typename decltype(tag)::type;
+      backward_real<T>(op, TensorMap2<T>{gx, g, x, y}, p);
     });
   }
   return gx.dtype() == ref.dtype() ? gx : gx.to(ref.dtype());
+}
+
+void unary_forward_host(UnaryOp op, const float* x, float* y, int64_t n, UnaryParams p) {
+  forward_real<float>(op, HostMap<float>{x, y, n}, p);
+}
+
+void unary_backward_host(UnaryOp op, const float* g, const float* x, const float* y, float* gx,
+                         int64_t n, UnaryParams p) {
+  backward_real<float>(op, HostMap2<float>{gx, g, x, y, n}, p);
 }
 
 Tensor unary(UnaryOp op, const Tensor& x, UnaryParams p) {

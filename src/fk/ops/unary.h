@@ -46,6 +46,14 @@ struct UnaryParams {
 Tensor unary_forward(UnaryOp op, const Tensor& x, UnaryParams p = {});
 Tensor unary_backward(UnaryOp op, const Tensor& grad, const Tensor& x, const Tensor& out,
                       UnaryParams p = {});
+// The same two on n contiguous f32 host values: element by element the code
+// unary_forward and unary_backward run on a CPU f32 tensor (so the same
+// bits), without a tensor or a counted op, for kernels that apply an
+// activation inside their own loops (nefi's batched MLP). backward reads x
+// or y (uses the forward's output for tanh, sigmoid, exp, ...): pass both.
+void unary_forward_host(UnaryOp op, const float* x, float* y, int64_t n, UnaryParams p = {});
+void unary_backward_host(UnaryOp op, const float* g, const float* x, const float* y, float* gx,
+                         int64_t n, UnaryParams p = {});
 // Forward + autograd node.
 Tensor unary(UnaryOp op, const Tensor& x, UnaryParams p = {});
 

@@ -60,15 +60,43 @@ void dense_rows(const float* x, int64_t m, int64_t in, const float* w, const flo
   product(false, true, m, out, in, x, in, w, in, y, out, bias, act, bf16);
 }
 
+// A hidden layer's y (m, H) = act(x W^T + b): tanh and relu fused into the
+// product, any other activation through fk's element code on scale z, kept
+// in s (m, H) for the backward.
+void hidden_rows(const float* x, int64_t m, int64_t in, const float* w, const float* bias,
+                 const MlpLayout& L, float* s, float* y) {
+  if (L.act != DenseActivation::None)
+    return dense_rows(x, m, in, w, bias, L.hidden, L.act, L.bf16, y);
+  const int64_t n = m * L.hidden;
+  dense_rows(x, m, in, w, bias, L.hidden, DenseActivation::None, L.bf16, s);
+  if (L.scale != 1.0f)
+    for (int64_t i = 0; i < n; ++i) s[i] *= L.scale;
+  fk::unary_forward_host(L.unary, s, y, n, L.unary_params);
+}
+
+// gz = dh act'(z) of a hidden layer and db, its column sums (activation_grad's
+// pass; act None: fk's backward element code on (s, y), times scale).
+void hidden_grad(const float* dh, const float* s, const float* y, const MlpLayout& L, int64_t m,
+                 float* gz, float* db) {
+  if (L.act != DenseActivation::None) return activation_grad(dh, y, L.act, m, L.hidden, gz, db);
+  const int64_t n = m * L.hidden;
+  fk::unary_backward_host(L.unary, dh, s, y, gz, n, L.unary_params);
+  if (L.scale != 1.0f)
+    for (int64_t i = 0; i < n; ++i) gz[i] *= L.scale;
+  activation_grad(gz, gz, DenseActivation::None, m, L.hidden, gz, db);
+}
+
 struct BatchedMlpBackward : fk::autograd::Node {
   MlpLayout L;
   ActiveMask active;
   fk::Tensor params, features, skip_input;  // params: the values of the forward
   std::vector<fk::Tensor> ys;               // (N, M, hidden) per hidden layer
+  std::vector<fk::Tensor> ss;               // their activations' inputs (act None), else empty
   uint32_t params_version = 0;
   const char* name() const override { return "BatchedMlpBackward"; }
   void release_saved() override {
     ys.clear();
+    ss.clear();
     skip_input = fk::Tensor();
     Node::release_saved();
   }
@@ -84,6 +112,7 @@ void BatchedMlpBackward::problem_backward(int64_t b, const float* g, float* grad
   const float* p = params.data<float>() + b * L.n_params;
   grad += b * L.n_params;
   auto y_of = [&](int l) { return ys[l].data<float>() + b * m * H; };
+  auto s_of = [&](int l) { return ss.empty() ? nullptr : ss[l].data<float>() + b * m * H; };
   auto input_of = [&](int l) -> const float* {
     if (l == 0) return features.data<float>();
     if (l == L.skip_at && L.has_skip()) return skip_input.data<float>() + b * m * (H + D);
@@ -101,7 +130,7 @@ void BatchedMlpBackward::problem_backward(int64_t b, const float* g, float* grad
   product(false, false, m, H, no, g, no, p + L.w_offset[L.depth], H, dh, H);
   product(true, false, no, H, m, g, no, y_of(L.depth - 1), H, grad + L.w_offset[L.depth], H);
   for (int l = L.depth - 1; l >= 0; --l) {
-    activation_grad(dh, y_of(l), L.act, m, H, gz, grad + L.b_offset[l]);
+    hidden_grad(dh, s_of(l), y_of(l), L, m, gz, grad + L.b_offset[l]);
     const int64_t K = L.fan_in(l);
     if (l > 0) {  // the features need no gradient
       // The skip layer's input was [h, features]: h's share is the first H columns.
@@ -151,15 +180,26 @@ int MlpLayout::fan_in(int layer) const {
 
 MlpLayout mlp_layout(const NeuralField& field) {
   const NeuralFieldConfig& c = field.config();
-  FK_CHECK((c.activation == "tanh" || c.activation == "relu") &&
-               (!c.autocast || *c.autocast == fk::DType::BF16),
-           "nefi::batched_mlp",
-           "a neural field with tanh or relu activation and no or bf16 autocast",
-           "activation " + c.activation +
-               (c.autocast ? std::string(" with ") + fk::name(*c.autocast) + " autocast" : ""));
+  FK_CHECK(!c.autocast || *c.autocast == fk::DType::BF16, "nefi::batched_mlp",
+           "a neural field with no or bf16 autocast",
+           std::string(c.autocast ? fk::name(*c.autocast) : "none") + " autocast");
   MlpLayout L;
   L.bf16 = c.autocast.has_value();
-  L.act = c.activation == "tanh" ? DenseActivation::Tanh : DenseActivation::Relu;
+  const std::string& a = c.activation;
+  FK_CHECK(
+      a == "tanh" || a == "relu" || a == "gelu" || a == "silu" || a == "softplus" || a == "sine",
+      "nefi::batched_mlp", "activation tanh, relu, gelu, silu, softplus or sine", a);
+  L.act = a == "tanh"   ? DenseActivation::Tanh
+          : a == "relu" ? DenseActivation::Relu
+                        : DenseActivation::None;
+  L.unary = a == "tanh"       ? fk::UnaryOp::Tanh
+            : a == "relu"     ? fk::UnaryOp::Relu
+            : a == "gelu"     ? fk::UnaryOp::Gelu
+            : a == "silu"     ? fk::UnaryOp::Silu
+            : a == "softplus" ? fk::UnaryOp::Softplus
+                              : fk::UnaryOp::Sin;
+  if (a == "softplus") L.unary_params = {1.0, 20.0};  // fk::softplus's defaults, as the field's
+  if (a == "sine") L.scale = static_cast<float>(kSirenW0);
   L.depth = c.depth;
   L.hidden = c.hidden;
   L.skip_at = c.skip_at;
@@ -194,8 +234,15 @@ fk::Tensor batched_mlp(const fk::Tensor& params, const fk::Tensor& features, con
   const int64_t n = params.size(0), m = features.size(0), H = L.hidden, D = L.features;
   FK_CHECK(!active || static_cast<int64_t>(active->size()) == n, "nefi::batched_mlp",
            "one active flag per problem", std::to_string(active ? active->size() : 0));
-  std::vector<fk::Tensor> ys;
-  for (int l = 0; l < L.depth; ++l) ys.push_back(fk::empty({n, m, H}, {kF32}));
+  // The activations' inputs are kept only for a backward (act None); without
+  // one, one scratch block per problem row serves every layer.
+  const bool record = fk::autograd::needs_grad(params);
+  std::vector<fk::Tensor> ys, ss;
+  for (int l = 0; l < L.depth; ++l) {
+    ys.push_back(fk::empty({n, m, H}, {kF32}));
+    if (L.act == DenseActivation::None && (record || l == 0))
+      ss.push_back(fk::empty({n, m, H}, {kF32}));
+  }
   fk::Tensor skip = L.has_skip() ? fk::empty({n, m, H + D}, {kF32}) : fk::Tensor();
   fk::Tensor raw = fk::empty({n, m, L.n_out}, {kF32});
   const float* x = features.data<float>();
@@ -218,14 +265,15 @@ fk::Tensor batched_mlp(const fk::Tensor& params, const fk::Tensor& features, con
           in = s;
         }
         float* y = ys[l].data<float>() + b * m * H;
-        dense_rows(in, m, L.fan_in(l), p + L.w_offset[l], p + L.b_offset[l], H, L.act, L.bf16, y);
+        float* sl = ss.empty() ? nullptr : ss[record ? l : 0].data<float>() + b * m * H;
+        hidden_rows(in, m, L.fan_in(l), p + L.w_offset[l], p + L.b_offset[l], L, sl, y);
         in = y;
       }
       dense_rows(in, m, H, p + L.w_offset[L.depth], p + L.b_offset[L.depth], L.n_out,
                  DenseActivation::None, false, rb);
     }
   });
-  if (fk::autograd::needs_grad(params)) {
+  if (record) {
     auto node = std::make_shared<BatchedMlpBackward>();
     node->L = L;
     node->active = std::move(active);
@@ -234,6 +282,7 @@ fk::Tensor batched_mlp(const fk::Tensor& params, const fk::Tensor& features, con
     node->features = features;
     node->skip_input = skip;
     node->ys = std::move(ys);
+    node->ss = std::move(ss);
     fk::autograd::record(node, {params}, raw);
   }
   return raw;

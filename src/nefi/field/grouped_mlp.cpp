@@ -8,6 +8,7 @@
 #include "fk/blas.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/ops/binary.h"
 #include "fk/ops/join.h"
 #include "fk/ops/reduce.h"
 #include "fk/ops/unary.h"
@@ -21,10 +22,6 @@ constexpr const char* kWhere = "nefi::grouped_mlp";
 // x rounded to bf16 and widened back (the autocast trunk's GEMM operands).
 fk::Tensor bf16_rounded(const fk::Tensor& x) {
   return x.to(fk::DType::BF16).to(x.dtype());
-}
-
-fk::UnaryOp unary_of(DenseActivation act) {
-  return act == DenseActivation::Tanh ? fk::UnaryOp::Tanh : fk::UnaryOp::Relu;
 }
 
 // The batched products of one grouped MLP: every operand is either an
@@ -67,6 +64,7 @@ struct GroupedMlpBackward : fk::autograd::Node {
   fk::Tensor weights;              // the GEMMs' weights: params, or their bf16 rounding
   std::vector<fk::Tensor> inputs;  // each layer's GEMM input as multiplied (layer 0: features)
   std::vector<fk::Tensor> ys;      // each hidden layer's output
+  std::vector<fk::Tensor> ss;      // its activation's input (scale z) where act' reads it
   const char* name() const override { return "GroupedMlpBackward"; }
   void for_each_saved(const std::function<void(fk::autograd::SavedTensor&)>& fn) override {
     fn(params);
@@ -75,6 +73,7 @@ struct GroupedMlpBackward : fk::autograd::Node {
     weights = fk::Tensor();
     inputs.clear();
     ys.clear();
+    ss.clear();
     Node::release_saved();
   }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override;
@@ -110,8 +109,11 @@ std::vector<fk::Tensor> GroupedMlpBackward::apply(std::vector<fk::Tensor>&& grad
   };
   fk::Tensor dh = layer_backward(L.depth, g, no, true);
   for (int l = L.depth - 1; l >= 0; --l) {
-    // tanh' from y; relu' from y too (y > 0 exactly where z > 0).
-    const fk::Tensor gz = fk::unary_backward(unary_of(L.act), dh, ys[l], ys[l]);
+    // tanh' from y; relu' from y too (y > 0 exactly where z > 0); the
+    // others from scale z, then times scale (sine's chain rule).
+    fk::Tensor gz =
+        fk::unary_backward(L.unary, dh, ss.empty() ? ys[l] : ss[l], ys[l], L.unary_params);
+    if (L.scale != 1.0f) gz = fk::mul(gz, static_cast<double>(L.scale));
     dh = layer_backward(l, gz, H, l > 0);
     // The skip layer's input was [h, features]: h's share is the first H columns.
     if (l > 0 && dh.size(2) != H) dh = dh.narrow(2, 0, H).contiguous();
@@ -135,8 +137,6 @@ fk::Tensor grouped_mlp(const fk::Tensor& params, const fk::Tensor& features, con
       std::string("features (M, ") + std::to_string(L.features) + ") in " +
           fk::name(params.dtype()) + " on " + params.device().str(),
       features.shape().str() + " " + fk::name(features.dtype()) + " on " + features.device().str());
-  FK_CHECK(L.act == DenseActivation::Tanh || L.act == DenseActivation::Relu, kWhere,
-           "a tanh or relu trunk", "another activation");
   const int64_t n = params.size(0), m = features.size(0), H = L.hidden, D = L.features;
   const Products pr{params.device(), params.dtype(), n, L.n_params};
   const bool record = fk::autograd::needs_grad(params);
@@ -144,16 +144,19 @@ fk::Tensor grouped_mlp(const fk::Tensor& params, const fk::Tensor& features, con
   const fk::Tensor p = params.detach();
   const fk::Tensor x0 = features.detach().contiguous();
   const fk::Tensor weights = L.bf16 ? bf16_rounded(p) : p;
-  std::vector<fk::Tensor> inputs, ys;
+  std::vector<fk::Tensor> inputs, ys, ss;
+  const bool keep_s = L.unary != fk::UnaryOp::Tanh && L.unary != fk::UnaryOp::Relu;
   fk::Tensor h = x0;
   for (int l = 0; l < L.depth; ++l) {
     if (l == L.skip_at && L.has_skip()) h = fk::cat({h, x0.unsqueeze(0).expand({n, m, D})}, 2);
     const fk::Tensor x = L.bf16 ? bf16_rounded(h) : h;
     const int64_t stride_x = x.dim() == 2 ? 0 : m * L.fan_in(l);
-    const fk::Tensor z = layer_product(pr, p, weights, L, l, x, stride_x, m, H);
-    h = fk::unary_forward(unary_of(L.act), z);
+    fk::Tensor z = layer_product(pr, p, weights, L, l, x, stride_x, m, H);
+    if (L.scale != 1.0f) z = fk::mul(z, static_cast<double>(L.scale));
+    h = fk::unary_forward(L.unary, z, L.unary_params);
     inputs.push_back(x);
     ys.push_back(h);
+    if (keep_s) ss.push_back(z);
   }
   fk::Tensor raw = layer_product(pr, p, p, L, L.depth, h, m * H, m, L.n_out);
   inputs.push_back(h);
@@ -164,6 +167,7 @@ fk::Tensor grouped_mlp(const fk::Tensor& params, const fk::Tensor& features, con
     node->weights = weights;
     node->inputs = std::move(inputs);
     node->ys = std::move(ys);
+    node->ss = std::move(ss);
     fk::autograd::record(node, {params}, raw);
   }
   return raw;

@@ -19,7 +19,6 @@
 
 namespace nefi {
 namespace {
-constexpr double kSirenW0 = 30.0;
 
 FieldMap heads_on(const std::vector<HeadPtr>& heads, const fk::Tensor& raw, const fk::Dims& shape,
                   bool rows, double progress) {

@@ -34,6 +34,9 @@
 
 namespace nefi {
 
+// A sine trunk's frequency: every hidden layer is sin(w0 z) (SIREN's w0).
+inline constexpr double kSirenW0 = 30.0;
+
 struct NeuralFieldConfig {
   int hidden = 256;
   int depth = 6;

@@ -31,8 +31,8 @@
 // holds its solution afterwards.
 //
 // Requirements (batchable_reason names the first one broken): at least one
-// problem; the same domain; NeuralFields of one architecture (tanh or relu,
-// f32 or bf16 autocast trunk) and heads, or GridFields of one shape and heads
+// problem; the same domain; NeuralFields of one architecture (any
+// activation; an f32 or bf16 autocast trunk) and heads, or GridFields of one shape and heads
 // (their (N, P) blocks made anew at each stage start, P following the stage
 // grid); heads that reduce over a field (zero_mean, support_masked) reduce
 // each problem's row (Head::transform_rows); operators of one kind

@@ -44,11 +44,9 @@ std::optional<std::string> field_reason(const InverseProblem& p, const InversePr
     return "problem " + std::to_string(i) + " has a '" + p.field->kind() +
            "' field (batch_invert batches neural and grid fields)";
   const NeuralFieldConfig& c = f->config();
-  if ((c.activation != "tanh" && c.activation != "relu") ||
-      (c.autocast && *c.autocast != fk::DType::BF16))
-    return "problem " + std::to_string(i) + "'s neural field has activation " + c.activation +
-           (c.autocast ? std::string(" with ") + fk::name(*c.autocast) + " autocast" : "") +
-           " (the batched MLP runs tanh or relu trunks in f32 or with bf16 autocast)";
+  if (c.autocast && *c.autocast != fk::DType::BF16)
+    return "problem " + std::to_string(i) + "'s neural field has " + fk::name(*c.autocast) +
+           " autocast (the batched MLP runs f32 trunks or bf16 autocast ones)";
   const auto* f0 = dynamic_cast<const NeuralField*>(first.field.get());
   if (!f0)
     return "problem " + std::to_string(i) + "'s neural field differs from problem 0's '" +

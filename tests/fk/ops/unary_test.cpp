@@ -388,5 +388,30 @@ TEST(VecMath, LayoutAndThreadIndependent) {
   }
 }
 
+// The host-array forms give the tensor ops' bits, forward and backward, at
+// a length that is no multiple of any vector width (the AVX2 kernels' tail).
+TEST(Unary, HostArrayFormsGiveTheTensorOpsBits) {
+  const Tensor x = test::random_tensor({37}, DType::F32, -3, 3, 9);
+  const Tensor g = test::random_tensor({37}, DType::F32, -1, 1, 10);
+  const std::vector<float> xv = x.to_vector<float>(), gv = g.to_vector<float>();
+  struct OpCase {
+    UnaryOp op;
+    UnaryParams p;
+  };
+  for (const OpCase c :
+       {OpCase{UnaryOp::Tanh, {}}, OpCase{UnaryOp::Relu, {}}, OpCase{UnaryOp::Gelu, {}},
+        OpCase{UnaryOp::Silu, {}}, OpCase{UnaryOp::Softplus, {1.0, 20.0}}, OpCase{UnaryOp::Sin, {}},
+        OpCase{UnaryOp::Exp, {}}, OpCase{UnaryOp::Sigmoid, {}}}) {
+    SCOPED_TRACE(name(c.op));
+    const Tensor y = unary_forward(c.op, x, c.p);
+    std::vector<float> yh(37), gh(37);
+    unary_forward_host(c.op, xv.data(), yh.data(), 37, c.p);
+    EXPECT_EQ(std::memcmp(yh.data(), y.to_vector<float>().data(), 37 * sizeof(float)), 0);
+    const Tensor gx = unary_backward(c.op, g, x, y, c.p);
+    unary_backward_host(c.op, gv.data(), xv.data(), yh.data(), gh.data(), 37, c.p);
+    EXPECT_EQ(std::memcmp(gh.data(), gx.to_vector<float>().data(), 37 * sizeof(float)), 0);
+  }
+}
+
 }  // namespace
 }  // namespace fk

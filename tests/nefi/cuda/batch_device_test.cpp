@@ -44,18 +44,21 @@ namespace {
 
 using nefi::cuda_test::NoTf32;
 
-nefi::Params params(const std::string& instance) {
-  return nefi::batch_test::smoke_params(
+nefi::Params params(const std::string& instance, const std::string& activation = "") {
+  nefi::Params p = nefi::batch_test::smoke_params(
       instance, instance == "toy1d" ? std::vector<double>{15, 15} : std::vector<double>{10, 10});
+  if (!activation.empty()) p.set("activation", activation);
+  return p;
 }
 
 const std::vector<uint64_t> kSeeds{0, 1, 2};
 
 std::vector<nefi::Result> batch(const std::string& instance, fk::Device device,
                                 std::optional<bool> cuda_graph = std::nullopt,
-                                const std::string& method = "neural") {
+                                const std::string& method = "neural",
+                                const std::string& activation = "") {
   const nefi::batch_test::Setups s =
-      nefi::batch_test::setups(instance, params(instance), kSeeds, method);
+      nefi::batch_test::setups(instance, params(instance, activation), kSeeds, method);
   nefi::BatchOptions bo;
   bo.seeds = kSeeds;
   bo.device = device;
@@ -64,8 +67,8 @@ std::vector<nefi::Result> batch(const std::string& instance, fk::Device device,
 }
 
 nefi::Result alone(const std::string& instance, uint64_t seed, fk::Device device,
-                   const std::string& method = "neural") {
-  auto su = nefi::find_instance(instance)->setup(params(instance), method, seed);
+                   const std::string& method = "neural", const std::string& activation = "") {
+  auto su = nefi::find_instance(instance)->setup(params(instance, activation), method, seed);
   nefi::SolverOptions so;
   so.seed = seed;
   so.device = device;
@@ -97,11 +100,11 @@ void expect_close(const nefi::Result& want, const nefi::Result& got, double tol)
   EXPECT_EQ(got.error, "");
 }
 
-void expect_device_batch_matches(const std::string& instance,
-                                 const std::string& method = "neural") {
+void expect_device_batch_matches(const std::string& instance, const std::string& method = "neural",
+                                 const std::string& activation = "") {
   NoTf32 no_tf32;
-  const auto cpu = batch(instance, fk::kCPU, std::nullopt, method);
-  const auto gpu = batch(instance, fk::cuda_device(0), std::nullopt, method);
+  const auto cpu = batch(instance, fk::kCPU, std::nullopt, method, activation);
+  const auto gpu = batch(instance, fk::cuda_device(0), std::nullopt, method, activation);
   ASSERT_EQ(gpu.size(), kSeeds.size());
   for (size_t b = 0; b < kSeeds.size(); ++b) {
     SCOPED_TRACE(instance + " " + method + " problem " + std::to_string(b));
@@ -109,7 +112,7 @@ void expect_device_batch_matches(const std::string& instance,
     expect_close(cpu[b], gpu[b], 1e-3);
     // The run learned something.
     EXPECT_LT(gpu[b].history.rows.back()[5], gpu[b].history.rows.front()[5]);
-    expect_close(alone(instance, kSeeds[b], fk::cuda_device(0), method), gpu[b], 1e-3);
+    expect_close(alone(instance, kSeeds[b], fk::cuda_device(0), method, activation), gpu[b], 1e-3);
   }
 }
 
@@ -123,6 +126,13 @@ TEST(NefiBatchDevice, Toy1dBatchOnTheDeviceMatchesCpuBatchAndDeviceSolves) {
 TEST(NefiBatchDevice, Toy1dGridBatchOnTheDeviceMatchesCpuBatchAndDeviceSolves) {
   NEFI_SKIP_WITHOUT_GPU();
   expect_device_batch_matches("toy1d", "grid");
+}
+
+// A gelu trunk: the grouped MLP's unary after each product, its derivative
+// from the saved input.
+TEST(NefiBatchDevice, Toy1dGeluBatchOnTheDeviceMatchesCpuBatchAndDeviceSolves) {
+  NEFI_SKIP_WITHOUT_GPU();
+  expect_device_batch_matches("toy1d", "neural", "gelu");
 }
 
 TEST(NefiBatchDevice, DeconvolutionBatchOnTheDeviceMatchesCpuBatchAndDeviceSolves) {

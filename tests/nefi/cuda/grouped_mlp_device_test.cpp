@@ -3,7 +3,7 @@
 // against N separate evaluations and central differences in
 // tests/nefi/field/grouped_mlp_test.cpp): output and parameter gradient, f32
 // without TF32 (1e-5 of the largest value: cuBLAS and OpenBLAS sum in other
-// orders) and f64 (1e-12), tanh and relu, with the skip layer, and a bf16
+// orders) and f64 (1e-12), every activation, with the skip layer, and a bf16
 // autocast trunk (1e-5 too: the operands are rounded to bf16 before either
 // product; the gradient within 2e-4, since a sum order's last bit can move
 // a later layer's bf16 rounding). Then the device rows against each
@@ -64,7 +64,10 @@ void expect_device_matches_cpu(const std::string& act, fk::DType dtype,
   const nefi::MlpLayout L = nefi::mlp_layout(*two_head_field(mlp_config(24, act, autocast), 0));
   const int64_t n = 5, m = 300;  // rows not a multiple of any tile
   fk::Generator gen(11);
-  const fk::Tensor params = fk::uniform({n, L.n_params}, -0.5, 0.5, {dtype}, &gen);
+  // sine multiplies each pre-activation by 30: weights 30 times smaller keep
+  // it O(1), as SIREN's initialisation does.
+  const double r = act == "sine" ? 0.5 / 30 : 0.5;
+  const fk::Tensor params = fk::uniform({n, L.n_params}, -r, r, {dtype}, &gen);
   const fk::Tensor x = fk::uniform({m, L.features}, -1.0, 1.0, {dtype}, &gen);
   const fk::Tensor w = fk::uniform({n, m, L.n_out}, -1.0, 1.0, {dtype}, &gen);
   const Outputs cpu = run(params, x, w, L, fk::kCPU);
@@ -82,11 +85,12 @@ void expect_device_matches_cpu(const std::string& act, fk::DType dtype,
 TEST(NefiGroupedMlpDevice, MatchesTheCpuOpInF32AndF64) {
   NEFI_SKIP_WITHOUT_GPU();
   NoTf32 no_tf32;
-  for (const char* act : {"tanh", "relu"}) {
+  for (const char* act : {"tanh", "relu", "gelu", "silu", "softplus", "sine"}) {
     expect_device_matches_cpu(act, fk::DType::F32);
     expect_device_matches_cpu(act, fk::DType::F64);
   }
   expect_device_matches_cpu("tanh", fk::DType::F32, fk::DType::BF16);
+  expect_device_matches_cpu("gelu", fk::DType::F32, fk::DType::BF16);
 }
 
 // The CPU batch's MLP (batched_mlp.h, host loops) and nefi::fast_tanh (a

@@ -1,6 +1,7 @@
 // grouped_mlp on the CPU against N separate MLP evaluations:
-//  - each problem written out as its own chain of fk::linear + fk::tanh/relu
-//    on its own weights (what a row of the grouped op is, per layer the same
+//  - each problem written out as its own chain of fk::linear and the field's
+//    activation ops (tanh, relu, gelu, silu, softplus, sin of 30 z) on its
+//    own weights (what a row of the grouped op is, per layer the same
 //    fk::gemm call and elementwise code): the rows bitwise, the gradients to
 //    1e-5 of their largest magnitude (fk::linear's backward makes its GEMMs
 //    and bias sums in other call shapes, so the last bits may differ; bf16
@@ -8,8 +9,8 @@
 //  - each problem's own NeuralField::raw (nefi::dense: bias and a fast tanh
 //    fused into its AVX-512 tiles, so not the same rounding): 1e-5 absolute
 //    on outputs of order 1;
-//  - central differences in f64 (fk::testing::gradcheck), tanh and relu,
-//    with a skip layer.
+//  - central differences in f64 (fk::testing::gradcheck), every
+//    activation, with a skip layer.
 // The device parity (cuBLAS strided-batched) is in
 // tests/nefi/cuda/grouped_mlp_device_test.cpp.
 #include "nefi/field/grouped_mlp.h"
@@ -54,7 +55,17 @@ fk::Tensor rounded_bf16(const fk::Tensor& t) {
 // Problem b's MLP written out: fk::linear and the activation per layer on
 // the weights of its row, the skip layer's input [h, x]; bf16 rounds the
 // hidden layers' GEMM operands (the autocast trunk).
-fk::Tensor separate_mlp(const fk::Tensor& row, const fk::Tensor& x, const nefi::MlpLayout& L) {
+fk::Tensor activated(const std::string& activation, const fk::Tensor& z) {
+  if (activation == "tanh") return fk::tanh(z);
+  if (activation == "relu") return fk::relu(z);
+  if (activation == "gelu") return fk::gelu(z);
+  if (activation == "silu") return fk::silu(z);
+  if (activation == "softplus") return fk::softplus(z);
+  return fk::sin(fk::mul(z, 30.0));
+}
+
+fk::Tensor separate_mlp(const fk::Tensor& row, const fk::Tensor& x, const nefi::MlpLayout& L,
+                        const std::string& activation) {
   auto slice = [&](int64_t off, fk::Dims shape) {
     return row.narrow(0, off, shape.numel()).reshape(shape);
   };
@@ -68,7 +79,7 @@ fk::Tensor separate_mlp(const fk::Tensor& row, const fk::Tensor& x, const nefi::
       in = rounded_bf16(in);
     }
     const fk::Tensor z = fk::linear(in, w, slice(L.b_offset[l], {L.hidden}));
-    h = L.act == nefi::DenseActivation::Tanh ? fk::tanh(z) : fk::relu(z);
+    h = activated(activation, z);
   }
   return fk::linear(h, slice(L.w_offset[L.depth], {L.n_out, L.hidden}),
                     slice(L.b_offset[L.depth], {L.n_out}));
@@ -94,7 +105,7 @@ void expect_rows_equal_separate(int hidden, const std::string& activation,
     SCOPED_TRACE("problem " + std::to_string(b));
     fk::Tensor row = params.detach().select(0, b).clone();
     row.set_requires_grad(true);
-    const fk::Tensor want = separate_mlp(row, x, L);
+    const fk::Tensor want = separate_mlp(row, x, L, activation);
     EXPECT_EQ(raw.select(0, b).to_vector<float>(), want.to_vector<float>());
     fk::sum(fk::mul(want, w.select(0, b))).backward();
     const std::vector<double> gw = row.grad().to_vector<double>();
@@ -115,19 +126,25 @@ TEST(NefiGroupedMlp, RowsEqualSeparateEvaluationsBitwise) {
   expect_rows_equal_separate(12, "tanh");
   expect_rows_equal_separate(32, "tanh");
   expect_rows_equal_separate(12, "relu");
+  for (const char* act : {"gelu", "silu", "softplus", "sine"}) expect_rows_equal_separate(12, act);
 }
 
 TEST(NefiGroupedMlp, Bf16AutocastRowsEqualSeparateRoundedEvaluations) {
   expect_rows_equal_separate(12, "tanh", fk::DType::BF16);
   expect_rows_equal_separate(32, "relu", fk::DType::BF16);
+  expect_rows_equal_separate(12, "sine", fk::DType::BF16);
 }
 
 TEST(NefiGroupedMlp, F64GradientsMatchCentralDifferences) {
-  for (const char* act : {"tanh", "relu"}) {
+  for (const char* act : {"tanh", "relu", "gelu", "silu", "softplus", "sine"}) {
     SCOPED_TRACE(act);
     const nefi::MlpLayout L = nefi::mlp_layout(*fields(1, mlp_config(4, act))[0]);
     fk::Generator gen(5);
-    const fk::Tensor params = fk::uniform({2, L.n_params}, -0.8, 0.8, {fk::DType::F64}, &gen);
+    // sine's 30 z: weights 30 times smaller keep it O(1) (SIREN's scale), where
+    // central differences stay accurate.
+    const double r = std::string(act) == "sine" ? 0.8 / 30 : 0.8;
+    const fk::Tensor params =
+        fk::uniform({2, L.n_params}, -r, r, {fk::DType::F64, fk::kCPU, true}, &gen);
     const fk::Tensor x = fk::uniform({5, L.features}, -1.0, 1.0, {fk::DType::F64}, &gen);
     const fk::Tensor w = fk::uniform({2, 5, L.n_out}, -1.0, 1.0, {fk::DType::F64}, &gen);
     const std::string err = fk::testing::gradcheck(

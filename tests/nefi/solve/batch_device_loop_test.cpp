@@ -59,8 +59,10 @@ void expect_same_run(const nefi::Result& seq, const nefi::Result& got, double to
 }
 
 void expect_loop_equals_sequential(const std::string& instance, std::vector<double> steps,
-                                   const std::string& method = "neural") {
-  const nefi::Params p = smoke_params(instance, steps);
+                                   const std::string& method = "neural",
+                                   const std::string& activation = "") {
+  nefi::Params p = smoke_params(instance, steps);
+  if (!activation.empty()) p.set("activation", activation);
   const Setups s = setups(instance, p, method);
   const auto got = loop(setups(instance, p, method));
   ASSERT_EQ(got.size(), 3u);
@@ -72,6 +74,14 @@ void expect_loop_equals_sequential(const std::string& instance, std::vector<doub
 
 TEST(NefiBatchDeviceLoop, Toy1dOnTheCpuEqualsSequentialPerStep) {
   expect_loop_equals_sequential("toy1d", {20, 40});
+}
+
+// A gelu trunk: the grouped MLP's unary after the product, its derivative
+// from the saved input. (A sine trunk multiplies each layer's round-off by
+// 30: fk::linear's sums against nefi::dense's part 1e-3 within 5 steps, so
+// its grouped rows are checked per op, in grouped_mlp_test.cpp.)
+TEST(NefiBatchDeviceLoop, Toy1dGeluOnTheCpuEqualsSequentialPerStep) {
+  expect_loop_equals_sequential("toy1d", {10, 20}, "neural", "gelu");
 }
 
 // Grid fields: the block's values, resampled on the host at the second

@@ -39,8 +39,10 @@ void expect_same_run(const nefi::Result& seq, const nefi::Result& bat, double to
 
 void expect_batched_equals_sequential(const std::string& instance, std::vector<double> steps,
                                       int chunk = 0, const std::string& loss_mode = "shared",
-                                      const std::string& method = "neural") {
-  const nefi::Params p = smoke_params(instance, steps);
+                                      const std::string& method = "neural",
+                                      const std::string& activation = "") {
+  nefi::Params p = smoke_params(instance, steps);
+  if (!activation.empty()) p.set("activation", activation);
   Setups s = setups(instance, p, {0, 1, 2}, method);
   std::vector<nefi::Result> seq;
   for (size_t b = 0; b < s.problems.size(); ++b)
@@ -69,6 +71,15 @@ TEST(NefiBatch, Toy1dEqualsSequentialPerStep) {
 TEST(NefiBatch, DeconvolutionEqualsSequentialPerStep) {
   expect_batched_equals_sequential("deconvolution", {8, 16});
   expect_batched_equals_sequential("deconvolution", {8}, 0, "loop");
+}
+
+// Trunks the batched MLP activates after its products, through fk's own
+// element code (gelu; sine, SIREN's sin(30 z)), as fused ones.
+TEST(NefiBatch, GeluAndSineTrunksEqualSequentialPerStep) {
+  for (const char* act : {"gelu", "sine"}) {
+    SCOPED_TRACE(act);
+    expect_batched_equals_sequential("toy1d", {10, 20}, 0, "shared", "neural", act);
+  }
 }
 
 // Grid (pixel) fields: the values are the rows, made anew at each stage
@@ -218,8 +229,13 @@ TEST(NefiBatch, RefusalsNameTheReason) {
   nefi::Params gelu = p;
   gelu.set("activation", "gelu");
   auto act = s.problems;
-  act[0] = nefi::find_instance("toy1d")->setup(gelu, "neural", 0)->problem;
-  expect_refused(act, s.curriculum, "tanh or relu");
+  act[1] = nefi::find_instance("toy1d")->setup(gelu, "neural", 1)->problem;
+  expect_refused(act, s.curriculum, "differs from problem 0's");
+  // fp16 autocast trunks do not batch (bf16 ones do).
+  nefi::Params half = smoke_params("deconvolution", {3});
+  half.set("autocast", "fp16");
+  const Setups f16 = setups("deconvolution", half, {0, 1});
+  expect_refused(f16.problems, f16.curriculum, "f16 autocast");
   auto dom = s.problems;
   dom[1].domain = nefi::Domain({64}, {2.0});
   expect_refused(dom, s.curriculum, "domain");
