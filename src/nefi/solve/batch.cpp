@@ -109,6 +109,7 @@ class BatchStage {
   fk::Tensor m_, v_, good_, shadow_;
   std::vector<ProblemStage> ps_;
   bool shared_ = false;                             // the loss mode of this stage
+  std::vector<std::vector<double>> row_weights_;    // shared mode: [term][problem]
   std::vector<fk::Tensor> block_obs_, block_mask_;  // stacked observations (shared mode)
 };
 
@@ -146,8 +147,14 @@ BatchStage::BatchStage(BatchRun& run, size_t index)
   }
   shared_ = run.opt.loss_mode != "loop" && shared_losses();
   FK_CHECK(shared_ || run.opt.loss_mode != "shared", "nefi::batch_invert loss_mode",
-           "problems whose loss sets match term by term (batched forms, zero weights, masks)",
+           "problems whose loss sets match term by term (batched forms, zero weights in the same "
+           "places, masks)",
            "loss_mode shared with differing or unbatchable loss sets");
+  if (shared_) {
+    std::vector<const LossSet*> sets;
+    for (const ProblemStage& p : ps_) sets.push_back(&p.losses);
+    row_weights_ = detail::term_row_weights(sets);
+  }
   for (int64_t blk = 0; shared_ && blk < run.n_blocks(); ++blk) {
     std::vector<fk::Tensor> obs, mask;
     for (int64_t b = blk * run.chunk; b < std::min(run.n, (blk + 1) * run.chunk); ++b) {
@@ -235,14 +242,11 @@ void BatchStage::losses_shared(int64_t block, const FieldMap& fields, const fk::
   ctx.mask = block_mask_[block];
   for (int64_t b = 0; b < n; ++b) ctx.noise_std.push_back(ps_[b0 + b].obs.noise_std);
   ctx.domain = &domain_;
-  std::vector<const LossSet*> sets;
-  for (int64_t b = 0; b < n; ++b) sets.push_back(&ps_[b0 + b].losses);
-  const std::vector<std::vector<double>> row_weights = detail::term_row_weights(sets);
   std::vector<fk::Tensor> active;
   std::vector<std::vector<double>> weights;  // [active term][row]
   std::vector<std::vector<double>> values;
   bool unit = true;
-  for (size_t i = 0; i < row_weights.size(); ++i) {
+  for (size_t i = 0; i < row_weights_.size(); ++i) {
     const LossSet::Term& term = ps_[b0].losses.terms()[i];
     if (term.weight == 0.0) {
       values.emplace_back(static_cast<size_t>(n), 0.0);
@@ -254,8 +258,8 @@ void BatchStage::losses_shared(int64_t block, const FieldMap& fields, const fk::
              c.defined() ? c.shape().str() : "none");
     values.push_back(c.to_vector<double>());
     active.push_back(c);
-    weights.push_back(row_weights[i]);
-    for (double w : row_weights[i]) unit = unit && w == 1.0;
+    weights.emplace_back(row_weights_[i].begin() + b0, row_weights_[i].begin() + b0 + n);
+    for (double w : weights.back()) unit = unit && w == 1.0;
   }
   FK_CHECK(!active.empty(), "nefi::batch_invert", "at least one term with a non-zero weight",
            "none");

@@ -79,19 +79,22 @@ TEST(NefiAutoBatch, ASharedStartAndEachResultIsItsSequentialSolve) {
     const std::vector<AutoProblem> aps = shared_start_problems(s.inputs(o));
     ASSERT_EQ(aps.size(), 3u);
     for (const AutoProblem& ap : aps) EXPECT_DOUBLE_EQ(ap.constant_fits[0], sorted[1]) << rep;
-    // Their data and penalty weights differ, yet one shared loss set runs:
-    // each problem's weights weigh its row.
+    // Their data and penalty weights differ, yet one shared loss set runs
+    // (each problem's weights weigh its row), as each problem's own set on
+    // its rows does.
     EXPECT_NE(aps[0].problem.losses.terms()[0].weight, aps[2].problem.losses.terms()[0].weight);
-    BatchOptions shared;
-    shared.loss_mode = "shared";
-    const std::vector<Result> together = solve_together(aps, shared);
-    for (size_t b = 0; b < aps.size(); ++b) {
-      EXPECT_EQ(together[b].batch_size, 3);
-      EXPECT_TRUE(together[b].error.empty()) << together[b].error;
-      const Result alone = aps[b].solve();
-      EXPECT_EQ(together[b].total_steps(), alone.total_steps()) << rep << " problem " << b;
-      EXPECT_LT(max_diff(together[b].fields.at("x"), alone.fields.at("x")), 1e-4)
-          << rep << " problem " << b;
+    for (const std::string mode : {"shared", "loop"}) {
+      BatchOptions bo;
+      bo.loss_mode = mode;
+      const std::vector<Result> together = solve_together(aps, bo);
+      for (size_t b = 0; b < aps.size(); ++b) {
+        SCOPED_TRACE(rep + " " + mode + " problem " + std::to_string(b));
+        EXPECT_EQ(together[b].batch_size, 3);
+        EXPECT_TRUE(together[b].error.empty()) << together[b].error;
+        const Result alone = aps[b].solve();
+        EXPECT_EQ(together[b].total_steps(), alone.total_steps());
+        EXPECT_LT(max_diff(together[b].fields.at("x"), alone.fields.at("x")), 1e-4);
+      }
     }
   }
 }

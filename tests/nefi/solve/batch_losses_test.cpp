@@ -73,7 +73,8 @@ TEST(NefiBatchLosses, SharedModeEqualsSequentialPerStep) {
     }
     nefi::BatchOptions bo;
     bo.seeds = {0, 1, 2};
-    bo.loss_mode = "shared";  // throws unless every term has a batched form (any weights)
+    bo.loss_mode = "shared";        // throws unless every term has a batched form (any weights)
+    bo.chunk_size = l.reg ? 2 : 0;  // blocks of rows 0-1 and 2, each with its problems' weights
     const auto bat = nefi::batch_invert(toy_problems(p, l, &cur), cur, bo);
     for (size_t b = 0; b < ps.size(); ++b) {
       ASSERT_EQ(seq[b].history.rows.size(), bat[b].history.rows.size());
@@ -139,8 +140,9 @@ TEST(NefiBatchLosses, RowsEqualEachRowsForwardAndGradient) {
 // Term i's row b weighs w[i][b]; each term's gradient is its rows' weights.
 TEST(NefiBatchLosses, WeightedRowsGradientIsFiniteDifferences) {
   fk::Generator gen(3);
-  const std::vector<fk::Tensor> terms{fk::uniform({4}, -1.0, 1.0, {fk::DType::F64}, &gen),
-                                      fk::uniform({4}, -1.0, 1.0, {fk::DType::F64}, &gen)};
+  const std::vector<fk::Tensor> terms{
+      fk::uniform({4}, -1.0, 1.0, {fk::DType::F64, fk::kCPU, true}, &gen),
+      fk::uniform({4}, -1.0, 1.0, {fk::DType::F64, fk::kCPU, true}, &gen)};
   const std::vector<std::vector<double>> w{{1.0, 0.5, 2.0, -3.0}, {0.25, 4.0, 1.0, 0.0}};
   const fk::Tensor total = nefi::weighted_rows(terms, w);
   const auto t0 = terms[0].to_vector<double>(), t1 = terms[1].to_vector<double>();

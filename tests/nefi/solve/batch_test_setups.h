@@ -1,6 +1,6 @@
 #pragma once
 // What the batch tests (solve/batch_test.cpp, solve/batch_device_loop_test.cpp,
-// cuda/batch_device_test.cpp) set up alike: small toy1d / deconvolution
+// cuda/batch_device_test.cpp, byop/auto_batch_test.cpp) set up alike: small toy1d / deconvolution
 // configurations, N problems of one instance (one per seed), the independent
 // reference (each problem solved alone by the sequential Solver) and the
 // per-step comparison of a batched run against it.
