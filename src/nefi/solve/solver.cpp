@@ -90,9 +90,8 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
     FK_CHECK(r.empty(), where, "an operator with a device path at every stage's grid",
              "stage '" + s.name + "' (" + shape.str() + "): " + r);
   }
-  FK_CHECK(cur_.optim.optimizer == "adam" || cur_.optim.optimizer == "adamw", where,
-           "optimizer adam or adamw (L-BFGS steps host copies; SGD has no device step)",
-           cur_.optim.optimizer);
+  FK_CHECK(cur_.optim.optimizer != "sgd", where,
+           "optimizer adam, adamw or lbfgs (SGD has no device step)", cur_.optim.optimizer);
   std::string groups = cur_.optim.lr_mult.empty() ? "" : "optim.lr_mult";
   for (const Stage& s : cur_.stages)
     if (!s.freeze.empty() && groups.find("freeze") == std::string::npos)

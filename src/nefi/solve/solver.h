@@ -38,7 +38,11 @@
 //               names any setting the operator's device path replaced); a
 //               replay gives bitwise the parameters eager steps give. The
 //               field returns to the CPU before the final fields are
-//               evaluated. L-BFGS, EMA, fp16 loss scaling and operators
+//               evaluated. L-BFGS runs its evaluations (forward, losses,
+//               backward) on the device and its two-loop recursion and line
+//               search on the host, each evaluation uploading the
+//               parameters and reading the total and the gradient back
+//               (not captured). SGD, EMA, fp16 loss scaling and operators
 //               whose trainable parameters cannot follow stay on the CPU
 //               (refused).
 // The final fields are evaluated at the last stage's grid at the end of its

@@ -118,7 +118,8 @@ StageRun::StageRun(const InverseProblem& problem, const Curriculum& cur, const S
   // The operator's device tables exist before the first step: one first made
   // inside a captured step would fail the capture (Operator::prepare_tables).
   op_->prepare_tables(opt_.device, operator_dtype(field_));
-  if (!opt_.device.is_cuda()) return;
+  // L-BFGS reads every evaluation back: no step block, no graph.
+  if (!opt_.device.is_cuda() || use_lbfgs_) return;
   // The total, every component, and the discrepancy's MSE when it is needed.
   const int gathered = 1 + static_cast<int>(losses_.terms().size()) + discrepancy_on_device_;
   block_ = std::make_unique<DeviceStepBlock>(opt_.device, gathered);
@@ -152,6 +153,10 @@ void StageRun::resume(const Checkpoint& ck, const std::string& path) {
   if (cur_.optim.ema) shadow_ = snapshot(params_);
 }
 
+// On a device too: each evaluation uploads x into the field's parameters,
+// runs the forward, losses and backward there, and reads the total and the
+// gradient back (L-BFGS's two-loop recursion and line search are host
+// arithmetic on a few vectors; the evaluations are the cost).
 void StageRun::lbfgs_step(int t, double lr, StepValue& v) {
   // No NaN guard or clipping here: the line search rejects bad points.
   std::vector<double> evaluated;  // where v.pred and v.val were last computed
@@ -163,7 +168,7 @@ void StageRun::lbfgs_step(int t, double lr, StepValue& v) {
     v.pred = op_->forward(fl);
     LossContext c{&fl, v.pred, &obs_, &domain_, op_.get(), index_, t, progress_};
     v.val = losses_.forward(c);
-    v.val.total.backward(make_scalar(1.0, v.val.total.dtype()));
+    v.val.total.backward(unit_seed(v.val.total));
     g = gather(params_, true);
     return scalar_value(v.val.total);
   };
@@ -397,12 +402,14 @@ StageResult StageRun::run(History& history, int& global, int total_steps, Clock:
   const auto rep = prof.report();
   sr_.ops = rep.counts.ops;
   sr_.launches = rep.counts.launches;
-  if (graph_) {
-    sr_.device_note = graph_->note();
+  if (opt_.device.is_cuda()) {
+    sr_.device_note = graph_ ? graph_->note()
+                             : "L-BFGS: each evaluation on the device, eager; the two-loop "
+                               "recursion and line search on the host";
     // What the operator's device path changed (a substituted setting).
     if (const std::string op_note = op_->device_note(); !op_note.empty())
       sr_.device_note += "; " + op_note;
-    sr_.graph_steps = graph_->graph_steps();
+    if (graph_) sr_.graph_steps = graph_->graph_steps();
   }
   if (cur_.optim.ema) restore(params_, shadow_);
   // A stage that ran to its end is evaluated at the end of its schedule,
