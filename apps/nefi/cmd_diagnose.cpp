@@ -27,6 +27,8 @@ struct DiagnoseRequest {
 int diagnose_cmd(DiagnoseRequest r, const std::vector<std::filesystem::path>& dirs) {
   set_threads(r.run.threads);
   const RunConfig cfg = resolve_config(r.run, dirs);
+  // Before any work (a CPU-only build refuses every CUDA device here).
+  fk::check_usable(fk::parse_device(cfg.device), "device (--device, run.device or NEFI_DEVICE)");
   const InstancePtr inst = find_instance(cfg.instance);
   const std::string method = r.run.methods.empty() ? default_method(*inst) : cfg.methods.front();
   if (r.run.smoke) {  // the reference's smoke settings
@@ -87,6 +89,10 @@ Command add_diagnose(CLI::App& app, const Context& ctx) {
                   "output directory (default runs/<instance>-diagnose-<hash>)");
   sub->add_flag("--plot,!--no-plot", r.run.plot, "write diagnostics.png (default) or not");
   sub->add_option("--threads", r.run.threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
+  sub->add_option("--device", r.run.device,
+                  "where the operator's products run (and --solve trains): cpu or cuda[:N] "
+                  "(default: the config's run.device, else $NEFI_DEVICE, else cpu; the Lanczos "
+                  "and probe arithmetic, and --hessian, on the CPU)");
   sub->footer(
       "Examples:\n  nefi diagnose toy1d --smoke\n"
       "  nefi diagnose deconvolution --smoke --solve --k 6 --n-iter 16\n"

@@ -151,11 +151,11 @@ int fit_cmd(const FitRequest& r) {
   }
   if (device.is_cuda()) {  // before the autotune pilots and the constant fits
     FK_CHECK(r.representation == "neural" || r.representation == "grid" ||
-                 r.representation == "hash" || r.representation == "lowrank",
+                 r.representation == "hash" || r.representation == "lowrank" ||
+                 r.representation == "spectral",
              "--device",
-             "--representation neural, grid, hash or lowrank on a CUDA device (spectral fits "
-             "run L-BFGS, and the parametric and layered fields have no device path: they "
-             "train on the CPU)",
+             "--representation neural, grid, hash, lowrank or spectral on a CUDA device (the "
+             "parametric and layered fields have no device path: they train on the CPU)",
              "--representation " + r.representation);
     const std::string refusal = device_solve_refusal(*model.op, device);
     FK_CHECK(refusal.empty(), "--device", "a model with a device path", refusal);
@@ -206,8 +206,10 @@ int fit_cmd(const FitRequest& r) {
                            res.total_steps(), res.stages.back().stop, fit ? fit->psnr_db : 0.0, chi,
                            res.total_s, device.is_cuda() ? " on " + res.device : "", r.out);
   if (r.diagnose) {  // what the data tell about the fitted field
+    diagnostics::DiagnoseOptions dopt;
+    dopt.device = device;  // the products where the fit trained
     diagnostics::Diagnostics d = diagnostics::diagnose(
-        *ap.problem.op, res.fields.at("x").to(fk::DType::F64), ap.problem.measurement, {});
+        *ap.problem.op, res.fields.at("x").to(fk::DType::F64), ap.problem.measurement, dopt);
     d.instance = "nefi fit";
     d.method = ap.problem.op->kind();
     d.at = "the fitted field";
@@ -300,9 +302,9 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->add_option("--out,-o", r->out, "output directory (default runs/fit)");
   sub->add_option("--threads", r->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
   sub->add_option("--device", r->device,
-                  "where the fit trains: cpu (default) or cuda[:N], for a neural, grid, hash or "
-                  "lowrank field through a model with a device path, --autotune's pilots too "
-                  "(--refine and --diagnose stay on the CPU)");
+                  "where the fit trains: cpu (default) or cuda[:N], for a neural, grid, hash, "
+                  "lowrank or spectral field through a model with a device path, --autotune's "
+                  "pilots and --diagnose's products too (--refine stays on the CPU)");
   sub->add_flag("--quiet,-q", r->quiet, "only the summary line");
   sub->footer(
       "Writes <out>/x.npy, prediction.npy, report.md (chi verdict and every automatic decision),\n"

@@ -67,9 +67,10 @@ class ForwardProblem:
         total_steps, lr, progress, total, data_loss, step_ms); returning
         False ends the stage (a progress bar, a custom stop). ``device``
         ("cpu", "cuda", "cuda:N") is where the fit trains: a neural, grid,
-        hash or lowrank field through a built-in model with a device path (a
-        Python forward model, another field, or a spectral field's L-BFGS, is
-        refused by name). One solve runs at a
+        hash, lowrank or spectral field through a built-in model with a
+        device path (a spectral fit's L-BFGS evaluates there and recurses on
+        the host; a Python forward model or another field is refused by
+        name). One solve runs at a
         time per problem (another thread's call waits)."""
         if ground_truth is None:
             truths = {}
@@ -100,7 +101,7 @@ class ForwardProblem:
 
 
     def diagnose(self, at=None, probes=32, k=8, n_iter=24, exact_sensitivity=False, seed=0,
-                 out=None, plot=True, hessian=0, hessian_iter=30):
+                 out=None, plot=True, hessian=0, hessian_iter=30, device="cpu"):
         """nefi.diagnose for this problem: the model linearized at ``at`` (None:
         the field's starting constant; an array of the field's shape; or a
         result dict of solve(), at its reconstruction and, for a torch
@@ -109,7 +110,9 @@ class ForwardProblem:
         0 adds the loss Hessian's ends in the field's parameters
         (hessian_spectrum) to the dict, the report and the files: at the
         start (at=None) or at a result's field_parameters (not for an
-        array)."""
+        array). ``device`` ("cpu", "cuda", "cuda:N"): where the model's
+        products run (a built-in model with a device path; the Lanczos
+        arithmetic and the Hessian stay on the CPU)."""
         if self._model.several:
             raise Error(f"ForwardProblem.diagnose: expected a problem with one field (the "
                         f"linearization is in one field's cells), got {len(self._model.names)} "
@@ -137,7 +140,8 @@ class ForwardProblem:
             return self._core.diagnose(at, fitted, int(probes), int(k), int(n_iter),
                                        bool(exact_sensitivity), int(seed),
                                        "" if out is None else os.fspath(out), bool(plot),
-                                       int(hessian), int(hessian_iter), parameters)
+                                       int(hessian), int(hessian_iter), parameters,
+                                       str(device))
 
     def hessian_spectrum(self, at=None, k=6, n_iter=30, seed=0):
         """The curvature of the training loss in the field's parameters (the

@@ -325,7 +325,7 @@ def refine_edges(problem, result, mode="levelset", **options):
 
 def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=None, probes=32,
              k=8, n_iter=24, exact_sensitivity=False, out=None, plot=True, hessian=0,
-             hessian_iter=30):
+             hessian_iter=30, device=None):
     """What the data can tell about the field (``nefi diagnose``): the forward
     operator linearized at the field's start, or with ``solve=True`` at the
     solution a full run reaches. Returns a dict: ``singular_values`` (the k
@@ -351,7 +351,10 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
     invert() (``method`` default the config's first, else the instance's
     own solver), or a from_forward ForwardProblem: then ``at`` is where to
     linearize (None: the field's starting constant; an array of the field's
-    shape; or a result dict of problem.solve(), at its reconstruction)."""
+    shape; or a result dict of problem.solve(), at its reconstruction).
+    ``device`` ("cpu", "cuda", "cuda:N"; None: the config's run.device, or
+    the CPU for a from_forward problem) is where the operator's products run
+    (and, with solve, where the run trains)."""
     common = (int(probes), int(k), int(n_iter), bool(exact_sensitivity))
     out = "" if out is None else os.fspath(out)
     if isinstance(instance, ForwardProblem):
@@ -360,12 +363,15 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
                              "from_forward problem, got config/method/solve (solve it and pass "
                              "the result as at=)")
         return instance.diagnose(at, *common, seed=0 if seed is None else int(seed), out=out,
-                                 plot=plot, hessian=int(hessian), hessian_iter=int(hessian_iter))
+                                 plot=plot, hessian=int(hessian), hessian_iter=int(hessian_iter),
+                                 device=device or "cpu")
     if at is not None:
         raise ValueError("diagnose: expected at= only with a from_forward problem (an "
                          "instance is diagnosed at its start or, with solve=True, its solution)")
     target, overrides = _target(instance, config)
     sets, m, s = _sets(overrides)
+    if device is not None:
+        sets.append(f"run.device={device}")
     method = method if method is not None else (m[0] if m else None)
     return _nefi.diagnose(target, sets, s if seed is None else int(seed), method, bool(solve),
                           *common, out, bool(plot), int(hessian), int(hessian_iter))

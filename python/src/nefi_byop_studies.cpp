@@ -147,9 +147,12 @@ void bind_forward_problem_studies(nb::class_<ForwardProblem>& problem) {
           [](const ForwardProblem& p, std::optional<nb::ndarray<nb::ro>> at,
              const std::vector<nb::ndarray<nb::ro>>& operator_parameters, int probes, int k,
              int n_iter, bool exact_sensitivity, uint64_t seed, const std::string& out, bool png,
-             int hessian_k, int hessian_iter, std::optional<nb::ndarray<nb::ro>> field_parameters) {
-            const nefi::diagnostics::DiagnoseOptions opt{
+             int hessian_k, int hessian_iter, std::optional<nb::ndarray<nb::ro>> field_parameters,
+             const std::string& device) {
+            nefi::diagnostics::DiagnoseOptions opt{
                 probes, k, n_iter, exact_sensitivity, seed, hessian_k, hessian_iter};
+            opt.device = fk::parse_device(device);
+            fk::check_usable(opt.device, "ForwardProblem.diagnose device");  // before any work
             const fk::Tensor given_parameters =
                 field_parameters
                     ? from_dlpack(*field_parameters).to(fk::DType::F64).contiguous().clone()
@@ -199,7 +202,7 @@ void bind_forward_problem_studies(nb::class_<ForwardProblem>& problem) {
           nb::arg("at").none(), nb::arg("operator_parameters"), nb::arg("probes"), nb::arg("k"),
           nb::arg("n_iter"), nb::arg("exact_sensitivity"), nb::arg("seed"), nb::arg("out") = "",
           nb::arg("png") = true, nb::arg("hessian_k") = 0, nb::arg("hessian_iter") = 30,
-          nb::arg("field_parameters").none() = nb::none())
+          nb::arg("field_parameters").none() = nb::none(), nb::arg("device") = "cpu")
       .def(
           "hessian_spectrum",
           [](const ForwardProblem& p, std::optional<nb::ndarray<nb::ro>> at,

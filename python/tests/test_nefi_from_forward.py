@@ -575,5 +575,26 @@ def test_a_batch_of_forward_problems_on_a_device_follows_the_cpu_batch():
     gpu = nefi.batch_invert(ps, device="cuda")
     for a, b in zip(cpu, gpu):
         assert b["error"] == "" and b["batch_size"] == 3
+        assert a["device"] == "cpu" and b["device"] == "cuda:0"
+        assert b["stages"][-1]["graph_steps"] > 0  # the steps replayed a captured graph
         assert [s["steps"] for s in a["stages"]] == [s["steps"] for s in b["stages"]]
         np.testing.assert_allclose(b["history"]["total"], a["history"]["total"], rtol=1e-3)
+
+
+@pytest.mark.skipif(not fieldkit.cuda_available(), reason="no usable CUDA device")
+def test_a_diagnosis_with_its_products_on_a_device_matches_the_cpu():
+    """The built-in blur's spectrum, sensitivity and data fit with the
+    products through cuFFT in f64: the CPU's to 1e-8."""
+    rng = np.random.default_rng(7)
+    truth = np.zeros((24, 24))
+    truth[8:16, 6:14] = 1.0
+    blur = nefi.operators.gaussian_blur((24, 24), 1.5)
+    p = nefi.from_forward(blur, blur(truth) + 0.01 * rng.standard_normal((24, 24)),
+                          representation="grid", prior="nonnegative", noise=0.01)
+    cpu = p.diagnose(k=4, n_iter=12, probes=6)
+    gpu = p.diagnose(k=4, n_iter=12, probes=6, device="cuda")
+    np.testing.assert_allclose(gpu["singular_values"], cpu["singular_values"], rtol=1e-8)
+    np.testing.assert_allclose(gpu["sensitivity"]["map"], cpu["sensitivity"]["map"], rtol=1e-8,
+                               atol=1e-12)
+    assert gpu["data_fit"]["residual_rms"] == pytest.approx(cpu["data_fit"]["residual_rms"],
+                                                            rel=1e-8)

@@ -163,6 +163,12 @@ def test_bad_diagnose_requests_say_what_was_expected():
         two.diagnose()
     with pytest.raises(fieldkit.Error, match="method"):
         nefi.diagnose(SMOKE, method="no_such_method")
+    # A device this process cannot use is refused before any product (a
+    # Python matrix model has no device path either: refused by name on a GPU).
+    with pytest.raises(fieldkit.Error, match="cuda:99"):
+        p.diagnose(device="cuda:99")
+    with pytest.raises(fieldkit.Error, match="cuda:99"):
+        nefi.diagnose(SMOKE, device="cuda:99")
 
 
 def test_autotune_chooses_by_pilots_and_its_config_reruns(tmp_path):

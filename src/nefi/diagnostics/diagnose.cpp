@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "fk/autograd.h"
+#include "fk/device.h"
 #include "fk/error.h"
 #include "nefi/diagnostics/linearize.h"
 
@@ -32,7 +33,17 @@ Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement&
            std::to_string(o.n_iter));
   Diagnostics d;
   d.options = o;
-  const Linearization L = linearize(op, x);
+  // The products on the options' device (the operator's tables made first,
+  // as a device solve makes them; a host-only operator refused by name).
+  fk::Tensor xd = x.detach();
+  if (o.device.is_cuda()) {
+    fk::check_usable(o.device, "diagnose device");
+    const std::string refusal = device_solve_refusal(op, o.device);
+    FK_CHECK(refusal.empty(), "diagnose device", "an operator with a device path", refusal);
+    op.prepare_tables(o.device, xd.dtype());
+    xd = xd.to(o.device);
+  }
+  const Linearization L = linearize(op, xd);
   d.jvp_mode = L.jvp_mode;
   d.field_shape = L.in_shape;
   d.data_shape = L.out_shape;
@@ -51,7 +62,7 @@ Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement&
   }
   {
     fk::autograd::NoGradGuard ng;
-    d.residual_rms = residual_rms(op.apply(x.detach()), y);
+    d.residual_rms = residual_rms(op.apply(xd).to(fk::kCPU), y);
   }
   d.noise_std = y.noise_std;
   d.misfit_ratio = y.has_noise() && y.noise_std > 0 ? d.residual_rms / y.noise_std

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "fk/device.h"
 #include "fk/tensor.h"
 #include "nefi/diagnostics/hessian.h"
 #include "nefi/diagnostics/lanczos.h"
@@ -39,6 +40,12 @@ struct DiagnoseOptions {
   // filled by diagnose_instance, which holds the problem).
   int hessian_k = 0;
   int hessian_iter = 30;
+  // Where the operator's products (F, J v, J^T u) run: a CUDA device moves
+  // the field there and makes the operator's device tables first (an
+  // operator without a device path is refused by name, device_solve_refusal);
+  // the Lanczos and probe arithmetic stays on the host in f64, the vectors
+  // crossing once per product. The Hessian (hessian_k) runs on the CPU.
+  fk::Device device = fk::kCPU;
 };
 
 struct Diagnostics {

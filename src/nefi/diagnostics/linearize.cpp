@@ -36,8 +36,10 @@ Linearization linearize(const Operator& op, const fk::Tensor& x) {
   L.out_shape = out_shape;
   L.map.n = x0.numel();
   L.map.m = y0.numel();
-  auto tensor = [dt](const Vec& v, const fk::Dims& shape) {
-    return fk::from_vector(v, shape).to(dt);
+  // The vectors cross as f64 host vectors; the products run on x's device.
+  const fk::Device device = x0.device();
+  auto tensor = [dt, device](const Vec& v, const fk::Dims& shape) {
+    return fk::from_vector(v, shape).to(dt).to(device);
   };
   auto eval = [&op](const fk::Tensor& t) {
     fk::autograd::NoGradGuard ng;

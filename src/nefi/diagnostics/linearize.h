@@ -4,7 +4,8 @@
 // is exact for a linear operator (F itself) and a central difference
 //   (F(x + h v) - F(x - h v)) / 2h,  h = eps^(1/3) (1 + max|x|) / max|v|
 // otherwise (eps of x's dtype; error O(h^2), about 1e-5 relative in f32).
-// Products run in x's dtype; the vectors cross as f64.
+// Products run in x's dtype on x's device (the operator's tables made
+// there first); the vectors cross as f64 host vectors.
 #include <string>
 
 #include "fk/tensor.h"

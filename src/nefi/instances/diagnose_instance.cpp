@@ -15,6 +15,7 @@ Diagnostics diagnose_instance(const Instance& inst, const RunConfig& cfg, const 
            "measured one)",
            "'" + cfg.data + "'");
   opt.seed = cfg.seed;
+  opt.device = fk::parse_device(cfg.device);  // the products where the run trains
   FK_CHECK(opt.hessian_k == 0 ||
                (opt.hessian_k > 0 && opt.hessian_iter >= opt.hessian_k && opt.hessian_iter <= 1000),
            "diagnose --hessian / --hessian-iter", "K >= 0 and K <= Lanczos steps <= 1000",

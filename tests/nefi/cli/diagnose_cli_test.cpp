@@ -102,6 +102,8 @@ TEST(DiagnoseCli, BadInputPrintsOneLine) {
        {"diagnose thermal_tomography --method tsr", "tsr"},
        {"diagnose holography --method gerchberg_saxton", "gerchberg_saxton"},
        {"diagnose toy1d --set bogus=1", "bogus"},
+       {"diagnose toy1d --device cuda:99", "cuda:99"},
+       {"diagnose toy1d --device tpu", "--device: expected cpu or cuda[:N], got 'tpu'"},
        {"diagnose", "target"}},
       nefi::test::scratch());
 }

@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "fk/cuda/runtime.h"
+#include "fk/device.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "nefi/byop/byop_test_models.h"
@@ -206,6 +208,26 @@ TEST(Diagnose, MisfitRatioAndBadSettings) {
   o.n_iter = 4;
   o.probes = 0;
   EXPECT_THROW(diagnose(op, x, measured(y, 0.1), o), fk::Error);
+}
+
+// DiagnoseOptions::device: a device this process cannot use (every one on a
+// CPU-only build; an index past the last elsewhere) is refused by name before
+// any product. The products on a device: tests/nefi/cuda/diagnose_device_test.cpp.
+TEST(Diagnose, AnUnusableDeviceIsRefusedBeforeAnyProduct) {
+  const IdentityOperator op;
+  const fk::Tensor x = fk::full({4, 4}, 0.25, {fk::DType::F64});
+  DiagnoseOptions o;
+  o.k = 2;
+  o.n_iter = 4;
+  o.probes = 2;
+  o.device = fk::cuda_device(fk::cuda::device_count());
+  try {
+    diagnose(op, x, measured(x, 0.1), o);
+    FAIL() << "an unusable device";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("diagnose device"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(o.device.str()), std::string::npos) << e.what();
+  }
 }
 
 TEST(DiagnoseReport, WritesMarkdownJsonNpyAndPng) {
