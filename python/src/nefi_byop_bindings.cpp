@@ -290,9 +290,11 @@ void bind_nefi_byop(nb::module_& m) {
         for (nb::handle h : items) ps.push_back(&nb::cast<const ForwardProblem&>(h));
         std::vector<nefi::AutoInput> inputs;
         std::vector<std::vector<double>> fits;  // each problem's own, from its build
+        std::vector<const nefi::AutoProblem*> built;
         for (const ForwardProblem* p : ps) {
           inputs.push_back({p->op, p->shape, p->measurement, p->options});
           fits.push_back(p->ap.constant_fits);
+          built.push_back(&p->ap);
         }
         std::vector<nefi::AutoProblem> aps;
         std::vector<nefi::Result> results;
@@ -306,12 +308,13 @@ void bind_nefi_byop(nb::module_& m) {
           locks.erase(std::unique(locks.begin(), locks.end()), locks.end());
           std::vector<std::unique_lock<std::mutex>> held;
           for (std::mutex* l : locks) held.emplace_back(*l);
-          aps = nefi::shared_start_problems(inputs, fits);
           nefi::BatchOptions bo;
           bo.chunk_size = chunk_size;
           bo.loss_mode = loss_mode;
           bo.raise_on_error = raise_on_error;
           bo.device = dev;
+          nefi::check_device_batch(built, bo);  // before the rebuild's fits and probes
+          aps = nefi::shared_start_problems(inputs, fits);
           results = nefi::solve_together(aps, bo);
           for (size_t i = 0; i < aps.size(); ++i)
             reports.push_back(results[i].error.empty() ? nefi::quick_report(aps[i], results[i], {})

@@ -144,6 +144,14 @@ std::vector<AutoProblem> shared_start_problems(const std::vector<AutoInput>& inp
   return out;
 }
 
+void check_device_batch(const std::vector<const AutoProblem*>& built, const BatchOptions& options) {
+  if (options.device.is_cpu() || built.empty()) return;
+  std::vector<InverseProblem> problems;
+  for (const AutoProblem* ap : built) problems.push_back(ap->problem);
+  if (const auto why = batch_device_reason(problems, built[0]->curriculum, options))
+    throw fk::Error(kWhere, "problems a device batch supports", *why);
+}
+
 std::vector<Result> solve_together(const std::vector<AutoProblem>& problems, BatchOptions options) {
   FK_CHECK(!problems.empty(), kWhere, "at least one problem", "none");
   FK_CHECK(options.seeds.empty(), kWhere, "no BatchOptions::seeds (each problem's seed is used)",

@@ -38,6 +38,14 @@ struct AutoInput {
 std::vector<AutoProblem> shared_start_problems(const std::vector<AutoInput>& inputs,
                                                std::vector<std::vector<double>> fits = {});
 
+// What a device batch (options.device) of these problems refuses
+// (batch_device_reason: chunk_size, loss_mode loop, a model without a device
+// path, ...), read off the problems as from_forward built them, before the
+// rebuild's constant fits and probes: the rebuild changes their start and
+// weights, not what a device refuses. An fk::Error naming it; nothing for
+// the CPU.
+void check_device_batch(const std::vector<const AutoProblem*>& built, const BatchOptions& options);
+
 // batch_invert of the problems, each field seeded with its problem's seed
 // (options.seeds must be empty); one Result per problem.
 std::vector<Result> solve_together(const std::vector<AutoProblem>& problems,

@@ -135,6 +135,34 @@ TEST(NefiAutoBatch, TheDeviceLoopOnTheCpuEqualsEachSequentialSolve) {
   }
 }
 
+// What a device batch refuses is named before the rebuild, from the
+// problems as built (a pure check: a CPU-only build names it too).
+TEST(NefiAutoBatch, ADeviceBatchsRefusalIsNamedBeforeTheRebuild) {
+  const Scans s;
+  AutoOptions o;
+  o.prior = "nonnegative";
+  o.representation = "grid";
+  o.budget = "10";
+  std::vector<AutoProblem> built;
+  for (const AutoInput& a : s.inputs(o))
+    built.push_back(auto_problem(a.op, a.shape, a.measurement, o));
+  const std::vector<const AutoProblem*> ptrs{&built[0], &built[1], &built[2]};
+  BatchOptions bo;
+  bo.chunk_size = 1;
+  EXPECT_NO_THROW(check_device_batch(ptrs, bo));  // the CPU refuses nothing
+  bo.device = fk::cuda_device(0);
+  try {
+    check_device_batch(ptrs, bo);
+    FAIL() << "chunk_size 1 on a device";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("batch of from_forward problems"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("chunk_size 1"), std::string::npos) << e.what();
+  }
+  bo.chunk_size = 0;
+  EXPECT_NO_THROW(check_device_batch(ptrs, bo));
+}
+
 TEST(NefiAutoBatch, ProblemsThatDifferBeyondTheirDataAreRefused) {
   const Scans s;
   AutoOptions o;
