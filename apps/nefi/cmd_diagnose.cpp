@@ -1,5 +1,5 @@
 // nefi diagnose TARGET [--solve] [--probes 32] [--k 8] [--n-iter 24]
-// [--hessian K [--hessian-iter 30]] [--smoke]: the forward operator
+// [--hessian K [--hessian-iter 30]] [--device cpu|cuda[:N]] [--smoke]: the forward operator
 // linearized at the initial field (or, with --solve, at the solution):
 // leading singular values, sensitivity and null-space probes, data misfit
 // against the noise, and with --hessian the training loss's Hessian

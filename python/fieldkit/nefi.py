@@ -352,9 +352,9 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
     own solver), or a from_forward ForwardProblem: then ``at`` is where to
     linearize (None: the field's starting constant; an array of the field's
     shape; or a result dict of problem.solve(), at its reconstruction).
-    ``device`` ("cpu", "cuda", "cuda:N"; None: the config's run.device, or
-    the CPU for a from_forward problem) is where the operator's products run
-    (and, with solve, where the run trains)."""
+    ``device`` ("cpu", "cuda", "cuda:N"; None: the config's run.device, else
+    $NEFI_DEVICE, else the CPU; the CPU for a from_forward problem) is where
+    the operator's products run (and, with solve, where the run trains)."""
     common = (int(probes), int(k), int(n_iter), bool(exact_sensitivity))
     out = "" if out is None else os.fspath(out)
     if isinstance(instance, ForwardProblem):

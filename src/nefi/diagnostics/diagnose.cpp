@@ -40,6 +40,12 @@ Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement&
     fk::check_usable(o.device, "diagnose device");
     const std::string refusal = device_solve_refusal(op, o.device);
     FK_CHECK(refusal.empty(), "diagnose device", "an operator with a device path", refusal);
+    // A solve moves trainable operator parameters with the field; diagnose
+    // holds the operator const and leaves them where they are.
+    FK_CHECK(op.parameters().empty(), "diagnose device",
+             "an operator without trainable parameters (diagnose it on the CPU)",
+             "operator " + op.kind() + " with " + std::to_string(op.parameters().size()) +
+                 " trainable parameter tensor(s)");
     op.prepare_tables(o.device, xd.dtype());
     xd = xd.to(o.device);
   }

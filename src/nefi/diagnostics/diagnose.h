@@ -42,9 +42,10 @@ struct DiagnoseOptions {
   int hessian_iter = 30;
   // Where the operator's products (F, J v, J^T u) run: a CUDA device moves
   // the field there and makes the operator's device tables first (an
-  // operator without a device path is refused by name, device_solve_refusal);
-  // the Lanczos and probe arithmetic stays on the host in f64, the vectors
-  // crossing once per product. The Hessian (hessian_k) runs on the CPU.
+  // operator without a device path, or with trainable parameters, is refused
+  // by name); the Lanczos and probe arithmetic stays on the host in f64, each
+  // product's vectors crossing between them (a central difference's two
+  // evaluations, two each way). The Hessian (hessian_k) runs on the CPU.
   fk::Device device = fk::kCPU;
 };
 

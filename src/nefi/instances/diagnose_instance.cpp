@@ -15,7 +15,6 @@ Diagnostics diagnose_instance(const Instance& inst, const RunConfig& cfg, const 
            "measured one)",
            "'" + cfg.data + "'");
   opt.seed = cfg.seed;
-  opt.device = fk::parse_device(cfg.device);  // the products where the run trains
   FK_CHECK(opt.hessian_k == 0 ||
                (opt.hessian_k > 0 && opt.hessian_iter >= opt.hessian_k && opt.hessian_iter <= 1000),
            "diagnose --hessian / --hessian-iter", "K >= 0 and K <= Lanczos steps <= 1000",
@@ -25,6 +24,9 @@ Diagnostics diagnose_instance(const Instance& inst, const RunConfig& cfg, const 
            "an instance and method that expose their inverse problem (a solver-loop method)",
            cfg.instance + " " + method + " does not");
   const InverseProblem& prob = s->problem;
+  // The products where the method's run trains (a field without a device
+  // path trains a method other than the instance's own on the CPU).
+  opt.device = method_options(inst, method, *prob.field, solver_options(cfg)).device;
   fk::Tensor x;
   {
     fk::autograd::NoGradGuard ng;

@@ -3,7 +3,10 @@
 // nefi.diagnose study it: `method`'s problem for the synthetic data of
 // cfg.seed, its operator linearized at the field's start (progress 0) or,
 // with `solve`, at the raw field a full run of the method reaches (the
-// config's solver switches apply). opt.seed is set to cfg.seed. With
+// config's solver switches apply). opt.seed is set to cfg.seed, and
+// opt.device to where the method's run trains (the config's run.device, else
+// NEFI_DEVICE, else the CPU; the CPU for a method whose field has no device
+// path): the operator's products run there. With
 // opt.hessian_k > 0 the training loss's Hessian spectrum at the same
 // parameters (annealing done; the first stage's loss weights at the start,
 // the last's at the solution) too; its solve then trains the method's own

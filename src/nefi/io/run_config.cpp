@@ -22,9 +22,9 @@ namespace nefi {
 namespace {
 
 fk::Knob kDevice("NEFI_DEVICE", fk::KnobType::String, "cpu",
-                 "nefi: where a run's neural field (or grid baseline) trains when neither "
-                 "--device nor the config's run.device says (cpu or cuda[:N]), as the "
-                 "reference's NEFI_DEVICE",
+                 "nefi: where a run's neural field (or grid baseline) trains, and where nefi "
+                 "diagnose runs the operator's products, when neither --device nor the "
+                 "config's run.device says (cpu or cuda[:N]), as the reference's NEFI_DEVICE",
                  fk::KnobRead::PerCall);
 
 std::string flow(const YAML::Node& n) {

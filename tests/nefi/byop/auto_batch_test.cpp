@@ -137,7 +137,7 @@ TEST(NefiAutoBatch, TheDeviceLoopOnTheCpuEqualsEachSequentialSolve) {
 
 // What a device batch refuses is named before the rebuild, from the
 // problems as built (a pure check: a CPU-only build names it too).
-TEST(NefiAutoBatch, ADeviceBatchsRefusalIsNamedBeforeTheRebuild) {
+TEST(NefiAutoBatch, ADeviceBatchRefusalIsNamedBeforeTheRebuild) {
   const Scans s;
   AutoOptions o;
   o.prior = "nonnegative";

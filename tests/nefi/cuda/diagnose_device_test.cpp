@@ -3,9 +3,9 @@
 // Gaussian blur (linear: J is F itself, through cuFFT) and a saturation
 // (nonlinear: J v by central differences), both in f64, so the spectra,
 // sensitivity maps and gauge readings agree to round-off amplified by the
-// Lanczos steps (1e-8 relative); a host-only model is refused by name before
-// any product. Without a usable device the tests skip (scripts/gpu-check runs
-// them on one).
+// Lanczos steps (1e-8 relative); a host-only model, or one with trainable
+// parameters, is refused by name before any product. Without a usable device the tests skip
+// (scripts/gpu-check runs them on one).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include "nefi/byop/byop_test_models.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/diagnostics/diagnose.h"
+#include "nefi/operators/composite.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/function_operator.h"
 #include "nefi/operators/pointwise.h"
@@ -107,6 +108,19 @@ TEST(NefiDiagnoseDevice, AHostOnlyModelIsRefusedByName) {
       [&] { nefi::diagnostics::diagnose(op, x, measured(x, 0.1), small(kGpu)); });
   EXPECT_NE(e.find("diagnose device: expected an operator with a device path"), std::string::npos)
       << e;
+}
+
+// A trained gain is a parameter a solve moves with the field; diagnose
+// leaves it on the CPU, so its device products are refused by name.
+TEST(NefiDiagnoseDevice, AnOperatorWithTrainableParametersIsRefusedByName) {
+  NEFI_SKIP_WITHOUT_GPU();
+  auto inner = std::make_shared<nefi::SaturationOperator>(0.7);
+  const nefi::NuisanceOperator op(inner, 1.5, 0.0, /*train_gain=*/true);
+  const fk::Tensor x = fk::full({6}, 0.5, {fk::DType::F64});
+  const std::string e = fk::test::error_of(
+      [&] { nefi::diagnostics::diagnose(op, x, measured(x, 0.1), small(kGpu)); });
+  EXPECT_NE(e.find("an operator without trainable parameters"), std::string::npos) << e;
+  EXPECT_NE(e.find("1 trainable parameter tensor(s)"), std::string::npos) << e;
 }
 
 }  // namespace
