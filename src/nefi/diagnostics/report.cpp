@@ -64,9 +64,10 @@ std::string diagnostics_md(const Diagnostics& d) {
   std::string s = fmt::format(
       "# Diagnostics: {} ({}, seed {}) at {}\n\n"
       "Forward operator linearized at the field: {} cells in, {} data out; J v {}, J^T u by "
-      "the operator's adjoint.\n\n## Singular values (Golub-Kahan-Lanczos, {} steps{})\n\n"
+      "the operator's adjoint{}.\n\n## Singular values (Golub-Kahan-Lanczos, {} steps{})\n\n"
       "| i | sigma_i | sigma_i / sigma_1 |\n|---|---|---|\n",
       d.instance, d.method, d.seed, d.at, d.field_shape.str(), d.data_shape.str(), d.jvp_mode,
+      d.options.device.is_cuda() ? "; the products on " + d.options.device.str() : std::string(),
       d.spectrum.iterations, d.spectrum.invariant ? ", invariant subspace: exact" : "");
   for (size_t i = 0; i < sv.size(); ++i)
     s += fmt::format("| {} | {:.4e} | {:.3e} |\n", i + 1, sv[i], sv[0] > 0 ? sv[i] / sv[0] : 0.0);
@@ -127,6 +128,7 @@ std::string diagnostics_json(const Diagnostics& d) {
     j["settings"]["hessian_iter"] = d.options.hessian_iter;
   }
   j["jvp_mode"] = d.jvp_mode;
+  j["device"] = d.options.device.str();  // where the operator's products ran
   j["field_shape"] = d.field_shape.vec();
   j["data_shape"] = d.data_shape.vec();
   j["singular_values"] = d.spectrum.singular_values;

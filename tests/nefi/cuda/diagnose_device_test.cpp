@@ -21,6 +21,7 @@
 #include "nefi/byop/byop_test_models.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/diagnostics/diagnose.h"
+#include "nefi/diagnostics/report.h"
 #include "nefi/operators/composite.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/function_operator.h"
@@ -82,6 +83,11 @@ TEST(NefiDiagnoseDevice, ABlursSpectrumAndProbesFollowTheCpu) {
   const Diagnostics gpu = nefi::diagnostics::diagnose(op, x, y, small(kGpu));
   EXPECT_EQ(cpu.jvp_mode, "exact (linear operator)");
   expect_same_diagnosis(gpu, cpu);
+  // The report says where the products ran.
+  EXPECT_NE(nefi::diagnostics::diagnostics_json(gpu).find("\"device\": \"" + kGpu.str() + "\""),
+            std::string::npos);
+  EXPECT_NE(nefi::diagnostics::diagnostics_md(gpu).find("the products on " + kGpu.str()),
+            std::string::npos);
 }
 
 TEST(NefiDiagnoseDevice, ASaturationsCentralDifferencesFollowTheCpu) {

@@ -252,6 +252,8 @@ TEST(DiagnoseReport, WritesMarkdownJsonNpyAndPng) {
   EXPECT_EQ(j["singular_values"].size(), 4u);
   EXPECT_NEAR(j["singular_values"][0].get<double>(), d.spectrum.singular_values[0], 0);
   EXPECT_NEAR(j["sensitivity"]["blind_fraction"].get<double>(), d.probes.blind_fraction, 0);
+  EXPECT_EQ(j["device"], "cpu");                             // where the products ran
+  EXPECT_EQ(md.find("the products on"), std::string::npos);  // said only for a device
   int w = 0, h = 0, c = 0;
   unsigned char* px = stbi_load((dir / "diagnostics.png").c_str(), &w, &h, &c, 3);
   ASSERT_NE(px, nullptr);
