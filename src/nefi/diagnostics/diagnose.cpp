@@ -36,6 +36,9 @@ Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement&
   // The products on the options' device (the operator's tables made first,
   // as a device solve makes them; a host-only operator refused by name).
   fk::Tensor xd = x.detach();
+  // Before any table is made for it (linearize checks the same).
+  FK_CHECK(xd.dtype() == fk::DType::F32 || xd.dtype() == fk::DType::F64,
+           "nefi::diagnostics::diagnose", "an f32 or f64 field", xd.str());
   if (o.device.is_cuda()) {
     fk::check_usable(o.device, "diagnose device");
     const std::string refusal = device_solve_refusal(op, o.device);
