@@ -58,18 +58,24 @@ double max_diff(const fk::Tensor& a, const fk::Tensor& b) {
   return d;
 }
 
+// A nonnegative TV fit of `rep` (a small network for neural) within `budget`.
+AutoOptions tv_options(const std::string& rep, const std::string& budget) {
+  AutoOptions o;
+  o.prior = "nonnegative + tv";
+  o.representation = rep;
+  o.budget = budget;
+  if (rep == "neural") {
+    o.hidden = 16;
+    o.depth = 2;
+  }
+  return o;
+}
+
 TEST(NefiAutoBatch, ASharedStartAndEachResultIsItsSequentialSolve) {
   const fk::test::ThreadCount one(1);
   const Scans s;
   for (const std::string rep : {"grid", "neural"}) {
-    AutoOptions o;
-    o.prior = "nonnegative + tv";
-    o.representation = rep;
-    o.budget = "60";
-    if (rep == "neural") {
-      o.hidden = 16;
-      o.depth = 2;
-    }
+    const AutoOptions o = tv_options(rep, "60");
     std::vector<double> own;
     for (const AutoInput& a : s.inputs(o))
       own.push_back(auto_problem(a.op, a.shape, a.measurement, o).constant_fits[0]);
@@ -106,14 +112,7 @@ TEST(NefiAutoBatch, TheDeviceLoopOnTheCpuEqualsEachSequentialSolve) {
   const fk::test::ThreadCount one(1);
   const Scans s;
   for (const std::string rep : {"grid", "neural"}) {
-    AutoOptions o;
-    o.prior = "nonnegative + tv";
-    o.representation = rep;
-    o.budget = "40";
-    if (rep == "neural") {
-      o.hidden = 16;
-      o.depth = 2;
-    }
+    const AutoOptions o = tv_options(rep, "40");
     const std::vector<AutoProblem> aps = shared_start_problems(s.inputs(o));
     std::vector<InverseProblem> problems;
     BatchOptions bo;
