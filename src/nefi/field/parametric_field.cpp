@@ -10,6 +10,7 @@
 #include "fk/ops/binary/binary.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "nefi/field/parametric_device.h"
 #include "nefi/field/polygon_outline.h"
 #include "nefi/field/star_harmonics.h"
 #include "nefi/real_dispatch.h"
@@ -342,17 +343,63 @@ void ParametricField::reset_parameters(uint64_t seed) {
   params_.flat().bump_version();
 }
 
+bool ParametricField::has_device_path() const {
+  return (cfg_.family == "blobs" || cfg_.family == "ellipses") && !cfg_.layers;
+}
+
+void ParametricField::to(fk::Device d) {
+  FK_CHECK(d.is_cpu() || has_device_path(), "nefi::ParametricField::to",
+           "the cpu for a '" + kind() +
+               "' field (blobs and ellipses without layers train on a "
+               "device)",
+           d.str());
+  fk::check_usable(d, "nefi::ParametricField::to");
+  params_.to(d);
+  if (d != device_) {
+    coords_ = fk::Tensor();
+    inv_2eps_ = fk::Tensor();
+  }
+  device_ = d;
+}
+
+const fk::Tensor& ParametricField::inv_2eps_on_device(double progress) {
+  const double v = 0.5 / eps(progress);
+  if (!inv_2eps_.defined()) {
+    inv_2eps_ = fk::full(fk::Dims{}, v, {fk::DType::F32, device_});
+  } else if (v != inv_2eps_value_) {
+    fk::autograd::NoGradGuard ng;
+    inv_2eps_.copy_(fk::full(fk::Dims{}, v, {fk::DType::F32}));
+  }
+  inv_2eps_value_ = v;
+  return inv_2eps_;
+}
+
+bool ParametricField::retarget(double progress) {
+  if (!device_.is_cuda()) return false;
+  if (cfg_.family == "ellipses") {
+    if (!inv_2eps_.defined()) return false;  // made by the first forward
+    inv_2eps_on_device(progress);
+  }
+  return !heads_read_progress(heads_);
+}
+
 FieldMap ParametricField::forward(const Domain& domain, double progress) {
   FK_CHECK(domain.ndim() == ndim_, kWhere, std::to_string(ndim_) + "-D domain", domain.str());
-  FK_CHECK(params_.flat().device().is_cpu(), kWhere, "parameters on the cpu",
+  FK_CHECK(params_.flat().device() == device_, kWhere,
+           "parameters on " + device_.str() + " (where to() put them)",
            params_.flat().device().str());
   if (!coords_.defined() || !(coords_shape_ == domain.shape())) {
-    coords_ = domain.coords(fk::DType::F32).reshape({domain.numel(), ndim_}).contiguous();
+    coords_ =
+        domain.coords(fk::DType::F32).reshape({domain.numel(), ndim_}).contiguous().to(device_);
     coords_shape_ = domain.shape();
   }
   const std::vector<fk::Tensor> p = params_.views();
   fk::Tensor raw =
-      parametric_shapes(coords_, p[0], p[1], cfg_.family, eps(progress), gates(progress));
+      device_.is_cuda()
+          ? parametric_shapes_ops(
+                coords_, p[0], p[1],
+                cfg_.family == "ellipses" ? inv_2eps_on_device(progress) : fk::Tensor())
+          : parametric_shapes(coords_, p[0], p[1], cfg_.family, eps(progress), gates(progress));
   if (cfg_.layers) {  // the background's layers: their base is b, already in raw
     std::vector<fk::Tensor> layers{fk::zeros({n_out_}, {fk::DType::F32})};
     layers.insert(layers.end(), p.begin() + layers_first_, p.end());

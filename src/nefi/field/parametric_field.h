@@ -72,8 +72,11 @@
 // chunks of points reduced in order (deterministic at any thread count); a
 // layered background adds the LayeredField's fk ops (a matmul, a sigmoid and
 // a sum per channel, whose reductions fk orders by chunk, so a given
-// thread count gives the same bits). CPU only (a device solve refuses it:
-// Field::has_device_path).
+// thread count gives the same bits). On a CUDA device, blobs and ellipses
+// without layers (has_device_path) run as fk ops (parametric_device.h), the
+// ellipses' 1 / (2 eps) a device scalar that retarget rewrites as the edge
+// anneals; stars, polygons and a layered background are CPU only (a device
+// solve refuses them by name).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -144,6 +147,12 @@ class ParametricField : public Field {
   int placed_from_map(int channel) const;
   // Where reset_parameters starts channel c's shapes.
   ParametricStart start_shapes(int channel, uint64_t seed) const;
+  // Blobs and ellipses without layers train on a CUDA device.
+  bool has_device_path() const override;
+  void to(fk::Device d) override;
+  // The ellipses' edge width, rewritten in place (blobs have none); true on
+  // a device while no head reads progress.
+  bool retarget(double progress) override;
 
  private:
   std::vector<HeadPtr> heads_;
@@ -153,7 +162,11 @@ class ParametricField : public Field {
   int layers_first_ = -1;                  // the background layers' jumps in params_
   std::vector<ParametricStart> placed_;    // per channel: the map's extrema
   fk::Dims coords_shape_;
-  fk::Tensor coords_;
+  fk::Tensor coords_;  // on device_
+  fk::Device device_ = fk::kCPU;
+  fk::Tensor inv_2eps_;        // ellipses on a device: 1 / (2 eps), 0-dim
+  double inv_2eps_value_ = 0;  // what inv_2eps_ holds
+  const fk::Tensor& inv_2eps_on_device(double progress);
 };
 
 }  // namespace nefi

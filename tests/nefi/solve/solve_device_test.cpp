@@ -30,14 +30,17 @@ nefi::Params small_toy1d() {
 }
 
 // The fk::Error message of constructing and running the solve, "" if none
-// (method "blobs": the grid method's problem with a parametric field of blobs).
+// (method "layered": the grid method's problem with a parametric field of
+// blobs over a layered background, which has no device path).
 std::string refusal(const std::string& method, const std::string& optimizer, bool ema,
                     fk::Device device) {
   auto su =
-      nefi::find_instance("toy1d")->setup(small_toy1d(), method == "blobs" ? "grid" : method, 0);
-  if (method == "blobs") {
+      nefi::find_instance("toy1d")->setup(small_toy1d(), method == "layered" ? "grid" : method, 0);
+  if (method == "layered") {
     const auto& grid = dynamic_cast<const nefi::GridField&>(*su->problem.field);
-    su->problem.field = std::make_shared<nefi::ParametricField>(grid.shape(), grid.heads());
+    nefi::ParametricConfig c;
+    c.layers = nefi::LayeredConfig{2, 0, 0};
+    su->problem.field = std::make_shared<nefi::ParametricField>(grid.shape(), grid.heads(), c);
   }
   if (!optimizer.empty()) su->curriculum.optim.optimizer = optimizer;
   if (ema) su->curriculum.optim.ema = 0.9;
@@ -53,9 +56,9 @@ std::string refusal(const std::string& method, const std::string& optimizer, boo
 
 TEST(NefiSolverDeviceOption, HostOnlyPartsAreRefusedByName) {
   const fk::Device gpu = fk::cuda_device(0);
-  EXPECT_NE(
-      refusal("blobs", "", false, gpu).find("a neural, grid, hash, lowrank or spectral field"),
-      std::string::npos);
+  EXPECT_NE(refusal("layered", "", false, gpu)
+                .find("a neural, grid, hash, lowrank, spectral, blobs or ellipses field"),
+            std::string::npos);
   EXPECT_NE(refusal("neural", "sgd", false, gpu).find("SGD has no device step"), std::string::npos);
   // L-BFGS trains there (its evaluations on the device, its recursion on the
   // host): it runs where a device is usable, and elsewhere only the device
@@ -133,11 +136,13 @@ TEST(NefiSolverDeviceOption, PinnSoftIsNotRefusedAndAnUnusableDeviceIsNamed) {
 // cannot use.
 TEST(NefiSolverDeviceOption, FieldsMoveOnlyWhereTheyHaveAPath) {
   const std::vector<nefi::HeadPtr> heads{nefi::make_head("identity", "x", 0.5)};
-  nefi::ParametricField blobs(fk::Dims{16, 16}, heads);
-  EXPECT_FALSE(blobs.has_device_path());
-  blobs.to(fk::kCPU);
-  std::string e = fk::test::error_of([&] { blobs.to(fk::cuda_device(0)); });
-  EXPECT_NE(e.find("the cpu for a 'blobs' field (it has no device path)"), std::string::npos) << e;
+  nefi::ParametricConfig star;
+  star.family = "stars";
+  nefi::ParametricField stars(fk::Dims{16, 16}, heads, star);
+  EXPECT_FALSE(stars.has_device_path());
+  stars.to(fk::kCPU);
+  std::string e = fk::test::error_of([&] { stars.to(fk::cuda_device(0)); });
+  EXPECT_NE(e.find("the cpu for a 'stars' field"), std::string::npos) << e;
   nefi::GridField grid(fk::Dims{16, 16}, heads);
   EXPECT_TRUE(grid.has_device_path());
   const fk::Device absent = fk::cuda_device(fk::cuda::device_count());
