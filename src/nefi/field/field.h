@@ -4,7 +4,8 @@
 // `progress` in [0, 1] driving coarse-to-fine annealing.
 //
 // A device path: a field whose parameters can train on a CUDA device
-// (NeuralField, GridField, HashGridField, LowRankField, SpectralField)
+// (NeuralField, GridField, HashGridField, LowRankField, SpectralField, and
+// ParametricField's blobs and ellipses without layers)
 // overrides has_device_path, to and retarget; the others keep the defaults
 // (no path; to() refuses a device).
 #include <cstdint>

@@ -151,7 +151,8 @@ class ParametricField : public Field {
   bool has_device_path() const override;
   void to(fk::Device d) override;
   // The ellipses' edge width, rewritten in place (blobs have none); true on
-  // a device while no head reads progress.
+  // a device while no head reads progress, once the first forward there has
+  // made the ellipses' device scalar (false before: that step is eager).
   bool retarget(double progress) override;
 
  private:

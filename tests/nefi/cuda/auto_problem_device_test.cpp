@@ -78,8 +78,9 @@ TEST(NefiAutoProblemDevice, ABlurFitOnTheDeviceFollowsTheCpu) {
   // ends (ASpectralFitWithoutALineSearchFollowsTheCpu compares its
   // evaluations). Blobs and ellipses (fk ops on the device, in f32, where
   // the CPU op sums in f64) follow the CPU's rows; their 40 steps lower the
-  // data loss by a fifth to a third. The low-rank field's 40 steps lower the data loss by a
-  // fifth.
+  // data loss by a fifth to a third (0.9 asked), and all but the warm-up
+  // and capture steps replay while the ellipses' edge anneals. The low-rank field's 40 steps lower
+  // the data loss by a fifth.
   struct Rep {
     std::string name, prior;
     size_t rows;     // the history rows that follow the CPU's to 1e-3
@@ -113,6 +114,9 @@ TEST(NefiAutoProblemDevice, ABlurFitOnTheDeviceFollowsTheCpu) {
       EXPECT_NE(gpu.stages.back().device_note.find("L-BFGS"), std::string::npos)
           << gpu.stages.back().device_note;
       EXPECT_EQ(gpu.stages.back().graph_steps, 0);
+    } else if (rep.name == "blobs" || rep.name == "ellipses") {
+      EXPECT_GE(gpu.stages.back().graph_steps, gpu.stages.back().steps - 2)
+          << gpu.stages.back().device_note;
     } else {
       EXPECT_GT(gpu.stages.back().graph_steps, 0) << gpu.stages.back().device_note;
     }

@@ -1,7 +1,8 @@
 // ParametricField: its shapes are the written-out formulas (a rotated
 // ellipse's axes land on q = 1, a star's edge on its harmonics, a polygon's
 // straight between its vertices), gradients match finite differences in f64
-// for every family and dimension, the field starts at the heads'
+// for every family and dimension, the device formulation of blobs and
+// ellipses (fk ops) is the CPU op, the field starts at the heads'
 // value and keeps its parameters across grids, bad configurations are
 // refused by name, and a scene of two ellipses is recovered from a sixth of
 // its pixels where a grid cannot fill the rest.
