@@ -350,8 +350,7 @@ bool ParametricField::has_device_path() const {
 void ParametricField::to(fk::Device d) {
   FK_CHECK(d.is_cpu() || has_device_path(), "nefi::ParametricField::to",
            "the cpu for a '" + kind() +
-               "' field (blobs and ellipses without layers train on a "
-               "device)",
+               "' field (only blobs and ellipses, without layers, train on a device)",
            d.str());
   fk::check_usable(d, "nefi::ParametricField::to");
   params_.to(d);
