@@ -150,15 +150,6 @@ int fit_cmd(const FitRequest& r) {
     check_refinable(prior);
   }
   if (device.is_cuda()) {  // before the autotune pilots and the constant fits
-    FK_CHECK(r.representation == "neural" || r.representation == "grid" ||
-                 r.representation == "hash" || r.representation == "lowrank" ||
-                 r.representation == "spectral" || r.representation == "blobs" ||
-                 r.representation == "ellipses",
-             "--device",
-             "--representation neural, grid, hash, lowrank, spectral, blobs or ellipses on a "
-             "CUDA device (stars, polygons and the layered fields have no device path: they "
-             "train on the CPU)",
-             "--representation " + r.representation);
     const std::string refusal = device_solve_refusal(*model.op, device);
     FK_CHECK(refusal.empty(), "--device", "a model with a device path", refusal);
   }
@@ -304,9 +295,8 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->add_option("--out,-o", r->out, "output directory (default runs/fit)");
   sub->add_option("--threads", r->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
   sub->add_option("--device", r->device,
-                  "where the fit trains: cpu (default) or cuda[:N], for a neural, grid, hash, "
-                  "lowrank, spectral, blobs or ellipses field through a model with a device "
-                  "path, --autotune's "
+                  "where the fit trains: cpu (default) or cuda[:N], any representation "
+                  "through a model with a device path, --autotune's "
                   "pilots and --diagnose's products too (--refine stays on the CPU)");
   sub->add_flag("--quiet,-q", r->quiet, "only the summary line");
   sub->footer(

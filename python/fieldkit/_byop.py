@@ -67,11 +67,11 @@ class ForwardProblem:
         total_steps, lr, progress, total, data_loss, step_ms); returning
         False ends the stage (a progress bar, a custom stop). ``device``
         ("cpu", "cuda", "cuda:N") is where the fit trains: a neural, grid,
-        hash, lowrank, spectral, blobs or ellipses field through a built-in
-        model with a device path (a spectral fit's L-BFGS evaluates there and
-        recurses on the host; a Python forward model or another field is
-        refused by name). One solve runs at a
-        time per problem (another thread's call waits)."""
+        hash, lowrank, spectral, parametric or layered field through a
+        built-in model with a device path (a spectral fit's L-BFGS evaluates
+        there and recurses on the host; a Python forward model or another
+        field is refused by name). One solve runs at a time per problem
+        (another thread's call waits)."""
         if ground_truth is None:
             truths = {}
         elif isinstance(ground_truth, dict):

@@ -4,10 +4,11 @@
 // `progress` in [0, 1] driving coarse-to-fine annealing.
 //
 // A device path: a field whose parameters can train on a CUDA device
-// (NeuralField, GridField, HashGridField, LowRankField, SpectralField, and
-// ParametricField's blobs and ellipses without layers)
-// overrides has_device_path, to and retarget; the others keep the defaults
-// (no path; to() refuses a device).
+// (NeuralField, GridField, HashGridField, LowRankField, SpectralField,
+// ParametricField and LayeredField) overrides has_device_path and to, and
+// retarget where an annealing step can be rewritten in place (LayeredField
+// keeps Field's false); the others keep the defaults (no path; to()
+// refuses a device).
 #include <cstdint>
 #include <map>
 #include <memory>

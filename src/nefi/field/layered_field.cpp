@@ -100,7 +100,7 @@ fk::Tensor layered_values(const fk::Tensor& z, const fk::Tensor& phi, const fk::
         fk::matmul(phi, modes.reshape({C * I, M}).t()).reshape({phi.size(0), C, I});
     Z = fk::add(Z, bend.permute({1, 0, 2}));
   } else {  // flat interfaces, broadcast over the lateral cells
-    Z = fk::add(Z, fk::zeros({1, phi.size(0), 1}, {Z.dtype()}));
+    Z = fk::add(Z, fk::zeros({1, phi.size(0), 1}, {Z.dtype(), Z.device()}));
   }
   const fk::Tensor arg =
       fk::mul(fk::sub(z.reshape({1, n, 1, 1}), Z.unsqueeze(1)), 1.0 / eps);  // (C, n, cells, I)
@@ -173,7 +173,7 @@ void LayeredField::reset_parameters(uint64_t seed) {
 }
 
 fk::Tensor layered_grid(const fk::Dims& shape, const LayeredConfig& cfg, double progress,
-                        std::vector<fk::Tensor> params) {
+                        std::vector<fk::Tensor> params, LayeredRows* rows) {
   const int nd = shape.size(), a = cfg.axis;
   FK_CHECK(a >= 0 && a < nd && (params.size() == 3 || params.size() == 4), "nefi::layered_grid",
            "a layer axis of the grid and (base, jumps, depths[, modes])",
@@ -184,15 +184,24 @@ fk::Tensor layered_grid(const fk::Dims& shape, const LayeredConfig& cfg, double 
   for (int b = 0; b < nd; ++b)
     if (b != a) lateral.push_back(shape[b]);
   const fk::Dims lateral_shape(lateral);
-  std::vector<double> z(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) z[i] = (2.0 * static_cast<double>(i) + 1.0) / n - 1.0;
+  const fk::Device device = params[0].device();
+  FK_CHECK(device.is_cpu() || rows != nullptr, "nefi::layered_grid",
+           "a cache for the rows it uploads to " + device.str(), "none");
+  LayeredRows made;
+  LayeredRows& r = device.is_cpu() ? made : *rows;
+  if (!r.z.defined() || !(r.shape == shape) || r.progress != progress || r.z.device() != device) {
+    std::vector<double> z(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) z[i] = (2.0 * static_cast<double>(i) + 1.0) / n - 1.0;
+    r.z = fk::from_vector(z, {n}).to(fk::DType::F32).to(device);
+    r.phi = layered_modes(lateral_shape, cfg.modes, progress, fk::DType::F32).to(device);
+    r.shape = shape;
+    r.progress = progress;
+  }
   if (progress < kHoldInterfaces)  // the values first: see the header
     for (size_t i = 2; i < params.size(); ++i) params[i] = params[i].detach();
-  const fk::Tensor raw =
-      layered_values(fk::from_vector(z, {n}).to(fk::DType::F32),
-                     layered_modes(lateral_shape, cfg.modes, progress, fk::DType::F32), params[0],
-                     params[1], params[2], params.size() > 3 ? params[3] : fk::Tensor(),
-                     layered_eps(cfg, progress));  // (n, lateral cells, C)
+  const fk::Tensor raw = layered_values(r.z, r.phi, params[0], params[1], params[2],
+                                        params.size() > 3 ? params[3] : fk::Tensor(),
+                                        layered_eps(cfg, progress));  // (n, lateral cells, C)
   // Back to the grid's axis order, channels last.
   std::vector<int64_t> split = {n};
   split.insert(split.end(), lateral.begin(), lateral.end());
@@ -209,10 +218,14 @@ fk::Tensor layered_grid(const fk::Dims& shape, const LayeredConfig& cfg, double 
 
 FieldMap LayeredField::forward(const Domain& domain, double progress) {
   FK_CHECK(domain.ndim() == ndim_, kWhere, std::to_string(ndim_) + "-D domain", domain.str());
-  FK_CHECK(params_.flat().device().is_cpu(), kWhere, "parameters on the cpu",
-           params_.flat().device().str());
-  return apply_heads(heads_, layered_grid(domain.shape(), cfg_, progress, params_.views()),
+  return apply_heads(heads_, layered_grid(domain.shape(), cfg_, progress, params_.views(), &rows_),
                      domain.shape(), progress);
+}
+
+void LayeredField::to(fk::Device d) {
+  fk::check_usable(d, "nefi::LayeredField::to");
+  params_.to(d);
+  rows_ = LayeredRows();
 }
 
 }  // namespace nefi

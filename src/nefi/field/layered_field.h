@@ -31,8 +31,11 @@
 //            there), the interfaces flat and evenly spaced: d_i = -1 + 2 i / K
 //   forward  fk ops (autograd through them): one matmul for the interfaces,
 //            one sigmoid over (cells, K - 1) per channel
-// CPU only (a device solve refuses it: its basis and widths are host rows
-// remade as progress moves; Field::has_device_path).
+// On a CUDA device the same fk ops run there, the basis and the axis
+// coordinates uploaded once per grid and progress (LayeredRows). The
+// width is a number of each forward and the gates rows remade as progress
+// moves, so steps are captured only while progress stays put (eager while
+// the fit anneals).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -83,12 +86,23 @@ void reset_layered_interfaces(FlatParams& params, int first, const LayeredConfig
 // The interface width at `progress` (eps_start to eps_end, geometrically).
 double layered_eps(const LayeredConfig& cfg, double progress);
 
+// The host-made rows layered_grid reads on a CUDA device: the axis
+// coordinates z and the gated lateral modes phi of one grid at one
+// progress, uploaded once and reused while neither moves (a captured step
+// then finds them made: it uploads nothing).
+struct LayeredRows {
+  fk::Dims shape;
+  double progress = -1;
+  fk::Tensor z, phi;
+};
+
 // The layers' raw values on the grid `shape` (1-3 axes), (cells, C) in C
 // order, from params = the views (base, jumps, depths[, modes]) as
-// layered_values takes them; before progress 0.1 the interfaces (depths,
-// modes) are held (their gradient cut): see above.
+// layered_values takes them, on their device; before progress 0.1 the
+// interfaces (depths, modes) are held (their gradient cut): see above.
+// rows: where a device run keeps its uploaded rows (required there).
 fk::Tensor layered_grid(const fk::Dims& shape, const LayeredConfig& cfg, double progress,
-                        std::vector<fk::Tensor> params);
+                        std::vector<fk::Tensor> params, LayeredRows* rows = nullptr);
 
 class LayeredField : public Field {
  public:
@@ -99,11 +113,17 @@ class LayeredField : public Field {
   std::string kind() const override { return "layers"; }
   const LayeredConfig& config() const { return cfg_; }
   double eps(double progress) const;
+  // Trains on a CUDA device through fk's ops (eagerly while progress moves:
+  // the width and gates are host numbers of each forward; retarget keeps
+  // Field's false).
+  bool has_device_path() const override { return true; }
+  void to(fk::Device d) override;
 
  private:
   std::vector<HeadPtr> heads_;
   LayeredConfig cfg_;
   int ndim_ = 0, n_out_ = 0;
+  LayeredRows rows_;
 };
 
 }  // namespace nefi

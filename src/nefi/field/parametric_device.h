@@ -1,25 +1,43 @@
 #pragma once
-// parametric_shapes written as fk ops, for a ParametricField of blobs or
-// ellipses on a CUDA device (where the CPU op, parametric_field.h, does not
-// run): per shape k of channel c, u = (x - m) M, q = |u|^2, g = exp(-q / 2)
-// (blobs) or sigmoid((1 - q) inv_2eps) (ellipses), and
-// raw_c = b_c + sum_k sinh(alpha_ck) g_ck. Autograd gives the gradient.
-// u is d <= 3 broadcast multiply-adds, u = sum_l (x - m)_l M_l, in the CPU
-// op's order of sums: elementwise ops, no GEMM (so no TF32, and no launch
-// per shape). Memory: a few (C K, N, d) blocks a step, kept for the
-// backward, where the CPU op keeps none (C K N d f32 numbers each: 6 GB for
-// 256 shapes on a 128^3 grid); nothing here chunks them.
-// inv_2eps is a 0-dim tensor on the shapes' device (rewritten in place as
-// the edge anneals, so a captured step stays valid); undefined for blobs.
-// The arithmetic is the shapes' dtype where the CPU op's is f64: an f32 run
-// differs from it in round-off.
+// parametric_shapes (parametric_field.h) on a CUDA device, every family
+// (cuda/parametric_device.cpp, kernels in cuda/parametric.cu; CPU-only
+// builds refuse it, parametric_device_stub.cpp). The arithmetic is the CPU
+// op's (cuda/parametric_cells.h), in f64 whatever the parameters' dtype:
+//   forward   one kernel, a thread per (point, channel) summing its shapes
+//             in order: the CPU's bits where the two libms agree
+//   backward  a thread per (sub-chunk of 256 points, shape) and per
+//             (sub-chunk, channel) for the background, then one per entry
+//             summing them in the CPU op's order (cuda/parametric_cells.h),
+//             so the same bits on the same terms, deterministic; memory one
+//             f64 row of C K P + C partials per sub-chunk (a 128^3 grid of
+//             16 ellipses: 14 MB), per chunk of 2048 points where that would
+//             pass 512 MB (256 3-D stars of degree 8 there: 178 MB)
+// The profile's moving numbers (1 / (2 eps) and the gates) are read from
+// `tunables` when the kernels run, so rewriting it in place retargets a
+// captured step as the fit anneals; the backward reads them when it runs
+// too, so a forward and its backward must run at the same tunables.
+#include <string>
+
 #include "fk/tensor.h"
 
 namespace nefi {
 
-// coords (N, d), shapes (C, K, 1 + d + d^2), background (C), one device and
-// dtype; returns raw (N, C).
-fk::Tensor parametric_shapes_ops(const fk::Tensor& coords, const fk::Tensor& shapes,
-                                 const fk::Tensor& background, const fk::Tensor& inv_2eps);
+// Checks parametric_shapes' operands for a family (stars: of outline
+// degree L = `degree`): the coordinates' dimension, the shapes' entries, the
+// background's channels, one real dtype and one device. Returns the
+// polygons' V (0 for the others).
+int check_parametric_operands(const fk::Tensor& coords, const fk::Tensor& shapes,
+                              const fk::Tensor& background, const std::string& family, int degree,
+                              const char* op);
+
+// coords (N, d), shapes (C, K, P), background (C), one real dtype on one
+// CUDA device; degree the stars' L (0 for the others); tunables
+// (cuda::kShapeTunables) f64 on that device: 1 / (2 eps) (read by all but
+// blobs), then the stars' degree gates 3..L or the polygons' one gate
+// (parametric_field.h's gates(progress)), each in [0, 1]. Returns raw
+// (N, C), differentiable in shapes and background.
+fk::Tensor parametric_shapes_device(const fk::Tensor& coords, const fk::Tensor& shapes,
+                                    const fk::Tensor& background, const std::string& family,
+                                    int degree, const fk::Tensor& tunables);
 
 }  // namespace nefi

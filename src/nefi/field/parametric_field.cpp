@@ -10,6 +10,7 @@
 #include "fk/ops/binary/binary.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
+#include "nefi/cuda/parametric_cells.h"
 #include "nefi/field/parametric_device.h"
 #include "nefi/field/polygon_outline.h"
 #include "nefi/field/star_harmonics.h"
@@ -19,23 +20,8 @@ namespace nefi {
 namespace {
 
 constexpr const char* kWhere = "nefi::ParametricField";
-// Points per backward chunk (the unit of its deterministic reduction).
-constexpr int64_t kBackwardChunk = 2048;
-
-// The profile g(q) and dg/dq of one family, and the stars' or polygons'
-// boundary.
-struct Profile {
-  bool ellipse = false;       // all but blobs
-  double inv_2eps = 0;        // 1 / (2 eps)
-  int degree = 0;             // stars: the boundary's degrees L (0 otherwise)
-  int vertices = 0;           // polygons: V (0 otherwise)
-  std::vector<double> gates;  // stars: per degree; polygons: the outline's one
-  double value(double q) const {
-    if (!ellipse) return std::exp(-0.5 * q);
-    return 1.0 / (1.0 + std::exp(-(1.0 - q) * inv_2eps));
-  }
-  double slope(double g) const { return ellipse ? -g * (1.0 - g) * inv_2eps : -0.5 * g; }
-};
+using cuda::kShapeChunk;
+using Profile = cuda::ShapeProfile;
 
 // vertices: the polygons' V (read for polygons only).
 Profile profile_of(const std::string& family, double eps, const std::vector<double>& gates = {},
@@ -61,7 +47,7 @@ Profile profile_of(const std::string& family, double eps, const std::vector<doub
                  std::to_string(kPolygonMaxVertices) + " vertices",
              std::to_string(vertices));
     p.vertices = vertices;
-    p.gates = gates;
+    p.gates[0] = gates[0];
   }
   if (family == "stars") {
     const int n_gates = kStarMaxDegree - kStarMinDegree + 1;
@@ -72,55 +58,10 @@ Profile profile_of(const std::string& family, double eps, const std::vector<doub
     for (double g : gates)
       FK_CHECK(g >= 0 && g <= 1, kWhere, "degree gates in [0, 1]", std::to_string(g));
     p.degree = static_cast<int>(gates.size()) + kStarMinDegree - 1;
-    p.gates = gates;
+    std::copy(gates.begin(), gates.end(), p.gates);
   }
   return p;
 }
-
-// One point against one shape: diff = x - m, u = diff M, and
-//   q = |u|^2 exp(-2 h(u / |u|))   (h = 0 but for stars and polygons)
-// with dq/du (d entries) and dh/dc: for stars the harmonics Y_j at u / |u|,
-// for polygons the two vertices' weights.
-struct ShapePoint {
-  double diff[3], u[3], dq_du[3], basis[(kStarMaxDegree + 1) * (kStarMaxDegree + 1)];
-  double q = 0;
-  int vertex = 0;                    // polygons: dh/dc is nonzero at vertex and vertex + 1
-  double vertex_weight[2] = {0, 0};  // ... where it is these, times the gate
-  // with_slope: dq_du too (the backward); the forward reads q alone.
-  void at(int d, const Profile& pr, const double* x, const double* p, bool with_slope) {
-    const double* m = p + 1;
-    const double* M = p + 1 + d;
-    for (int l = 0; l < d; ++l) diff[l] = x[l] - m[l];
-    double s2 = 0;
-    for (int j = 0; j < d; ++j) {
-      double s = 0;
-      for (int l = 0; l < d; ++l) s += diff[l] * M[l * d + j];
-      u[j] = s;
-      s2 += s * s;
-    }
-    if (pr.degree == 0 && pr.vertices == 0) {
-      q = s2;
-      for (int j = 0; j < d; ++j) dq_du[j] = 2 * u[j];
-      return;
-    }
-    double dh_du[3];
-    double h = 0;
-    if (pr.vertices > 0) {
-      const double gate = pr.gates[0];
-      h = gate * polygon_log_radius(pr.vertices, u, p + 1 + d + d * d, with_slope ? dh_du : nullptr,
-                                    &vertex, vertex_weight);
-      if (with_slope)
-        for (int j = 0; j < d; ++j) dh_du[j] *= gate;
-    } else {
-      h = star_log_radius(d, pr.degree, u, p + 1 + d + d * d, pr.gates.data(),
-                          with_slope ? dh_du : nullptr, basis);
-    }
-    const double e = std::exp(-2 * h);
-    q = s2 * e;
-    if (with_slope)
-      for (int j = 0; j < d; ++j) dq_du[j] = 2 * e * (u[j] - s2 * dh_du[j]);
-  }
-};
 
 // A point's coordinates and every shape's entries, widened to double.
 std::vector<double> as_doubles(const fk::Tensor& t) {
@@ -145,56 +86,39 @@ struct ParametricBackward : fk::autograd::Node {
     const int64_t n = coords.size(0), C = s.size(0), K = s.size(1), P = s.size(2);
     const int d = static_cast<int>(coords.size(1));
     const std::vector<double> x = as_doubles(coords), sv = as_doubles(s), go = as_doubles(grads[0]);
-    std::vector<double> ds(sv.size(), 0.0), db(static_cast<size_t>(C), 0.0);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t c = 0; c < C; ++c) db[c] += go[i * C + c];
-    // Fixed chunks of points, each summing every shape's partials, then the
-    // chunks added in order: the same bits at any thread count.
-    const int64_t chunks = (n + kBackwardChunk - 1) / kBackwardChunk;
-    std::vector<double> part(static_cast<size_t>(chunks) * sv.size(), 0.0);
+    // Fixed chunks of points (parallel), each summing every shape's
+    // partials and the background's over its sub-chunks in order, then the
+    // chunks added in order: the same bits at any thread count, and on a
+    // device (parametric_cells.h's order).
+    const int64_t chunks = (n + kShapeChunk - 1) / kShapeChunk;
+    const int64_t width = static_cast<int64_t>(sv.size()) + C;
+    const int64_t sub = cuda::shape_sub_chunk(n, width);
+    std::vector<double> part(static_cast<size_t>(chunks * width), 0.0);
     fk::parallel_for(0, chunks, 1, [&](int64_t lo, int64_t hi) {
-      ShapePoint sp;
-      const int H = star_harmonic_count(d, profile.degree);
-      std::vector<double> coefficient_gate(static_cast<size_t>(H));
-      for (int j = 0; j < H; ++j)
-        coefficient_gate[j] = profile.gates[star_harmonic_degree(d, j) - kStarMinDegree];
-      for (int64_t ch = lo; ch < hi; ++ch)
-        for (int64_t ck = 0; ck < C * K; ++ck) {
-          const int64_t c = ck / K;
-          const double* p = sv.data() + ck * P;
-          double* dp = part.data() + ch * static_cast<int64_t>(sv.size()) + ck * P;
-          const double a = std::sinh(p[0]), da = std::cosh(p[0]);
-          for (int64_t i = ch * kBackwardChunk; i < std::min(n, (ch + 1) * kBackwardChunk); ++i) {
-            const double gi = go[i * C + c];
-            if (gi == 0) continue;
-            sp.at(d, profile, x.data() + i * d, p, true);
-            const double g = profile.value(sp.q);
-            dp[0] += gi * g * da;
-            const double dq = gi * a * profile.slope(g);
-            if (dq == 0) continue;
-            for (int l = 0; l < d; ++l) {
-              double dd = 0;  // d q / d diff_l = sum_j dq/du_j M_lj
-              for (int j = 0; j < d; ++j) {
-                dp[1 + d + l * d + j] += dq * sp.dq_du[j] * sp.diff[l];
-                dd += sp.dq_du[j] * p[1 + d + l * d + j];
-              }
-              dp[1 + l] -= dq * dd;
-            }
-            // d q / d c_j = -2 q dh/dc_j: stars g_l(j) Y_j, polygons gate times a
-            // vertex weight
-            for (int j = 0; j < H; ++j)
-              dp[1 + d + d * d + j] -= 2 * dq * sp.q * coefficient_gate[j] * sp.basis[j];
-            if (profile.vertices > 0) {
-              const double f = 2 * dq * sp.q * profile.gates[0];
-              double* dc = dp + 1 + d + d * d;
-              dc[sp.vertex] -= f * sp.vertex_weight[0];
-              dc[(sp.vertex + 1) % profile.vertices] -= f * sp.vertex_weight[1];
-            }
+      std::vector<double> dp(static_cast<size_t>(P));
+      for (int64_t ch = lo; ch < hi; ++ch) {
+        const int64_t end = std::min(n, (ch + 1) * kShapeChunk);
+        double* row = part.data() + ch * width;
+        for (int64_t first = ch * kShapeChunk; first < end; first += sub) {
+          const int64_t last = std::min(end, first + sub);
+          for (int64_t ck = 0; ck < C * K; ++ck) {
+            std::fill(dp.begin(), dp.end(), 0.0);
+            cuda::shape_gradient_over(profile, d, C, ck / K, x.data(), first, last,
+                                      sv.data() + ck * P, go.data(), dp.data());
+            for (int64_t e = 0; e < P; ++e) row[ck * P + e] += dp[e];
           }
+          for (int64_t c = 0; c < C; ++c)
+            row[static_cast<int64_t>(sv.size()) + c] +=
+                cuda::background_gradient_over(C, c, first, last, go.data());
         }
+      }
     });
-    for (int64_t ch = 0; ch < chunks; ++ch)
-      for (size_t e = 0; e < sv.size(); ++e) ds[e] += part[ch * sv.size() + e];
+    std::vector<double> ds(sv.size(), 0.0), db(static_cast<size_t>(C), 0.0);
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      const double* row = part.data() + ch * width;
+      for (size_t e = 0; e < sv.size(); ++e) ds[e] += row[e];
+      for (int64_t c = 0; c < C; ++c) db[c] += row[static_cast<int64_t>(sv.size()) + c];
+    }
     return {fk::from_vector(ds, s.shape()).to(s.dtype()),
             fk::from_vector(db, b.shape()).to(b.dtype())};
   }
@@ -206,42 +130,68 @@ int parametric_shape_size(int ndim, int harmonics, int vertices) {
   return 1 + ndim + ndim * ndim + star_harmonic_count(ndim, harmonics) + vertices;
 }
 
-fk::Tensor parametric_shapes(const fk::Tensor& coords, const fk::Tensor& shapes,
-                             const fk::Tensor& background, const std::string& family, double eps,
-                             const std::vector<double>& degree_gates) {
-  constexpr const char* kOp = "nefi::parametric_shapes";
+int check_parametric_operands(const fk::Tensor& coords, const fk::Tensor& shapes,
+                              const fk::Tensor& background, const std::string& family, int degree,
+                              const char* op) {
   const bool stars = family == "stars", polygons = family == "polygons";
+  FK_CHECK(family == "blobs" || family == "ellipses" || stars || polygons, op,
+           "family blobs, ellipses, stars or polygons", "'" + family + "'");
   FK_CHECK(coords.dim() == 2 && coords.size(1) >= (stars || polygons ? 2 : 1) &&
                coords.size(1) <= (polygons ? 2 : 3),
-           kOp,
+           op,
            stars      ? "coordinates (N, d) with d 2 or 3 for stars"
            : polygons ? "coordinates (N, 2) for polygons"
                       : "coordinates (N, d) with d in 1..3",
            coords.shape().str());
+  FK_CHECK(!stars || (degree >= kStarMinDegree && degree <= kStarMaxDegree), op,
+           "stars of an outline degree " + std::to_string(kStarMinDegree) + " to " +
+               std::to_string(kStarMaxDegree) + " (1 to " +
+               std::to_string(kStarMaxDegree - kStarMinDegree + 1) + " degree gates)",
+           std::to_string(degree));
   // A polygon's V is what its shapes hold past the alpha, centre and matrix.
   FK_CHECK(!polygons || (shapes.dim() == 3 && shapes.size(2) >= 7 + kPolygonMinVertices &&
                          shapes.size(2) <= 7 + kPolygonMaxVertices),
-           kOp,
+           op,
            "polygons' shapes (C, K, 7 + V) with V in " + std::to_string(kPolygonMinVertices) +
                ".." + std::to_string(kPolygonMaxVertices),
            shapes.shape().str());
   const int vertices = polygons ? static_cast<int>(shapes.size(2)) - 7 : 0;
-  const Profile profile = profile_of(family, eps, degree_gates, vertices);
   const int d = static_cast<int>(coords.size(1));
-  const int P = parametric_shape_size(d, profile.degree, profile.vertices);
-  FK_CHECK(shapes.dim() == 3 && shapes.size(2) == P, kOp,
-           "shapes (C, K, " + std::to_string(P) + ")", shapes.shape().str());
-  FK_CHECK(background.dim() == 1 && background.size(0) == shapes.size(0), kOp,
+  const int P = parametric_shape_size(d, stars ? degree : 0, vertices);
+  FK_CHECK(shapes.dim() == 3 && shapes.size(2) == P, op, "shapes (C, K, " + std::to_string(P) + ")",
+           shapes.shape().str());
+  FK_CHECK(background.dim() == 1 && background.size(0) == shapes.size(0), op,
            "a background of " + std::to_string(shapes.size(0)) + " channels",
            background.shape().str());
   const fk::DType dt = shapes.dtype();
   FK_CHECK((dt == fk::DType::F32 || dt == fk::DType::F64) && coords.dtype() == dt &&
                background.dtype() == dt,
-           kOp, "coordinates, shapes and background of one real dtype (f32 or f64)",
+           op, "coordinates, shapes and background of one real dtype (f32 or f64)",
            std::string(fk::name(coords.dtype())) + ", " + fk::name(dt) + ", " +
                fk::name(background.dtype()));
-  FK_CHECK(coords.device().is_cpu() && shapes.device().is_cpu() && background.device().is_cpu(),
-           kOp, "tensors on the cpu", shapes.device().str());
+  FK_CHECK(coords.device() == shapes.device() && background.device() == shapes.device(), op,
+           "coordinates, shapes and background on one device",
+           coords.device().str() + ", " + shapes.device().str() + ", " + background.device().str());
+  return vertices;
+}
+
+fk::Tensor parametric_shapes(const fk::Tensor& coords, const fk::Tensor& shapes,
+                             const fk::Tensor& background, const std::string& family, double eps,
+                             const std::vector<double>& degree_gates) {
+  constexpr const char* kOp = "nefi::parametric_shapes";
+  const int n_gates = kStarMaxDegree - kStarMinDegree + 1;
+  FK_CHECK(family != "stars" || (!degree_gates.empty() && std::ssize(degree_gates) <= n_gates), kOp,
+           "stars with 1 to " + std::to_string(n_gates) + " degree gates (degrees " +
+               std::to_string(kStarMinDegree) + " to " + std::to_string(kStarMaxDegree) + ")",
+           std::to_string(degree_gates.size()));
+  const int degree =
+      family == "stars" ? static_cast<int>(degree_gates.size()) + kStarMinDegree - 1 : 0;
+  const int vertices = check_parametric_operands(coords, shapes, background, family, degree, kOp);
+  FK_CHECK(shapes.device().is_cpu(), kOp, "tensors on the cpu", shapes.device().str());
+  const Profile profile = profile_of(family, eps, degree_gates, vertices);
+  const int d = static_cast<int>(coords.size(1));
+  const int P = static_cast<int>(shapes.size(2));
+  const fk::DType dt = shapes.dtype();
   fk::profile::OpScope scope("parametric_shapes");
   const int64_t n = coords.size(0), C = shapes.size(0), K = shapes.size(1);
   const fk::Tensor x = coords.contiguous();
@@ -252,17 +202,10 @@ fk::Tensor parametric_shapes(const fk::Tensor& coords, const fk::Tensor& shapes,
     using T = decltype(zero);
     T* out = y.data<T>();
     fk::parallel_for(0, n, 256, [&](int64_t lo, int64_t hi) {
-      ShapePoint sp;
       for (int64_t i = lo; i < hi; ++i)
-        for (int64_t c = 0; c < C; ++c) {
-          double r = bv[c];
-          for (int64_t k = 0; k < K; ++k) {
-            const double* p = sv.data() + (c * K + k) * P;
-            sp.at(d, profile, xv.data() + i * d, p, false);
-            r += std::sinh(p[0]) * profile.value(sp.q);
-          }
-          out[i * C + c] = static_cast<T>(r);
-        }
+        for (int64_t c = 0; c < C; ++c)
+          out[i * C + c] = static_cast<T>(cuda::shapes_value_at(profile, d, K, P, xv.data() + i * d,
+                                                                sv.data() + c * K * P, bv[c]));
     });
   });
   if (fk::autograd::needs_grad(shapes, background)) {
@@ -343,42 +286,37 @@ void ParametricField::reset_parameters(uint64_t seed) {
   params_.flat().bump_version();
 }
 
-bool ParametricField::has_device_path() const {
-  return (cfg_.family == "blobs" || cfg_.family == "ellipses") && !cfg_.layers;
-}
-
 void ParametricField::to(fk::Device d) {
-  FK_CHECK(d.is_cpu() || has_device_path(), "nefi::ParametricField::to",
-           "the cpu for a '" + kind() +
-               "' field (only blobs and ellipses, without layers, train on a device)",
-           d.str());
   fk::check_usable(d, "nefi::ParametricField::to");
   params_.to(d);
   if (d != device_) {
     coords_ = fk::Tensor();
-    inv_2eps_ = fk::Tensor();
+    tunables_ = fk::Tensor();
+    layered_rows_ = LayeredRows();
   }
   device_ = d;
 }
 
-const fk::Tensor& ParametricField::inv_2eps_on_device(double progress) {
-  const double v = 0.5 / eps(progress);
-  if (!inv_2eps_.defined()) {
-    inv_2eps_ = fk::full(fk::Dims{}, v, {fk::DType::F32, device_});
-  } else if (v != inv_2eps_value_) {
+const fk::Tensor& ParametricField::tunables_on_device(double progress) {
+  std::vector<double> v(cuda::kShapeTunables, 0.0);
+  v[0] = cfg_.family == "blobs" ? 0.0 : 0.5 / eps(progress);
+  const std::vector<double> g = gates(progress);
+  std::copy(g.begin(), g.end(), v.begin() + 1);
+  if (!tunables_.defined()) {
+    tunables_ = fk::from_vector(v, fk::Dims{cuda::kShapeTunables}).to(device_);
+  } else if (v != tunables_value_) {
     fk::autograd::NoGradGuard ng;
-    inv_2eps_.copy_(fk::full(fk::Dims{}, v, {fk::DType::F32}));
+    tunables_.copy_(fk::from_vector(v, fk::Dims{cuda::kShapeTunables}));
   }
-  inv_2eps_value_ = v;
-  return inv_2eps_;
+  tunables_value_ = v;
+  return tunables_;
 }
 
 bool ParametricField::retarget(double progress) {
-  if (!device_.is_cuda()) return false;
-  if (cfg_.family == "ellipses") {
-    if (!inv_2eps_.defined()) return false;  // made by the first forward
-    inv_2eps_on_device(progress);
-  }
+  // The tunables are made by the first forward; a layered background's
+  // width and gates are numbers of each forward (layered_field.h).
+  if (!device_.is_cuda() || !tunables_.defined() || cfg_.layers) return false;
+  tunables_on_device(progress);
   return !heads_read_progress(heads_);
 }
 
@@ -395,14 +333,14 @@ FieldMap ParametricField::forward(const Domain& domain, double progress) {
   const std::vector<fk::Tensor> p = params_.views();
   fk::Tensor raw =
       device_.is_cuda()
-          ? parametric_shapes_ops(
-                coords_, p[0], p[1],
-                cfg_.family == "ellipses" ? inv_2eps_on_device(progress) : fk::Tensor())
+          ? parametric_shapes_device(coords_, p[0], p[1], cfg_.family, degree_,
+                                     tunables_on_device(progress))
           : parametric_shapes(coords_, p[0], p[1], cfg_.family, eps(progress), gates(progress));
   if (cfg_.layers) {  // the background's layers: their base is b, already in raw
-    std::vector<fk::Tensor> layers{fk::zeros({n_out_}, {fk::DType::F32})};
+    std::vector<fk::Tensor> layers{fk::zeros({n_out_}, {fk::DType::F32, device_})};
     layers.insert(layers.end(), p.begin() + layers_first_, p.end());
-    raw = fk::add(raw, layered_grid(domain.shape(), *cfg_.layers, progress, layers));
+    raw =
+        fk::add(raw, layered_grid(domain.shape(), *cfg_.layers, progress, layers, &layered_rows_));
   }
   return apply_heads(heads_, raw, domain.shape(), progress);
 }

@@ -72,11 +72,11 @@
 // chunks of points reduced in order (deterministic at any thread count); a
 // layered background adds the LayeredField's fk ops (a matmul, a sigmoid and
 // a sum per channel, whose reductions fk orders by chunk, so a given
-// thread count gives the same bits). On a CUDA device, blobs and ellipses
-// without layers (has_device_path) run as fk ops (parametric_device.h), the
-// ellipses' 1 / (2 eps) a device scalar that retarget rewrites as the edge
-// anneals; stars, polygons and a layered background are CPU only (a device
-// solve refuses them by name).
+// thread count gives the same bits). On a CUDA device every family runs the
+// same arithmetic (cuda/parametric_cells.h) as one kernel each way
+// (parametric_device.h), its 1 / (2 eps) and gates a device row that
+// retarget rewrites as the fit anneals; a layered background's fk ops run
+// there too (layered_field.h), eagerly while progress moves.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -147,12 +147,14 @@ class ParametricField : public Field {
   int placed_from_map(int channel) const;
   // Where reset_parameters starts channel c's shapes.
   ParametricStart start_shapes(int channel, uint64_t seed) const;
-  // Blobs and ellipses without layers train on a CUDA device.
-  bool has_device_path() const override;
+  // Every family trains on a CUDA device, over a layered background too.
+  bool has_device_path() const override { return true; }
   void to(fk::Device d) override;
-  // The ellipses' edge width, rewritten in place (blobs have none); true on
-  // a device while no head reads progress, once the first forward there has
-  // made the ellipses' device scalar (false before: that step is eager).
+  // The edge width and the outline's gates, rewritten in place; true on a
+  // device while no head reads progress, once the first forward there has
+  // made the device row (false before: that step is eager), and never over
+  // a layered background (its width and gates are numbers of each
+  // forward: a step is captured only while progress stays put).
   bool retarget(double progress) override;
 
  private:
@@ -165,9 +167,12 @@ class ParametricField : public Field {
   fk::Dims coords_shape_;
   fk::Tensor coords_;  // on device_
   fk::Device device_ = fk::kCPU;
-  fk::Tensor inv_2eps_;        // ellipses on a device: 1 / (2 eps), 0-dim
-  double inv_2eps_value_ = 0;  // what inv_2eps_ holds
-  const fk::Tensor& inv_2eps_on_device(double progress);
+  // On a device: 1 / (2 eps) and the gates at progress (cuda::kShapeTunables
+  // f64, parametric_device.h), rewritten in place as the fit anneals.
+  fk::Tensor tunables_;
+  std::vector<double> tunables_value_;  // what tunables_ holds
+  LayeredRows layered_rows_;            // a layered background's rows on a device
+  const fk::Tensor& tunables_on_device(double progress);
 };
 
 }  // namespace nefi

@@ -1,13 +1,11 @@
 // ParametricField: its shapes are the written-out formulas (a rotated
 // ellipse's axes land on q = 1, a star's edge on its harmonics, a polygon's
 // straight between its vertices), gradients match finite differences in f64
-// for every family and dimension, the device formulation of blobs and
-// ellipses (fk ops) is the CPU op, the field starts at the heads'
+// for every family and dimension, the field starts at the heads'
 // value and keeps its parameters across grids, bad configurations are
 // refused by name, and a scene of two ellipses is recovered from a sixth of
 // its pixels where a grid cannot fill the rest.
 #include "nefi/field/parametric_field.h"
-#include "nefi/field/parametric_device.h"
 #include "nefi/field/polygon_outline.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +13,7 @@
 #include <cmath>
 
 #include "fk/autograd.h"
+#include "fk/cuda/runtime.h"
 #include "fk/device.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
@@ -99,70 +98,24 @@ TEST(NefiParametricShapes, GradientsMatchFiniteDifferences) {
     }
 }
 
-// The device formulation (parametric_device.h: fk ops, here on the CPU)
-// gives the CPU op's values and gradients for blobs and ellipses in 1-, 2-
-// and 3-D, in f64 to 1e-12, and passes its own gradcheck.
-TEST(NefiParametricShapes, TheDeviceFormulationIsTheCpuOp) {
-  for (const std::string family : {"blobs", "ellipses"})
-    for (int d = 1; d <= 3; ++d) {
-      SCOPED_TRACE(family + " " + std::to_string(d) + "-D");
-      fk::Generator gen(70 + d);
-      const int P = nefi::parametric_shape_size(d);
-      const fk::Tensor coords = fk::uniform({9, d}, -1, 1, {fk::DType::F64}, &gen);
-      std::vector<double> sv =
-          fk::uniform({2, 3, P}, -0.6, 0.6, {fk::DType::F64}, &gen).to_vector<double>();
-      for (int ck = 0; ck < 6; ++ck)
-        for (int a = 0; a < d; ++a) sv[ck * P + 1 + d + a * d + a] += 2.0;
-      const double eps = 0.2;
-      const fk::Tensor inv_2eps =
-          family == "ellipses" ? fk::full(fk::Dims{}, 0.5 / eps, {fk::DType::F64}) : fk::Tensor();
-      const fk::Tensor w = fk::uniform({9, 2}, -1, 1, {fk::DType::F64}, &gen);
-      std::vector<std::vector<double>> grads[2];
-      std::vector<double> values[2];
-      for (int which = 0; which < 2; ++which) {
-        fk::Tensor s = fk::from_vector(sv, {2, 3, P});
-        fk::Tensor b = fk::from_vector(std::vector<double>{0.3, -0.2}, {2});
-        s.set_requires_grad(true);
-        b.set_requires_grad(true);
-        const fk::Tensor raw = which == 0 ? nefi::parametric_shapes(coords, s, b, family, eps)
-                                          : nefi::parametric_shapes_ops(coords, s, b, inv_2eps);
-        ASSERT_EQ(raw.shape(), (fk::Dims{9, 2}));
-        values[which] = raw.to_vector<double>();
-        fk::sum(fk::mul(raw, w)).backward();
-        grads[which] = {s.grad().to_vector<double>(), b.grad().to_vector<double>()};
-      }
-      for (size_t i = 0; i < values[0].size(); ++i)
-        EXPECT_NEAR(values[1][i], values[0][i], 1e-12) << "value " << i;
-      for (int g = 0; g < 2; ++g)
-        for (size_t i = 0; i < grads[0][g].size(); ++i)
-          EXPECT_NEAR(grads[1][g][i], grads[0][g][i], 1e-12) << "gradient " << g << " " << i;
-      EXPECT_EQ(fk::testing::gradcheck(
-                    [&](const std::vector<fk::Tensor>& in) {
-                      return nefi::parametric_shapes_ops(coords, in[0], in[1], inv_2eps);
-                    },
-                    {fk::from_vector(sv, {2, 3, P}),
-                     fk::from_vector(std::vector<double>{0.3, -0.2}, {2})}),
-                "");
-    }
-}
-
-// Which families train on a device, and the others' refusal by name.
-TEST(NefiParametricField, BlobsAndEllipsesWithoutLayersHaveADevicePath) {
+// Every family trains on a device, over a layered background too; a device
+// this process cannot use is refused by name.
+TEST(NefiParametricField, EveryFamilyHasADevicePath) {
   const fk::Dims shape{8, 8};
-  for (const std::string family : {"blobs", "ellipses", "stars", "polygons"}) {
-    nefi::ParametricConfig c;
-    c.family = family;
-    c.count = 2;
-    const nefi::ParametricField f(shape, one_head(), c);
-    EXPECT_EQ(f.has_device_path(), family == "blobs" || family == "ellipses") << family;
-  }
-  nefi::ParametricConfig layered;
-  layered.layers = nefi::LayeredConfig{};
-  nefi::ParametricField f(shape, one_head(), layered);
-  EXPECT_FALSE(f.has_device_path());
-  const std::string e = fk::test::error_of([&] { f.to(fk::cuda_device(0)); });
-  EXPECT_NE(e.find("the cpu for a 'layers+blobs' field"), std::string::npos) << e;
-  EXPECT_NO_THROW(f.to(fk::kCPU));
+  for (const std::string family : {"blobs", "ellipses", "stars", "polygons"})
+    for (const bool layered : {false, true}) {
+      nefi::ParametricConfig c;
+      c.family = family;
+      c.count = 2;
+      if (layered) c.layers = nefi::LayeredConfig{};
+      nefi::ParametricField f(shape, one_head(), c);
+      EXPECT_TRUE(f.has_device_path()) << f.kind();
+      EXPECT_NO_THROW(f.to(fk::kCPU));
+      // A device this process cannot use is refused, naming it.
+      const fk::Device absent = fk::cuda_device(fk::cuda::device_count());
+      const std::string e = fk::test::error_of([&] { f.to(absent); });
+      EXPECT_NE(e.find(absent.str()), std::string::npos) << e;
+    }
 }
 
 // A 2-D star of degree 5 with one harmonic, h = c sqrt(2) cos(3 theta):

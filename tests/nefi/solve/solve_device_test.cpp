@@ -12,9 +12,10 @@
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "fk/test_util.h"
+#include "nefi/baselines/deep_decoder.h"
+#include "nefi/baselines/gaussian_splat.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/field/heads.h"
-#include "nefi/field/parametric_field.h"
 #include "nefi/instances/instance.h"
 #include "nefi/solve/solver.h"
 
@@ -30,17 +31,15 @@ nefi::Params small_toy1d() {
 }
 
 // The fk::Error message of constructing and running the solve, "" if none
-// (method "layered": the grid method's problem with a parametric field of
-// blobs over a layered background, which has no device path).
+// (method "baseline": the grid method's problem with a Gaussian-splat field,
+// a baseline without a device path).
 std::string refusal(const std::string& method, const std::string& optimizer, bool ema,
                     fk::Device device) {
   auto su =
-      nefi::find_instance("toy1d")->setup(small_toy1d(), method == "layered" ? "grid" : method, 0);
-  if (method == "layered") {
+      nefi::find_instance("toy1d")->setup(small_toy1d(), method == "baseline" ? "grid" : method, 0);
+  if (method == "baseline") {
     const auto& grid = dynamic_cast<const nefi::GridField&>(*su->problem.field);
-    nefi::ParametricConfig c;
-    c.layers = nefi::LayeredConfig{2, 0, 0};
-    su->problem.field = std::make_shared<nefi::ParametricField>(grid.shape(), grid.heads(), c);
+    su->problem.field = std::make_shared<nefi::GaussianSplatField>(1, grid.heads().front(), 8, 0);
   }
   if (!optimizer.empty()) su->curriculum.optim.optimizer = optimizer;
   if (ema) su->curriculum.optim.ema = 0.9;
@@ -56,8 +55,8 @@ std::string refusal(const std::string& method, const std::string& optimizer, boo
 
 TEST(NefiSolverDeviceOption, HostOnlyPartsAreRefusedByName) {
   const fk::Device gpu = fk::cuda_device(0);
-  EXPECT_NE(refusal("layered", "", false, gpu)
-                .find("a neural, grid, hash, lowrank, spectral, blobs or ellipses field"),
+  EXPECT_NE(refusal("baseline", "", false, gpu)
+                .find("a neural, grid, hash, lowrank, spectral, parametric or layered field"),
             std::string::npos);
   EXPECT_NE(refusal("neural", "sgd", false, gpu).find("SGD has no device step"), std::string::npos);
   // L-BFGS trains there (its evaluations on the device, its recursion on the
@@ -136,13 +135,11 @@ TEST(NefiSolverDeviceOption, PinnSoftIsNotRefusedAndAnUnusableDeviceIsNamed) {
 // cannot use.
 TEST(NefiSolverDeviceOption, FieldsMoveOnlyWhereTheyHaveAPath) {
   const std::vector<nefi::HeadPtr> heads{nefi::make_head("identity", "x", 0.5)};
-  nefi::ParametricConfig star;
-  star.family = "stars";
-  nefi::ParametricField stars(fk::Dims{16, 16}, heads, star);
-  EXPECT_FALSE(stars.has_device_path());
-  stars.to(fk::kCPU);
-  std::string e = fk::test::error_of([&] { stars.to(fk::cuda_device(0)); });
-  EXPECT_NE(e.find("the cpu for a 'stars' field"), std::string::npos) << e;
+  nefi::DeepDecoderField baseline(heads.front(), 2, 8, 2, 0);
+  EXPECT_FALSE(baseline.has_device_path());
+  baseline.to(fk::kCPU);
+  std::string e = fk::test::error_of([&] { baseline.to(fk::cuda_device(0)); });
+  EXPECT_NE(e.find("the cpu for a 'deep_decoder' field"), std::string::npos) << e;
   nefi::GridField grid(fk::Dims{16, 16}, heads);
   EXPECT_TRUE(grid.has_device_path());
   const fk::Device absent = fk::cuda_device(fk::cuda::device_count());
