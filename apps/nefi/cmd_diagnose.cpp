@@ -90,9 +90,9 @@ Command add_diagnose(CLI::App& app, const Context& ctx) {
   sub->add_flag("--plot,!--no-plot", r.run.plot, "write diagnostics.png (default) or not");
   sub->add_option("--threads", r.run.threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
   sub->add_option("--device", r.run.device,
-                  "where the operator's products run (and --solve trains): cpu or cuda[:N] "
-                  "(default: the config's run.device, else $NEFI_DEVICE, else cpu; the Lanczos "
-                  "and probe arithmetic, and --hessian, on the CPU)");
+                  "where the operator's products run (and --solve trains), cpu or cuda[:N], "
+                  "and --hessian's gradients (default: the config's run.device, else "
+                  "$NEFI_DEVICE, else cpu; the Lanczos and probe arithmetic on the CPU)");
   sub->footer(
       "Examples:\n  nefi diagnose toy1d --smoke\n"
       "  nefi diagnose deconvolution --smoke --solve --k 6 --n-iter 16\n"

@@ -111,8 +111,8 @@ class ForwardProblem:
         (hessian_spectrum) to the dict, the report and the files: at the
         start (at=None) or at a result's field_parameters (not for an
         array). ``device`` ("cpu", "cuda", "cuda:N"): where the model's
-        products run (a built-in model with a device path; the Lanczos
-        arithmetic and the Hessian stay on the CPU)."""
+        products and the Hessian's gradients run (a built-in model with a
+        device path; the Lanczos arithmetic stays on the CPU)."""
         if self._model.several:
             raise Error(f"ForwardProblem.diagnose: expected a problem with one field (the "
                         f"linearization is in one field's cells), got {len(self._model.names)} "
@@ -143,7 +143,7 @@ class ForwardProblem:
                                        int(hessian), int(hessian_iter), parameters,
                                        str(device))
 
-    def hessian_spectrum(self, at=None, k=6, n_iter=30, seed=0):
+    def hessian_spectrum(self, at=None, k=6, n_iter=30, seed=0, device="cpu"):
         """The curvature of the training loss in the field's parameters (the
         reference's hessian_spectrum): the k largest and smallest eigenvalues
         of its Hessian by n_iter Lanczos steps on finite-difference
@@ -157,7 +157,10 @@ class ForwardProblem:
         of a non-smooth prior (tv, sparse) there is no Hessian, and the
         products come out as the gradient's jump over the step. A network's
         spectrum against a grid field's says how the parameterization
-        reshapes the fit's curvature."""
+        reshapes the fit's curvature. ``device`` ("cpu", "cuda", "cuda:N"):
+        where the products' gradients run (a built-in model with a device
+        path and a field with one); the Lanczos arithmetic stays on the
+        host."""
         fitted = []  # a torch module's fitted parameters, with the result's field
         if isinstance(at, dict):
             if at.get("field_parameters") is None:
@@ -169,7 +172,8 @@ class ForwardProblem:
         if at is not None:
             at = np.ascontiguousarray(at, dtype=np.float64)
         with self._module_kept():
-            return self._core.hessian_spectrum(at, fitted, int(k), int(n_iter), int(seed))
+            return self._core.hessian_spectrum(at, fitted, int(k), int(n_iter), int(seed),
+                                               str(device))
 
     @contextlib.contextmanager
     def _module_kept(self):

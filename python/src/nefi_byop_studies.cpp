@@ -56,7 +56,7 @@ nefi::AutoProblem with_operator_values(const nefi::AutoProblem& ap,
 // GIL and has put the model's parameters (`fitted`) in place.
 nefi::diagnostics::HessianSpectrum problem_hessian(const nefi::AutoProblem& ap,
                                                    const fk::Tensor& given, int k, int n_iter,
-                                                   uint64_t seed) {
+                                                   uint64_t seed, fk::Device device) {
   nefi::Field& field = *ap.problem.field;
   field.on_stage_start(ap.problem.domain);
   field.reset_parameters(ap.seed);
@@ -69,7 +69,7 @@ nefi::diagnostics::HessianSpectrum problem_hessian(const nefi::AutoProblem& ap,
     flat.copy_(given.reshape(flat.shape()).to(flat.dtype()));
     flat.bump_version();
   }
-  return nefi::diagnostics::hessian_spectrum(ap.problem, k, n_iter, seed);
+  return nefi::diagnostics::hessian_spectrum(ap.problem, k, n_iter, seed, device);
 }
 
 // refine_edges' numeric options by name (RefineOptions' fields).
@@ -186,7 +186,8 @@ void bind_forward_problem_studies(nb::class_<ForwardProblem>& problem) {
               try {
                 d = nefi::diagnostics::diagnose(*ap.problem.op, x, ap.problem.measurement, opt);
                 if (hessian_k > 0)  // at the same parameters: the start's or the solve's
-                  d.hessian = problem_hessian(ap, given_parameters, hessian_k, hessian_iter, seed);
+                  d.hessian = problem_hessian(ap, given_parameters, hessian_k, hessian_iter, seed,
+                                              opt.device);
               } catch (...) {
                 ap.reset_operator();
                 throw;
@@ -207,7 +208,9 @@ void bind_forward_problem_studies(nb::class_<ForwardProblem>& problem) {
           "hessian_spectrum",
           [](const ForwardProblem& p, std::optional<nb::ndarray<nb::ro>> at,
              const std::vector<nb::ndarray<nb::ro>>& operator_parameters, int k, int n_iter,
-             uint64_t seed) {
+             uint64_t seed, const std::string& device) {
+            const fk::Device dev = fk::parse_device(device);
+            fk::check_usable(dev, "ForwardProblem.hessian_spectrum device");  // before any work
             const nefi::AutoProblem fitted =
                 with_operator_values(p.ap, operator_parameters, "ForwardProblem.hessian_spectrum");
             const fk::Tensor given =
@@ -218,7 +221,7 @@ void bind_forward_problem_studies(nb::class_<ForwardProblem>& problem) {
               const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
               fitted.reset_operator();
               try {  // the problem's start, or a solve's parameters
-                h = problem_hessian(p.ap, given, k, n_iter, seed);
+                h = problem_hessian(p.ap, given, k, n_iter, seed, dev);
               } catch (...) {
                 p.ap.reset_operator();
                 throw;
@@ -235,7 +238,7 @@ void bind_forward_problem_studies(nb::class_<ForwardProblem>& problem) {
             return d;
           },
           nb::arg("at").none(), nb::arg("operator_parameters"), nb::arg("k"), nb::arg("n_iter"),
-          nb::arg("seed"))
+          nb::arg("seed"), nb::arg("device") = "cpu")
       .def(
           "refine_edges",
           [](const ForwardProblem& p, nb::ndarray<nb::ro> smooth, const std::string& mode,

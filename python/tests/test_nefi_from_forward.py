@@ -598,3 +598,22 @@ def test_a_diagnosis_with_its_products_on_a_device_matches_the_cpu():
                                atol=1e-12)
     assert gpu["data_fit"]["residual_rms"] == pytest.approx(cpu["data_fit"]["residual_rms"],
                                                             rel=1e-8)
+
+
+@pytest.mark.skipif(not fieldkit.cuda_available(), reason="no usable CUDA device")
+def test_a_hessian_with_its_gradients_on_a_device_matches_the_cpu():
+    """A built-in blur's grid fit: the loss Hessian's ends from gradients on
+    the device are the CPU's to 1e-3 (finite differences of f32 gradients),
+    through hessian_spectrum and diagnose(hessian=)."""
+    rng = np.random.default_rng(8)
+    truth = np.zeros((20, 20))
+    truth[6:14, 5:12] = 1.0
+    blur = nefi.operators.gaussian_blur((20, 20), 1.5)
+    p = nefi.from_forward(blur, blur(truth) + 0.01 * rng.standard_normal((20, 20)),
+                          representation="grid", prior="nonnegative + smooth", noise=0.01)
+    cpu = p.hessian_spectrum(k=3, n_iter=12)
+    gpu = p.hessian_spectrum(k=3, n_iter=12, device="cuda")
+    np.testing.assert_allclose(gpu["largest"], cpu["largest"], rtol=1e-3)
+    d = p.diagnose(k=3, n_iter=8, probes=4, hessian=3, hessian_iter=12, device="cuda")
+    np.testing.assert_allclose(d["hessian"]["largest"], cpu["largest"], rtol=1e-3)
+

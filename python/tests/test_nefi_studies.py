@@ -141,6 +141,11 @@ def test_diagnose_reports_the_loss_hessian_when_asked():
         nefi.diagnose(p, at=np.zeros(32), hessian=1)
     with pytest.raises(fieldkit.Error, match="--hessian"):
         nefi.diagnose(SMOKE, hessian=4, hessian_iter=2)
+    if not fieldkit.cuda_available():  # a device this process cannot use, by name
+        with pytest.raises(fieldkit.Error, match="hessian_spectrum device"):
+            q.hessian_spectrum(k=1, n_iter=4, device="cuda")
+    with pytest.raises(fieldkit.Error, match="device"):
+        q.hessian_spectrum(k=1, n_iter=4, device="gpu")
 
 
 def test_bad_diagnose_requests_say_what_was_expected():

@@ -45,7 +45,8 @@ struct DiagnoseOptions {
   // operator without a device path, or with trainable parameters, is refused
   // by name); the Lanczos and probe arithmetic stays on the host in f64, each
   // product's vectors crossing between them (a central difference's two
-  // evaluations, two each way). The Hessian (hessian_k) runs on the CPU.
+  // evaluations, two each way). The Hessian's gradients (hessian_k) run
+  // there too (hessian.h), its Lanczos arithmetic on the host.
   fk::Device device = fk::kCPU;
 };
 

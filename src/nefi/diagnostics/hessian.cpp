@@ -7,6 +7,7 @@
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "nefi/operators/operator.h"
 
 namespace nefi::diagnostics {
 namespace {
@@ -20,14 +21,12 @@ void set_parameters(fk::Tensor& flat, const Vec& theta) {
   flat.set_grad(fk::Tensor());
 }
 
-// The loss gradient at flat parameters theta (written into the field).
-Vec gradient(const InverseProblem& p, fk::Tensor& flat, const Vec& theta) {
+// The loss gradient at flat parameters theta (written into the field), on
+// the field's device; obs on it too.
+Vec gradient(const InverseProblem& p, const Measurement& obs, fk::Tensor& flat, const Vec& theta) {
   set_parameters(flat, theta);
   FieldMap fields = p.field->forward(p.domain, 1.0);
   const fk::Tensor pred = p.op->forward(fields);
-  const Measurement obs = p.measurement.data.shape() == pred.shape()
-                              ? p.measurement
-                              : p.measurement.resampled(pred.shape());
   const LossContext ctx{&fields, pred, &obs, &p.domain, p.op.get(), 0, 0, 1.0};
   const LossSet::Value v = p.losses.forward(ctx);
   v.total.backward();
@@ -35,7 +34,7 @@ Vec gradient(const InverseProblem& p, fk::Tensor& flat, const Vec& theta) {
   const fk::Tensor g = flat.grad();
   FK_CHECK(g.defined(), "nefi::diagnostics::hessian_spectrum",
            "a loss that depends on the field's parameters", "no gradient");
-  Vec out = g.to(fk::DType::F64).to_vector<double>();
+  Vec out = g.to(fk::kCPU).to(fk::DType::F64).to_vector<double>();
   for (double x : out)
     FK_CHECK(std::isfinite(x), "nefi::diagnostics::hessian_spectrum",
              "a finite loss gradient near the parameters (a Hessian-vector product's step)",
@@ -43,17 +42,59 @@ Vec gradient(const InverseProblem& p, fk::Tensor& flat, const Vec& theta) {
   return out;
 }
 
+// The field and the operator's trainable parameters on `device` while it
+// lives, back on the CPU after (as a device solve leaves them).
+struct OnDevice {
+  const InverseProblem& p;
+  fk::Device device;
+  OnDevice(const InverseProblem& problem, fk::Device d) : p(problem), device(d) {
+    if (!device.is_cuda()) return;
+    p.field->to(device);
+    p.op->parameters_to(device);
+  }
+  ~OnDevice() {
+    if (!device.is_cuda()) return;
+    try {  // a broken device leaves the first error
+      p.field->to(fk::kCPU);
+      p.op->parameters_to(fk::kCPU);
+    } catch (...) {
+    }
+  }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+};
+
 }  // namespace
 
-HessianSpectrum hessian_spectrum(const InverseProblem& problem, int k, int n_iter, uint64_t seed) {
+HessianSpectrum hessian_spectrum(const InverseProblem& problem, int k, int n_iter, uint64_t seed,
+                                 fk::Device device) {
   FK_CHECK(problem.field && problem.op, "nefi::diagnostics::hessian_spectrum",
            "a problem with a field and an operator", "none");
   FK_CHECK(k >= 1 && k <= 1000, "hessian_spectrum k", "eigenvalues per end in [1, 1000]",
            std::to_string(k));
   FK_CHECK(n_iter >= k && n_iter <= 1000, "hessian_spectrum n_iter",
            "Lanczos steps in [k, 1000] (k = " + std::to_string(k) + ")", std::to_string(n_iter));
+  constexpr const char* kDevice = "hessian_spectrum device";
+  if (device.is_cuda()) {
+    fk::check_usable(device, kDevice);
+    FK_CHECK(problem.field->has_device_path(), kDevice, "a field with a device path",
+             "a " + problem.field->kind() + " field");
+    const std::string refusal = device_solve_refusal(*problem.op, device);
+    FK_CHECK(refusal.empty(), kDevice, "an operator with a device path", refusal);
+  }
+  // The observations at the operator's output grid, on the device once.
+  Measurement obs = problem.measurement;
+  const fk::Dims out_shape = problem.op->output_shape(problem.domain.shape());
+  if (!(obs.data.shape() == out_shape)) obs = obs.resampled(out_shape);
+  const Vec theta =
+      problem.field->params().flat().to(fk::kCPU).to(fk::DType::F64).to_vector<double>();
+  const OnDevice on(problem, device);
   fk::Tensor& flat = problem.field->params().flat();
-  const Vec theta = flat.to(fk::DType::F64).to_vector<double>();
+  if (device.is_cuda()) {
+    problem.op->prepare_tables(device, flat.dtype());
+    obs.data = obs.data.to(device);
+    if (obs.mask.defined()) obs.mask = obs.mask.to(device);
+  }
   double theta_max = 0;
   for (double t : theta) theta_max = std::max(theta_max, std::abs(t));
   SymmetricMap H;
@@ -64,7 +105,7 @@ HessianSpectrum hessian_spectrum(const InverseProblem& problem, int k, int n_ite
     const double h = v_max > 0 ? 1e-3 * (1 + theta_max) / v_max : 1.0;
     Vec plus = theta, minus = theta;
     for (size_t i = 0; i < v.size(); ++i) plus[i] += h * v[i], minus[i] -= h * v[i];
-    const Vec gp = gradient(problem, flat, plus), gm = gradient(problem, flat, minus);
+    const Vec gp = gradient(problem, obs, flat, plus), gm = gradient(problem, obs, flat, minus);
     Vec out(v.size());
     for (size_t i = 0; i < v.size(); ++i) out[i] = (gp[i] - gm[i]) / (2 * h);
     return out;

@@ -16,9 +16,15 @@
 // parameterization shapes the fit (NeTMY's preconditioning argument). At the
 // kinks of a non-smooth loss (tv, l1, a softplus near 0 is smooth) there is
 // no Hessian, and the products measure the gradient's jump over the step.
+// On a CUDA device the two gradients of each product run there (the field
+// and the operator's trainable parameters moved there for the call and back
+// after it, the operator's tables made first, the observations uploaded
+// once); the Lanczos arithmetic stays on the host in f64, each product's
+// vectors crossing between them.
 #include <cstdint>
 #include <vector>
 
+#include "fk/device.h"
 #include "nefi/diagnostics/lanczos.h"
 #include "nefi/solve/problem.h"
 
@@ -37,6 +43,10 @@ struct HessianSpectrum {
   double condition = 0;
 };
 
-HessianSpectrum hessian_spectrum(const InverseProblem& problem, int k, int n_iter, uint64_t seed);
+// device: where the gradients run (the CPU by default; a CUDA device needs a
+// field and an operator with a device path: fk::Error naming the part
+// without one).
+HessianSpectrum hessian_spectrum(const InverseProblem& problem, int k, int n_iter, uint64_t seed,
+                                 fk::Device device = fk::kCPU);
 
 }  // namespace nefi::diagnostics

@@ -57,7 +57,7 @@ Diagnostics diagnose_instance(const Instance& inst, const RunConfig& cfg, const 
     InverseProblem hp = prob;
     hp.losses = prob.losses.with_weights(solve ? s->curriculum.stages.back().loss_weights
                                                : s->curriculum.stages.front().loss_weights);
-    d.hessian = hessian_spectrum(hp, opt.hessian_k, opt.hessian_iter, opt.seed);
+    d.hessian = hessian_spectrum(hp, opt.hessian_k, opt.hessian_iter, opt.seed, opt.device);
   }
   d.instance = cfg.instance;
   d.method = method;

@@ -4,8 +4,9 @@
 // (nonlinear: J v by central differences), both in f64, so the spectra,
 // sensitivity maps and gauge readings agree to round-off amplified by the
 // Lanczos steps (1e-8 relative); a host-only model, or one with trainable
-// parameters, is refused by name before any product. Without a usable device the tests skip
-// (scripts/gpu-check runs them on one).
+// parameters, is refused by name before any product. The loss Hessian's
+// gradients on the device give the CPU's spectrum. Without a usable device
+// the tests skip (scripts/gpu-check runs them on one).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -18,9 +19,12 @@
 #include "fk/ops/binary.h"
 #include "fk/random.h"
 #include "fk/test_util.h"
+#include "nefi/baselines/gaussian_splat.h"
+#include "nefi/byop/auto_problem.h"
 #include "nefi/byop/byop_test_models.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/diagnostics/diagnose.h"
+#include "nefi/diagnostics/hessian.h"
 #include "nefi/diagnostics/report.h"
 #include "nefi/operators/composite.h"
 #include "nefi/operators/fft_convolution.h"
@@ -127,6 +131,61 @@ TEST(NefiDiagnoseDevice, AnOperatorWithTrainableParametersIsRefusedByName) {
       [&] { nefi::diagnostics::diagnose(op, x, measured(x, 0.1), small(kGpu)); });
   EXPECT_NE(e.find("an operator without trainable parameters"), std::string::npos) << e;
   EXPECT_NE(e.find("1 trainable parameter tensor(s)"), std::string::npos) << e;
+}
+
+// The loss Hessian's ends with the products' gradients on the device: a
+// grid field through a blur (what a from_forward grid fit trains) gives
+// the CPU's eigenvalues to 1e-3 (finite-difference products of f32
+// gradients, each side's round-off over the step), and the field is back
+// on the CPU with its parameters as they were. A field or a model without
+// a device path is refused by name, the field left on the CPU.
+TEST(NefiDiagnoseDevice, TheLossHessianOnTheDeviceFollowsTheCpu) {
+  NEFI_SKIP_WITHOUT_GPU();
+  nefi::cuda_test::NoTf32 no_tf32;
+  const fk::Dims shape{16, 14};
+  const nefi::Domain d(shape, {1.0, 0.9});
+  const auto op = std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(0.08), d);
+  fk::Generator gen(4);
+  const fk::Tensor x = fk::uniform(shape, 0.0, 1.0, {fk::DType::F64}, &gen);
+  const nefi::Measurement y = measured(
+      fk::add(op->apply(x), fk::mul(fk::randn(shape, {fk::DType::F64}, &gen), 0.01)), 0.01);
+  nefi::AutoOptions o;
+  o.representation = "grid";
+  o.prior = "nonnegative + smooth";
+  o.noise_std = 0.01;
+  nefi::AutoProblem ap = nefi::auto_problem(op, shape, y, o);
+  const std::vector<float> before = ap.problem.field->params().flat().to_vector<float>();
+  const auto cpu = nefi::diagnostics::hessian_spectrum(ap.problem, 3, 12, 0);
+  const auto gpu = nefi::diagnostics::hessian_spectrum(ap.problem, 3, 12, 0, kGpu);
+  EXPECT_TRUE(ap.problem.field->params().flat().device().is_cpu());
+  EXPECT_EQ(ap.problem.field->params().flat().to_vector<float>(), before);
+  EXPECT_EQ(gpu.parameters, cpu.parameters);
+  ASSERT_EQ(gpu.eigenvalues.largest.size(), cpu.eigenvalues.largest.size());
+  ASSERT_EQ(gpu.eigenvalues.smallest.size(), cpu.eigenvalues.smallest.size());
+  for (size_t i = 0; i < cpu.eigenvalues.largest.size(); ++i) {
+    EXPECT_LT(rel(gpu.eigenvalues.largest[i], cpu.eigenvalues.largest[i]), 1e-3) << i;
+    EXPECT_NEAR(gpu.eigenvalues.smallest[i], cpu.eigenvalues.smallest[i],
+                1e-3 * cpu.eigenvalues.largest.front())
+        << i;
+  }
+  EXPECT_GT(cpu.eigenvalues.largest.front(), 0);
+
+  nefi::InverseProblem splat = ap.problem;
+  splat.field = std::make_shared<nefi::GaussianSplatField>(2, nefi::identity_head("x", 0.5), 8, 0);
+  std::string e =
+      fk::test::error_of([&] { (void)nefi::diagnostics::hessian_spectrum(splat, 2, 4, 0, kGpu); });
+  EXPECT_NE(e.find("a field with a device path, got a gaussian_splat field"), std::string::npos)
+      << e;
+  const nefi::test::Blur1D host_model(24, 0.01);
+  nefi::AutoOptions g;
+  g.representation = "grid";
+  g.noise_std = host_model.sigma;
+  const nefi::AutoProblem host_problem =
+      nefi::auto_problem(host_model.op, fk::Dims{host_model.n}, host_model.measurement(), g);
+  e = fk::test::error_of(
+      [&] { (void)nefi::diagnostics::hessian_spectrum(host_problem.problem, 2, 4, 0, kGpu); });
+  EXPECT_NE(e.find("an operator with a device path"), std::string::npos) << e;
+  EXPECT_TRUE(host_problem.problem.field->params().flat().device().is_cpu());
 }
 
 }  // namespace
