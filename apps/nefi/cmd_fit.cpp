@@ -139,6 +139,7 @@ int fit_cmd(const FitRequest& r) {
     refine->refine.mode = r.refine;
     refine->refine.levels = r.refine_levels;
     refine->seed = r.seed;
+    refine->device = device;
     try {  // the engine's own checks, named by the flag
       refine->refine.validate();
     } catch (const fk::Error& e) {
@@ -297,7 +298,7 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->add_option("--device", r->device,
                   "where the fit trains: cpu (default) or cuda[:N], any representation "
                   "through a model with a device path, --autotune's "
-                  "pilots and --diagnose's products too (--refine stays on the CPU)");
+                  "pilots, --diagnose's products and --refine's refit too");
   sub->add_flag("--quiet,-q", r->quiet, "only the summary line");
   sub->footer(
       "Writes <out>/x.npy, prediction.npy, report.md (chi verdict and every automatic decision),\n"

@@ -189,7 +189,7 @@ class ForwardProblem:
 
 
     def refine_edges(self, result, mode="levelset", levels="auto", levels_by="separation",
-                     start_levels=None, seed=0, **options):
+                     start_levels=None, seed=0, device="cpu", **options):
         """Sharpens a solve's smooth field into phases (the reference's
         refine_edges; nefi/solve/refine.h, nefi/byop/refine_fit.h): mode
         levelset (K levels over one level set started at the field,
@@ -201,7 +201,8 @@ class ForwardProblem:
         stay in the prior's range. levels: "auto" (by levels_by: separation
         of the smooth field's histogram, or chi) or K in [2, 8];
         start_levels: two given phase values (K = 2, a mass-matched
-        threshold); seed: the refit's. options
+        threshold); seed: the refit's; device ("cpu", "cuda", "cuda:N"):
+        where the refit trains (a built-in model with a device path). options
         (numbers): steps, lr (default 1e-2 x the field's spread), eps_start,
         eps_end, chi_factor, noise_sigmas, min_chi_smooth, band_fraction,
         band_width, support_share, max_levels, auto_separation,
@@ -239,7 +240,7 @@ class ForwardProblem:
             numbers[str(k)] = float(v)
         rep = self._core.refine_edges(
             np.ascontiguousarray(np.asarray(x, dtype=np.float64)), str(mode), int(levels),
-            str(levels_by), start_levels or [], numbers, int(seed))
+            str(levels_by), start_levels or [], numbers, int(seed), str(device))
         out = dict(given)
         if rep["accepted"]:
             name = self._model.names[0]

@@ -243,9 +243,12 @@ void bind_forward_problem_studies(nb::class_<ForwardProblem>& problem) {
           "refine_edges",
           [](const ForwardProblem& p, nb::ndarray<nb::ro> smooth, const std::string& mode,
              int levels, const std::string& levels_by, const std::vector<double>& start_levels,
-             const std::map<std::string, double>& numbers, uint64_t seed) {
+             const std::map<std::string, double>& numbers, uint64_t seed,
+             const std::string& device) {
             nefi::FitRefineOptions o;
             o.seed = seed;
+            o.device = fk::parse_device(device);
+            fk::check_usable(o.device, "ForwardProblem.refine_edges device");  // before any work
             o.refine = refine_options(mode, levels, levels_by, start_levels, numbers);
             if (const auto lr = numbers.find("lr"); lr != numbers.end()) o.lr = lr->second;
             if (const auto f = numbers.find("floor"); f != numbers.end()) o.floor = f->second;
@@ -269,7 +272,7 @@ void bind_forward_problem_studies(nb::class_<ForwardProblem>& problem) {
             return d;
           },
           nb::arg("smooth"), nb::arg("mode"), nb::arg("levels"), nb::arg("levels_by"),
-          nb::arg("start_levels"), nb::arg("numbers"), nb::arg("seed"))
+          nb::arg("start_levels"), nb::arg("numbers"), nb::arg("seed"), nb::arg("device") = "cpu")
       .def(
           "autotune",
           [](const ForwardProblem& p, const std::string& level,

@@ -53,6 +53,7 @@ RefineReport refine_fit(const AutoProblem& ap, const fk::Tensor& smooth, FitRefi
   if (used) *used = ro;
   SolverOptions so;
   so.seed = o.seed;
+  so.device = o.device;
   RefineReport r = refine_edges(ap.problem, x, ro, so);
   if (r.accepted && r.refined.defined()) {  // the head's range, which the refit does not hold
     const std::vector<double> v = r.refined.to_vector<double>();

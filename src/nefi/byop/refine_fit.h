@@ -15,9 +15,11 @@
 //               min): the refit moves values and interfaces in the field's
 //               units, and a from_forward field has any scale
 // chi in the report is the mean squared residual over sigma^2 (not RMSE /
-// sigma as fit.json's discrepancy_ratio).
+// sigma as fit.json's discrepancy_ratio). The refit trains on `device`
+// (its fields have a device path; the model needs one there).
 #include <optional>
 
+#include "fk/device.h"
 #include "fk/tensor.h"
 #include "nefi/byop/auto_problem.h"
 #include "nefi/solve/refine.h"
@@ -29,6 +31,7 @@ struct FitRefineOptions {
   std::optional<double> lr;     // unset: the rule above
   std::optional<double> floor;  // unset: the prior's low bound (voxels, tv_sharpen)
   uint64_t seed = 0;
+  fk::Device device = fk::kCPU;  // where the refit trains (a model with a device path)
 };
 
 // Throws fk::Error unless the refit can keep `prior` (checked by refine_fit;

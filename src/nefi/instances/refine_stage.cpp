@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "fk/device.h"
 #include "fk/error.h"
 #include "nefi/solve/metrics.h"
 
@@ -110,6 +111,9 @@ fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions&
                              uint64_t seed, RunOutput& out) {
   SolverOptions so;
   so.seed = seed;
+  // The refit trains where the solve did (a solve on a device had a model
+  // with a device path; the refits' fields have one).
+  if (!out.result.device.empty()) so.device = fk::parse_device(out.result.device);
   const RefineReport r = refine_edges(problem, out.reconstruction, options, so);
   out.metrics["refine_accepted"] = r.accepted ? 1.0 : 0.0;
   out.metrics["refine_levels"] = static_cast<double>(r.start_levels.size());

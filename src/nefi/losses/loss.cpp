@@ -163,4 +163,10 @@ void LossSet::check_observations(const Measurement& obs, const std::string& wher
   }
 }
 
+bool LossSet::reads_progress() const {
+  for (const Term& t : terms_)
+    if (t.weight != 0 && t.loss->reads_progress()) return true;
+  return false;
+}
+
 }  // namespace nefi

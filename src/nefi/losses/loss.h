@@ -70,6 +70,10 @@ class Loss {
   // LossSet::check_observations, so a device run refuses what a CPU run
   // refuses. Default: nothing to check.
   virtual void check_observations(const Measurement& obs) const { (void)obs; }
+  // Whether forward reads ctx.progress (a weight that ramps as the stage
+  // anneals): a device step then captures anew when progress moves, since a
+  // replayed graph keeps the progress of its capture. Default: no.
+  virtual bool reads_progress() const { return false; }
 
  private:
   std::string name_;
@@ -102,6 +106,8 @@ class LossSet {
   // what an error says was given.
   void check_observations(const Measurement& obs, const std::string& where,
                           const std::string& whose = "") const;
+  // Whether a term with a non-zero weight reads progress (Loss::reads_progress).
+  bool reads_progress() const;
 
  private:
   std::vector<Term> terms_;

@@ -47,7 +47,7 @@ class LevelSetField : public Field {
     const fk::Tensor c = std::isfinite(floor_)
                              ? fk::clamp(v[1], floor_, std::numeric_limits<double>::infinity())
                              : v[1];
-    fk::Tensor u = fk::mul(fk::full(shape_, 1.0, {phi.dtype()}), c.select(0, 0));
+    fk::Tensor u = fk::mul(fk::full(shape_, 1.0, {phi.dtype(), phi.device()}), c.select(0, 0));
     for (size_t k = 0; k < t_.size(); ++k) {
       const fk::Tensor step = fk::sigmoid(fk::mul(fk::sub(phi, t_[k]), 1.0 / eps));
       u = fk::add(u, fk::mul(step, fk::sub(c.select(0, k + 1), c.select(0, k))));
@@ -61,6 +61,13 @@ class LevelSetField : public Field {
     params_.flat().bump_version();
   }
   std::string kind() const override { return "levelset"; }
+  // On a device through fk's ops (a solve's refit there); the width is a
+  // number of each forward, so its steps are eager while it anneals.
+  bool has_device_path() const override { return true; }
+  void to(fk::Device d) override {
+    fk::check_usable(d, "nefi::refine_levelset");
+    params_.to(d);
+  }
   // The levels as the field reads them (held at the floor).
   std::vector<double> levels() const {
     std::vector<double> c = params_.raw(1).to_vector<double>();
@@ -264,6 +271,8 @@ Result run_refit(InverseProblem p, const RefineOptions& o, const SolverOptions& 
   cur.optim.grad_clip = 0;
   SolverOptions opts;
   opts.seed = so.seed;
+  opts.device = so.device;  // the refit trains where the solve did
+  opts.cuda_graph = so.cuda_graph;
   opts.nan_guard = so.nan_guard;
   opts.callbacks = so.callbacks;  // a caller may watch the refit (its data loss per step)
   opts.on_stage_start = so.on_stage_start;

@@ -57,7 +57,7 @@ class PhaseField : public Field {
     const std::vector<fk::Tensor> v = params_.views();
     const fk::Tensor s = fk::mul(v[0], 1.0 / gap_);
     const fk::Tensor& c = v[1];
-    fk::Tensor u = fk::mul(fk::full(shape_, 1.0, {s.dtype()}), c.select(0, 0));
+    fk::Tensor u = fk::mul(fk::full(shape_, 1.0, {s.dtype(), s.device()}), c.select(0, 0));
     for (size_t k = 1; k < c0_.size(); ++k) {
       const fk::Tensor q = fk::clamp(fk::sub(s, static_cast<double>(k - 1)), 0.0, 1.0);
       u = fk::add(u, fk::mul(q, fk::sub(c.select(0, k), c.select(0, k - 1))));
@@ -71,6 +71,12 @@ class PhaseField : public Field {
     params_.flat().bump_version();
   }
   std::string kind() const override { return "phasefield"; }
+  // On a device through fk's ops (a solve's refit there).
+  bool has_device_path() const override { return true; }
+  void to(fk::Device d) override {
+    fk::check_usable(d, "nefi::refine_phasefield");
+    params_.to(d);
+  }
 
  private:
   fk::Dims shape_;
@@ -85,6 +91,7 @@ class PhaseEnergyLoss : public Loss {
     const fk::Tensor e = phase_energy(ctx.field(kPhase), K_, w_, ctx.domain->spacing());
     return fk::mul(e, std::clamp(ctx.progress, 0.0, 1.0));
   }
+  bool reads_progress() const override { return true; }
 
  private:
   int K_;

@@ -42,6 +42,12 @@ class VoxelField : public Field {
     params_.flat().bump_version();
   }
   std::string kind() const override { return "voxels"; }
+  // On a device through fk's ops (a solve's refit there).
+  bool has_device_path() const override { return true; }
+  void to(fk::Device d) override {
+    fk::check_usable(d, "nefi::refine_voxels");
+    params_.to(d);
+  }
 
  private:
   fk::Dims shape_;

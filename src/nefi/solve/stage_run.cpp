@@ -259,11 +259,13 @@ void StageRun::enqueue_device_step(int t) {
 
 // The host-side structure of the next step: the same number while only the
 // learning rate and step count change (both are block inputs) and while the
-// field's annealing gate can be rewritten in place.
+// field's annealing gate can be rewritten in place and no loss reads
+// progress.
 int64_t StageRun::step_shape() {
   if (progress_ != shape_progress_) {
-    // The field keeps its structure while it can retarget in place (Field::retarget).
-    if (!field_.retarget(progress_)) ++shape_;
+    // The field keeps its structure while it can retarget in place
+    // (Field::retarget); a loss that reads progress needs a new capture.
+    if (!field_.retarget(progress_) || losses_.reads_progress()) ++shape_;
     shape_progress_ = progress_;
   }
   return shape_;

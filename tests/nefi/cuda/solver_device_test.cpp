@@ -1,8 +1,9 @@
 // A neural toy1d solve (FFT convolution operator, MSE + L1 on the field) on a
 // CUDA device against the same solve on the CPU, 30 Adam steps, without and
 // with toy1d's TV term; its grid method over two stages with a grid,
-// low-rank, spectral or hash-grid field. Without a usable device the tests skip
-// (scripts/gpu-check runs them on one).
+// low-rank, spectral or hash-grid field; a grid field beside a loss that
+// reads progress. Without a usable device the tests skip (scripts/gpu-check
+// runs them on one).
 //
 // Tolerance: the two runs differ by f32 round-off from the first step (cuBLAS
 // products against the CPU's GEMM, cuFFT against the CPU FFT, f32 device sums
@@ -21,6 +22,8 @@
 #include "fk/amp.h"
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
+#include "fk/ops/binary.h"
+#include "fk/ops/reduce.h"
 #include "fk/test_util.h"
 #include "nefi/cuda/device_follows_cpu.h"
 #include "nefi/cuda/device_test_util.h"
@@ -163,6 +166,38 @@ TEST(NefiSolverDevice, AHashGridFieldOnTheDeviceFollowsTheCpuAcrossStages) {
 // setup with the CPU's error (the device losses read nothing back and would
 // give NaN): zero-energy data under relative MSE, zero-mean data under
 // normalized MSE, an all-zero mask under Huber.
+// A loss whose weight ramps with progress (Loss::reads_progress, as
+// refine_edges' phase energy does) beside a grid field, which retargets in
+// place: its steps capture anew as progress moves, so every row follows the
+// CPU's (a replayed graph would keep its capture's weight: the rows part
+// within a few steps).
+class RampedSquare : public nefi::Loss {
+ public:
+  RampedSquare() : Loss("ramped_square") {}
+  fk::Tensor forward(const nefi::LossContext& ctx) const override {
+    const fk::Tensor& x = ctx.field("x");
+    return fk::mul(fk::mean(fk::mul(x, x)), 10.0 * ctx.progress);
+  }
+  bool reads_progress() const override { return true; }
+};
+
+TEST(NefiSolverDevice, ALossThatReadsProgressCapturesAnewAsItMoves) {
+  NEFI_SKIP_WITHOUT_GPU();
+  NoTf32 no_tf32;
+  nefi::Params p = toy1d_params(0.0);
+  p.set("lr", "0.05");
+  auto run = [&](fk::Device device) {
+    auto su = nefi::find_instance("toy1d")->setup(p, "grid", 3);
+    su->problem.losses.add(std::make_shared<RampedSquare>(), 1.0);
+    return solve_on(su->problem, su->curriculum, device, 3);
+  };
+  const nefi::Result cpu = run(fk::kCPU);
+  const nefi::Result gpu = run(fk::cuda_device(0));
+  ASSERT_EQ(cpu.history.rows.size(), 30u);
+  ASSERT_GT(cpu.history.rows.back()[4], cpu.history.rows[1][4]);  // progress moved
+  expect_losses_follow(gpu, cpu, 1e-3, 1e-12);
+}
+
 TEST(NefiSolverDevice, DegenerateObservationsAreRefusedAsOnTheCpu) {
   NEFI_SKIP_WITHOUT_GPU();
   auto su =
