@@ -354,7 +354,8 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
     shape; or a result dict of problem.solve(), at its reconstruction).
     ``device`` ("cpu", "cuda", "cuda:N"; None: the config's run.device, else
     $NEFI_DEVICE, else the CPU; the CPU for a from_forward problem) is where
-    the operator's products run (and, with solve, where the run trains)."""
+    the operator's products and the Hessian's gradients run (and, with
+    solve, where the run trains)."""
     common = (int(probes), int(k), int(n_iter), bool(exact_sensitivity))
     out = "" if out is None else os.fspath(out)
     if isinstance(instance, ForwardProblem):

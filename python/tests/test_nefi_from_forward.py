@@ -616,4 +616,3 @@ def test_a_hessian_with_its_gradients_on_a_device_matches_the_cpu():
     np.testing.assert_allclose(gpu["largest"], cpu["largest"], rtol=1e-3)
     d = p.diagnose(k=3, n_iter=8, probes=4, hessian=3, hessian_iter=12, device="cuda")
     np.testing.assert_allclose(d["hessian"]["largest"], cpu["largest"], rtol=1e-3)
-

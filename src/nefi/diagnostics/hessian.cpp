@@ -49,13 +49,24 @@ struct OnDevice {
   fk::Device device;
   OnDevice(const InverseProblem& problem, fk::Device d) : p(problem), device(d) {
     if (!device.is_cuda()) return;
-    p.field->to(device);
-    p.op->parameters_to(device);
+    try {
+      p.field->to(device);
+      p.op->parameters_to(device);
+    } catch (...) {
+      back();
+      throw;
+    }
   }
   ~OnDevice() {
-    if (!device.is_cuda()) return;
-    try {  // a broken device leaves the first error
+    if (device.is_cuda()) back();
+  }
+  // Both back on the CPU; a broken device leaves the first error.
+  void back() noexcept {
+    try {
       p.field->to(fk::kCPU);
+    } catch (...) {
+    }
+    try {
       p.op->parameters_to(fk::kCPU);
     } catch (...) {
     }
@@ -82,10 +93,13 @@ HessianSpectrum hessian_spectrum(const InverseProblem& problem, int k, int n_ite
     const std::string refusal = device_solve_refusal(*problem.op, device);
     FK_CHECK(refusal.empty(), kDevice, "an operator with a device path", refusal);
   }
-  // The observations at the operator's output grid, on the device once.
+  // The observations at the operator's output grid, checked on the host as a
+  // solve checks them (a device loss reads nothing back to refuse them),
+  // then on the device once.
   Measurement obs = problem.measurement;
   const fk::Dims out_shape = problem.op->output_shape(problem.domain.shape());
   if (!(obs.data.shape() == out_shape)) obs = obs.resampled(out_shape);
+  problem.losses.check_observations(obs, "nefi::diagnostics::hessian_spectrum");
   const Vec theta =
       problem.field->params().flat().to(fk::kCPU).to(fk::DType::F64).to_vector<double>();
   const OnDevice on(problem, device);
@@ -115,7 +129,10 @@ HessianSpectrum hessian_spectrum(const InverseProblem& problem, int k, int n_ite
   try {
     s.eigenvalues = extreme_eigenvalues(H, k, n_iter, seed);
   } catch (...) {
-    set_parameters(flat, theta);  // the parameters back as they were
+    try {  // the parameters back as they were; a broken device leaves the first error
+      set_parameters(flat, theta);
+    } catch (...) {
+    }
     throw;
   }
   set_parameters(flat, theta);

@@ -5,7 +5,8 @@
 //
 // A device path: a field whose parameters can train on a CUDA device
 // (NeuralField, GridField, HashGridField, LowRankField, SpectralField,
-// ParametricField and LayeredField) overrides has_device_path and to, and
+// ParametricField, LayeredField and refine_edges' refit fields) overrides
+// has_device_path and to, and
 // retarget where an annealing step can be rewritten in place (LayeredField
 // keeps Field's false); the others keep the defaults (no path; to()
 // refuses a device).

@@ -6,7 +6,7 @@
 // config's solver switches apply). opt.seed is set to cfg.seed, and
 // opt.device to where the method's run trains (the config's run.device, else
 // NEFI_DEVICE, else the CPU; the CPU for a method whose field has no device
-// path): the operator's products run there. With
+// path): the operator's products run there, and the Hessian's gradients. With
 // opt.hessian_k > 0 the training loss's Hessian spectrum at the same
 // parameters (annealing done; the first stage's loss weights at the start,
 // the last's at the solution) too; its solve then trains the method's own

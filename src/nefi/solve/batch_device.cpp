@@ -323,14 +323,10 @@ void DeviceStage::enqueue_step(double progress, double lr_t) {
 
 // The host-side structure of the next step: the same number while only the
 // per-problem scalars change (block inputs) and while the features'
-// annealing gate can be rewritten in place (grid values have none) and no
-// loss reads progress.
+// annealing gate can be rewritten in place (grid values have none).
 int64_t DeviceStage::step_shape(double progress) {
   if (progress != shape_progress_) {
-    const bool losses_read = std::any_of(
-        ps_.begin(), ps_.end(), [](const DeviceProblem& p) { return p.losses.reads_progress(); });
-    if ((run_.mlp0 && !enc_.retarget(progress)) || heads_read_progress(run_.heads()) || losses_read)
-      ++shape_;
+    if ((run_.mlp0 && !enc_.retarget(progress)) || heads_read_progress(run_.heads())) ++shape_;
     shape_progress_ = progress;
   }
   return shape_;

@@ -77,6 +77,9 @@ class PhaseField : public Field {
     fk::check_usable(d, "nefi::refine_phasefield");
     params_.to(d);
   }
+  // forward reads no progress (the energy's weight does: PhaseEnergyLoss's
+  // reads_progress makes those steps capture anew).
+  bool retarget(double) override { return params_.flat().device().is_cuda(); }
 
  private:
   fk::Dims shape_;

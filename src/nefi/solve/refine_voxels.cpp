@@ -48,6 +48,8 @@ class VoxelField : public Field {
     fk::check_usable(d, "nefi::refine_voxels");
     params_.to(d);
   }
+  // forward reads no progress: a captured step stays valid as it moves.
+  bool retarget(double) override { return params_.flat().device().is_cuda(); }
 
  private:
   fk::Dims shape_;

@@ -229,9 +229,10 @@ bool StageRun::non_finite_step(int t, double total) {
 // host read: the inputs' upload, forward, losses, the gather of the scalars,
 // backward, the gradient norm and the gated AdamW update, the outputs'
 // download. Every tensor it makes dies inside it (a graph replay owns none).
-// The step index and progress it hands the losses are the capture's: no loss
-// reads them (LossContext::step, ::progress), and the field's annealing gate
-// is rewritten in place through step_shape.
+// The step index and progress it hands the losses are the capture's: no
+// loss reads the step, one that reads progress (Loss::reads_progress) makes
+// step_shape capture anew as it moves, and the field's annealing gate is
+// rewritten in place through step_shape.
 void StageRun::enqueue_device_step(int t) {
   // The gradients die with the step, also when a capture fails part-way
   // (they would hold memory of the discarded graph).

@@ -162,10 +162,6 @@ TEST(NefiSolverDevice, AHashGridFieldOnTheDeviceFollowsTheCpuAcrossStages) {
   expect_fields_follow_across_stages("hash");
 }
 
-// Observations the CPU losses refuse are refused by a device solve at its
-// setup with the CPU's error (the device losses read nothing back and would
-// give NaN): zero-energy data under relative MSE, zero-mean data under
-// normalized MSE, an all-zero mask under Huber.
 // A loss whose weight ramps with progress (Loss::reads_progress, as
 // refine_edges' phase energy does) beside a grid field, which retargets in
 // place: its steps capture anew as progress moves, so every row follows the
@@ -198,6 +194,10 @@ TEST(NefiSolverDevice, ALossThatReadsProgressCapturesAnewAsItMoves) {
   expect_losses_follow(gpu, cpu, 1e-3, 1e-12);
 }
 
+// Observations the CPU losses refuse are refused by a device solve at its
+// setup with the CPU's error (the device losses read nothing back and would
+// give NaN): zero-energy data under relative MSE, zero-mean data under
+// normalized MSE, an all-zero mask under Huber.
 TEST(NefiSolverDevice, DegenerateObservationsAreRefusedAsOnTheCpu) {
   NEFI_SKIP_WITHOUT_GPU();
   auto su =
