@@ -207,9 +207,9 @@ Command add_run(CLI::App& app, const Context& ctx) {
                   "write OUT/checkpoint-<method>.ckpt every N steps and at stage ends");
   run->add_option(
       "--device", r.device,
-      "train the neural field (or a grid baseline's values) on cpu or cuda[:N] (default: the "
-      "config's run.device, else $NEFI_DEVICE, else cpu; the other baselines run on the CPU; "
-      "a setting the device solve has no path for is refused by name)");
+      "train the method's field on cpu or cuda[:N] (default: the config's run.device, else "
+      "$NEFI_DEVICE, else cpu; a setting the device solve has no path for is refused by "
+      "name)");
   auto* quiet = run->add_flag(
       "--quiet,-q", r.quiet,
       "no progress line and no summary line: the run folder only (errors still print)");

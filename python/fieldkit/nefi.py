@@ -115,8 +115,9 @@ def invert(instance, config=None, seed=None, methods=None, device=None):
     (results then have no ground truth and no field metrics); `methods`
     takes the reference's names for the instance's own solver (neural, nefi,
     netmy, nefty, ...); `device` ("cpu", "cuda", "cuda:N"; default the
-    config's run.device, else cpu) is where a method's neural field or grid
-    values train (the baselines with other fields run on the CPU)."""
+    config's run.device, else cpu) is where a method's field trains (the
+    deep decoder's and Gaussian splats' too; the direct baselines such as
+    FBP, Wiener and ADMM run on the CPU)."""
     target, overrides = _target(instance, config)
     sets, m, s = _sets(overrides)
     if device is not None:

@@ -47,7 +47,7 @@ fk::Tensor channel_normalise(const fk::Tensor& x, const fk::Tensor& scale,
 
 }  // namespace
 
-fk::Tensor linear_resize(const fk::Tensor& x, const fk::Dims& sizes) {
+fk::Tensor linear_resize(const fk::Tensor& x, const fk::Dims& sizes, ResizeMatrices* cache) {
   const int nd = sizes.size();
   bool ok = x.dim() == nd + 1 && (nd == 2 || nd == 3);
   for (int64_t s : sizes) ok = ok && s >= 1;
@@ -66,8 +66,16 @@ fk::Tensor linear_resize(const fk::Tensor& x, const fk::Dims& sizes) {
     const fk::Tensor last = fk::permute(y, order).contiguous();
     fk::Dims moved = last.shape();
     moved[nd] = n;
-    const fk::Tensor r =
-        fk::matmul(last.reshape({last.numel() / m, m}), interpolation_matrix(m, n, x.dtype()).t());
+    fk::Tensor w;
+    if (cache != nullptr) {
+      fk::Tensor& kept = (*cache)[{m, n}];
+      if (!kept.defined() || kept.device() != x.device() || kept.dtype() != x.dtype())
+        kept = interpolation_matrix(m, n, x.dtype()).to(x.device());
+      w = kept;
+    } else {
+      w = interpolation_matrix(m, n, x.dtype()).to(x.device());
+    }
+    const fk::Tensor r = fk::matmul(last.reshape({last.numel() / m, m}), w.t());
     y = fk::permute(r.reshape(moved), back).contiguous();
   }
   return y;
@@ -78,7 +86,7 @@ fk::Tensor bilinear_resize(const fk::Tensor& x, int64_t to0, int64_t to1) {
 }
 
 fk::Tensor deep_decoder_render(const fk::Tensor& input, const std::vector<fk::Tensor>& weights,
-                               const fk::Dims& shape) {
+                               const fk::Dims& shape, ResizeMatrices* cache) {
   const int nd = shape.size();
   FK_CHECK(input.dim() == nd + 1 && weights.size() >= 4 && weights.size() % 3 == 1,
            "nefi::deep_decoder_render",
@@ -96,7 +104,7 @@ fk::Tensor deep_decoder_render(const fk::Tensor& input, const std::vector<fk::Te
       size[a] = std::max<int64_t>(
           1, std::llround(from * std::pow(static_cast<double>(shape[a]) / from, f)));
     }
-    x = linear_resize(x, size);
+    x = linear_resize(x, size, cache);
     const int64_t cells = x.numel() / c;
     x = fk::matmul(weights[3 * k], x.reshape({c, cells})).reshape(x.shape());
     x = channel_normalise(fk::relu(x), weights[3 * k + 1], weights[3 * k + 2]);
@@ -135,7 +143,7 @@ void DeepDecoderField::reset_parameters(uint64_t seed) {
   in_shape[0] = width_;
   std::vector<double> z(in_shape.numel());
   for (double& v : z) v = uniform(rng);
-  input_ = fk::from_vector(z, in_shape).to(dtype_);
+  input_ = fk::from_vector(z, in_shape).to(dtype_).to(params_.flat().device());
   const double he = std::sqrt(2.0 / static_cast<double>(width_));
   for (int i = 0; i < params_.size(); ++i) {
     std::vector<double> w(params_.shape(i).numel());
@@ -157,9 +165,20 @@ void DeepDecoderField::reset_parameters(uint64_t seed) {
 FieldMap DeepDecoderField::forward(const Domain& domain, double progress) {
   FK_CHECK(domain.ndim() == ndim_, "nefi::DeepDecoderField",
            "a " + std::to_string(ndim_) + "-D domain", domain.shape().str());
-  const fk::Tensor raw =
-      deep_decoder_render(input_, params_.views(), domain.shape()) + head_->init_bias()[0];
+  const fk::Tensor raw = deep_decoder_render(input_, params_.views(), domain.shape(), &resize_) +
+                         head_->init_bias()[0];
   return apply_heads({head_}, raw, domain.shape(), progress);
+}
+
+void DeepDecoderField::to(fk::Device d) {
+  fk::check_usable(d, "nefi::DeepDecoderField::to");
+  params_.to(d);
+  input_ = input_.to(d);
+  resize_.clear();
+}
+
+bool DeepDecoderField::retarget(double) {
+  return params_.flat().device().is_cuda() && !heads_read_progress({head_});
 }
 
 void declare_deep_decoder_keys(Params& p, int64_t width, int64_t stages, double lr) {

@@ -11,6 +11,8 @@
 // The learned shift matters: without it every channel has zero mean and the
 // image's mean is pinned at the head's initial value.
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "nefi/field/field.h"
@@ -19,9 +21,17 @@
 
 namespace nefi {
 
+// The resize matrices a render reads on a CUDA device, made on the host
+// once per (from, to) size and uploaded (a captured step then uploads
+// nothing).
+using ResizeMatrices = std::map<std::pair<int64_t, int64_t>, fk::Tensor>;
+
 // Separable linear resize of x (C, a, b[, c]) to (C, sizes...), cell-centred
-// samples with the edges clamped (align_corners false). Differentiable in x.
-fk::Tensor linear_resize(const fk::Tensor& x, const fk::Dims& sizes);
+// samples with the edges clamped (align_corners false), on x's device.
+// Differentiable in x. cache: where the matrices are kept (null: made each
+// call).
+fk::Tensor linear_resize(const fk::Tensor& x, const fk::Dims& sizes,
+                         ResizeMatrices* cache = nullptr);
 // The 2-D case of linear_resize.
 fk::Tensor bilinear_resize(const fk::Tensor& x, int64_t to0, int64_t to1);
 
@@ -30,7 +40,7 @@ fk::Tensor bilinear_resize(const fk::Tensor& x, int64_t to0, int64_t to1);
 // convolution (3 S + 1 tensors) -> the raw image (prod(shape), 1).
 // Differentiable in the weights (and the input).
 fk::Tensor deep_decoder_render(const fk::Tensor& input, const std::vector<fk::Tensor>& weights,
-                               const fk::Dims& shape);
+                               const fk::Dims& shape, ResizeMatrices* cache = nullptr);
 
 class DeepDecoderField : public Field {
  public:
@@ -39,13 +49,19 @@ class DeepDecoderField : public Field {
   FieldMap forward(const Domain& domain, double progress) override;
   void reset_parameters(uint64_t seed) override;
   std::string kind() const override { return "deep_decoder"; }
+  // Trains on a CUDA device through the same fk ops (its resize matrices
+  // uploaded once per size); its forward reads no progress but the head's.
+  bool has_device_path() const override { return true; }
+  void to(fk::Device d) override;
+  bool retarget(double progress) override;
 
  private:
   HeadPtr head_;
   int ndim_;
   int64_t width_, n_stages_;
   fk::DType dtype_;
-  fk::Tensor input_;  // (C, 4, 4[, 4]), fixed
+  fk::Tensor input_;  // (C, 4, 4[, 4]), fixed, on the parameters' device
+  ResizeMatrices resize_;
 };
 
 // The instances' deep_decoder keys: dd_width, dd_stages and dd_lr (the

@@ -73,9 +73,23 @@ FieldMap GaussianSplatField::forward(const Domain& domain, double progress) {
   FK_CHECK(domain.ndim() == ndim_, "nefi::GaussianSplatField",
            "a " + std::to_string(ndim_) + "-D domain", domain.shape().str());
   const std::vector<fk::Tensor> p = params_.views();
-  const fk::Tensor coords = domain.coords(dtype_).reshape({domain.numel(), ndim_});
-  const fk::Tensor raw = render_gaussian_splats(coords, p[0], p[1], p[2]) + head_->init_bias()[0];
+  if (!coords_.defined() || !(coords_shape_ == domain.shape())) {
+    coords_ = domain.coords(dtype_).reshape({domain.numel(), ndim_}).contiguous().to(device_);
+    coords_shape_ = domain.shape();
+  }
+  const fk::Tensor raw = render_gaussian_splats(coords_, p[0], p[1], p[2]) + head_->init_bias()[0];
   return apply_heads({head_}, raw.unsqueeze(1), domain.shape(), progress);
+}
+
+void GaussianSplatField::to(fk::Device d) {
+  fk::check_usable(d, "nefi::GaussianSplatField::to");
+  params_.to(d);
+  if (d != device_) coords_ = fk::Tensor();
+  device_ = d;
+}
+
+bool GaussianSplatField::retarget(double) {
+  return device_.is_cuda() && !heads_read_progress({head_});
 }
 
 }  // namespace nefi

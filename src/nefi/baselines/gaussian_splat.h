@@ -30,12 +30,20 @@ class GaussianSplatField : public Field {
   void reset_parameters(uint64_t seed) override;
   std::string kind() const override { return "gaussian_splat"; }
   int64_t n_primitives() const { return n_primitives_; }
+  // Trains on a CUDA device through the same fk ops (the grid's coordinates
+  // uploaded once per grid); its forward reads no progress but the head's.
+  bool has_device_path() const override { return true; }
+  void to(fk::Device d) override;
+  bool retarget(double progress) override;
 
  private:
   int ndim_;
   HeadPtr head_;
   int64_t n_primitives_;
   fk::DType dtype_;
+  fk::Device device_ = fk::kCPU;
+  fk::Dims coords_shape_;
+  fk::Tensor coords_;  // (cells, ndim) on device_
 };
 
 }  // namespace nefi

@@ -4,9 +4,9 @@
 // `progress` in [0, 1] driving coarse-to-fine annealing.
 //
 // A device path: a field whose parameters can train on a CUDA device
-// (NeuralField, GridField, HashGridField, LowRankField, SpectralField,
-// ParametricField, LayeredField and refine_edges' refit fields) overrides
-// has_device_path and to, and
+// (every kind nefi makes: NeuralField, GridField, HashGridField,
+// LowRankField, SpectralField, ParametricField, LayeredField, the baselines
+// and refine_edges' refit fields) overrides has_device_path and to, and
 // retarget where an annealing step can be rewritten in place (LayeredField
 // keeps Field's false); the others keep the defaults (no path; to()
 // refuses a device).

@@ -37,9 +37,10 @@ void score_output(const Instance& instance, const Params& p, uint64_t seed, RunO
 void finish_solved_output(const Instance& instance, const Params& p, const InverseProblem& solved,
                           uint64_t seed, RunOutput& out);
 
-// The options `method` solves `field` with: `so`, on the CPU for a baseline
-// whose field has no device path (Field::has_device_path: a run's device is where
-// its neural field or grid values train, whichever method builds them).
+// The options `method` solves `field` with: `so`, on the CPU for a method
+// other than the instance's own whose field has no device path
+// (Field::has_device_path; every field kind nefi makes has one, so only a
+// field of a caller's own falls back).
 SolverOptions method_options(const Instance& instance, const std::string& method,
                              const Field& field, SolverOptions so);
 

@@ -75,8 +75,8 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
   if (opt_.device.is_cpu()) return;
   const char* where = "nefi::Solver (device)";
   FK_CHECK(problem_.field->has_device_path(), where,
-           "a field with a device path (neural, grid, hash, lowrank, spectral, parametric, "
-           "layered, or a refit's; the baselines train on the cpu)",
+           "a field with a device path (every kind nefi makes has one; a field of your own "
+           "overrides Field::has_device_path and to)",
            "a " + problem_.field->kind() + " field");
   // Before any step: a host-only operator would otherwise fail on its first
   // mixed-device operand, deep inside a loss, with no word of which part is CPU-only.

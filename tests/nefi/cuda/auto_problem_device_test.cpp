@@ -17,12 +17,12 @@
 #include "fk/ops/binary.h"
 #include "fk/random.h"
 #include "fk/test_util.h"
-#include "nefi/baselines/deep_decoder.h"
 #include "nefi/byop/auto_batch.h"
 #include "nefi/byop/auto_problem.h"
 #include "nefi/byop/byop_test_models.h"
 #include "nefi/cuda/device_follows_cpu.h"
 #include "nefi/cuda/device_test_util.h"
+#include "nefi/host_only_field.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/tune/fit_autotune.h"
 
@@ -253,12 +253,14 @@ TEST(NefiAutoProblemDevice, AutotunePilotsTrainOnTheDevice) {
 TEST(NefiAutoProblemDevice, AFieldWithoutADevicePathIsRefusedByName) {
   NEFI_SKIP_WITHOUT_GPU();
   nefi::AutoProblem ap = problem(blurred_square(), "grid");
-  ap.problem.field = std::make_shared<nefi::DeepDecoderField>(nefi::identity_head("x", 0.5), 2, 8,
-                                                              2, 0);  // a baseline: CPU only
+  ap.problem.field = std::make_shared<nefi::test::HostOnlyField>(blurred_square().shape);
   nefi::SolverOptions so;
   so.device = kGpu;
   const std::string e = fk::test::error_of([&] { (void)ap.solve(so); });
-  EXPECT_NE(e.find("a field with a device path"), std::string::npos) << e;
+  EXPECT_NE(e.find("a field with a device path (every kind nefi makes has one; a field of your own "
+                   "overrides Field::has_device_path and to), got a host_only field"),
+            std::string::npos)
+      << e;
 }
 
 // A multiscale problem's coarse stage sees the model through the host-side

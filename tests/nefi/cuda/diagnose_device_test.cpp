@@ -21,13 +21,13 @@
 #include "fk/ops/reduce.h"
 #include "fk/random.h"
 #include "fk/test_util.h"
-#include "nefi/baselines/gaussian_splat.h"
 #include "nefi/byop/auto_problem.h"
 #include "nefi/byop/byop_test_models.h"
 #include "nefi/cuda/device_test_util.h"
 #include "nefi/diagnostics/diagnose.h"
 #include "nefi/diagnostics/hessian.h"
 #include "nefi/diagnostics/report.h"
+#include "nefi/host_only_field.h"
 #include "nefi/operators/composite.h"
 #include "nefi/operators/fft_convolution.h"
 #include "nefi/operators/function_operator.h"
@@ -171,12 +171,11 @@ TEST(NefiDiagnoseDevice, TheLossHessianOnTheDeviceFollowsTheCpu) {
   }
   EXPECT_GT(cpu.eigenvalues.largest.front(), 0);
 
-  nefi::InverseProblem splat = ap.problem;
-  splat.field = std::make_shared<nefi::GaussianSplatField>(2, nefi::identity_head("x", 0.5), 8, 0);
-  std::string e =
-      fk::test::error_of([&] { (void)nefi::diagnostics::hessian_spectrum(splat, 2, 4, 0, kGpu); });
-  EXPECT_NE(e.find("a field with a device path, got a gaussian_splat field"), std::string::npos)
-      << e;
+  nefi::InverseProblem host_only = ap.problem;
+  host_only.field = std::make_shared<nefi::test::HostOnlyField>(shape);
+  std::string e = fk::test::error_of(
+      [&] { (void)nefi::diagnostics::hessian_spectrum(host_only, 2, 4, 0, kGpu); });
+  EXPECT_NE(e.find("a field with a device path, got a host_only field"), std::string::npos) << e;
   const nefi::test::Blur1D host_model(24, 0.01);
   nefi::AutoOptions g;
   g.representation = "grid";

@@ -144,8 +144,9 @@ TEST(NefiRunOverrides, DeviceFromSetOrKnobNamesItsOwnRunFolder) {
   EXPECT_TRUE(nefi::solver_options(c).device.is_cuda());
   EXPECT_NE(error_of([&] { nefi::apply_set(c, "run.device=gpu"); }).find("run.device"),
             std::string::npos);
-  // The device trains every method whose field has a device path (a neural
-  // field or a grid baseline's values); the other baselines solve on the CPU.
+  // The device trains every method whose field has a device path: every
+  // field kind nefi makes, the baselines' deep decoder and Gaussian splats
+  // included.
   const nefi::SolverOptions so = nefi::solver_options(c);
   auto device_of = [&](const std::string& instance, const std::string& method) {
     const nefi::InstancePtr inst = nefi::find_instance(instance);
@@ -158,8 +159,8 @@ TEST(NefiRunOverrides, DeviceFromSetOrKnobNamesItsOwnRunFolder) {
   EXPECT_TRUE(device_of("thermal_tomography", "nefty").is_cuda());
   EXPECT_TRUE(device_of("thermal_tomography", "grid").is_cuda());
   EXPECT_TRUE(device_of("thermal_tomography", "pinn_soft").is_cuda());
-  EXPECT_TRUE(device_of("deconvolution", "deep_decoder").is_cpu());
-  EXPECT_TRUE(device_of("deconvolution", "gaussian_splat").is_cpu());
+  EXPECT_TRUE(device_of("deconvolution", "deep_decoder").is_cuda());
+  EXPECT_TRUE(device_of("deconvolution", "gaussian_splat").is_cuda());
   // config.yaml names the CPU too: re-run under another NEFI_DEVICE, it stays.
   EXPECT_NE(nefi::to_yaml(cpu).find("  device: cpu"), std::string::npos);
   const fs::path f = nefi::test::scratch() / "device_round_trip.yaml";

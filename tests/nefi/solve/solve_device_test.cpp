@@ -12,10 +12,9 @@
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
 #include "fk/test_util.h"
-#include "nefi/baselines/deep_decoder.h"
-#include "nefi/baselines/gaussian_splat.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/field/heads.h"
+#include "nefi/host_only_field.h"
 #include "nefi/instances/instance.h"
 #include "nefi/solve/solver.h"
 
@@ -31,15 +30,15 @@ nefi::Params small_toy1d() {
 }
 
 // The fk::Error message of constructing and running the solve, "" if none
-// (method "baseline": the grid method's problem with a Gaussian-splat field,
-// a baseline without a device path).
+// (method "host_only": the grid method's problem with a field without a
+// device path, host_only_field.h).
 std::string refusal(const std::string& method, const std::string& optimizer, bool ema,
                     fk::Device device) {
-  auto su =
-      nefi::find_instance("toy1d")->setup(small_toy1d(), method == "baseline" ? "grid" : method, 0);
-  if (method == "baseline") {
+  auto su = nefi::find_instance("toy1d")->setup(small_toy1d(),
+                                                method == "host_only" ? "grid" : method, 0);
+  if (method == "host_only") {
     const auto& grid = dynamic_cast<const nefi::GridField&>(*su->problem.field);
-    su->problem.field = std::make_shared<nefi::GaussianSplatField>(1, grid.heads().front(), 8, 0);
+    su->problem.field = std::make_shared<nefi::test::HostOnlyField>(grid.shape());
   }
   if (!optimizer.empty()) su->curriculum.optim.optimizer = optimizer;
   if (ema) su->curriculum.optim.ema = 0.9;
@@ -55,7 +54,9 @@ std::string refusal(const std::string& method, const std::string& optimizer, boo
 
 TEST(NefiSolverDeviceOption, HostOnlyPartsAreRefusedByName) {
   const fk::Device gpu = fk::cuda_device(0);
-  EXPECT_NE(refusal("baseline", "", false, gpu).find("a field with a device path"),
+  EXPECT_NE(refusal("host_only", "", false, gpu)
+                .find("a field with a device path (every kind nefi makes has one; a field of your "
+                      "own overrides Field::has_device_path and to), got a host_only field"),
             std::string::npos);
   EXPECT_NE(refusal("neural", "sgd", false, gpu).find("SGD has no device step"), std::string::npos);
   // L-BFGS trains there (its evaluations on the device, its recursion on the
@@ -134,11 +135,11 @@ TEST(NefiSolverDeviceOption, PinnSoftIsNotRefusedAndAnUnusableDeviceIsNamed) {
 // cannot use.
 TEST(NefiSolverDeviceOption, FieldsMoveOnlyWhereTheyHaveAPath) {
   const std::vector<nefi::HeadPtr> heads{nefi::make_head("identity", "x", 0.5)};
-  nefi::DeepDecoderField baseline(heads.front(), 2, 8, 2, 0);
-  EXPECT_FALSE(baseline.has_device_path());
-  baseline.to(fk::kCPU);
-  std::string e = fk::test::error_of([&] { baseline.to(fk::cuda_device(0)); });
-  EXPECT_NE(e.find("the cpu for a 'deep_decoder' field"), std::string::npos) << e;
+  nefi::test::HostOnlyField host_only(fk::Dims{16, 16});
+  EXPECT_FALSE(host_only.has_device_path());
+  host_only.to(fk::kCPU);
+  std::string e = fk::test::error_of([&] { host_only.to(fk::cuda_device(0)); });
+  EXPECT_NE(e.find("the cpu for a 'host_only' field"), std::string::npos) << e;
   nefi::GridField grid(fk::Dims{16, 16}, heads);
   EXPECT_TRUE(grid.has_device_path());
   const fk::Device absent = fk::cuda_device(fk::cuda::device_count());
