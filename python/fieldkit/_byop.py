@@ -216,8 +216,10 @@ class ForwardProblem:
         field_parameters then None, its report with a refine line), else as
         given, and the report under "refine"; the report holds accepted,
         reason, refusal, chi_smooth, chi_refined, levels, thresholds,
-        in_band, support_kept, refined (the refit, accepted or not), field,
-        prediction and data_fit (of the field to use)."""
+        in_band, support_kept, refit_steps and refit_graph_steps (how many
+        replayed a captured CUDA graph on a device), refined (the refit,
+        accepted or not), field, prediction and data_fit (of the field to
+        use)."""
         given = result if isinstance(result, dict) else {"reconstruction": np.asarray(result)}
         x = given["reconstruction"]
         if isinstance(x, dict):

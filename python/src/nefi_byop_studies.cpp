@@ -133,6 +133,8 @@ nb::dict refine_report_dict(const nefi::RefineReport& r) {
   d["chi_sigma"] = r.chi_sigma;
   d["in_band"] = r.in_band;
   d["support_kept"] = r.support_kept;
+  d["refit_steps"] = r.refit_steps;
+  d["refit_graph_steps"] = r.refit_graph_steps;
   d["refined"] = numpy_or_none(r.refined);
   d["field"] = numpy_or_none(r.field);
   return d;

@@ -138,3 +138,4 @@ def test_a_refit_on_a_device_decides_as_the_cpu():
     assert gpu["accepted"] == cpu["accepted"]
     np.testing.assert_allclose(gpu["levels"], cpu["levels"], atol=0.02)
     assert gpu["chi_refined"] == pytest.approx(cpu["chi_refined"], rel=0.02)
+    assert gpu["refit_steps"] == cpu["refit_steps"] > 0 and cpu["refit_graph_steps"] == 0

@@ -263,7 +263,8 @@ double start_phases(const InverseProblem& problem, const fk::Tensor& smooth,
   return gap;
 }
 
-Result run_refit(InverseProblem p, const RefineOptions& o, const SolverOptions& so) {
+Result run_refit(InverseProblem p, const RefineOptions& o, const SolverOptions& so,
+                 RefineReport& r) {
   Curriculum cur = Curriculum::single(p.domain.shape(), o.steps, o.lr);
   cur.stages[0].name = "refine";
   cur.optim.optimizer = "adam";
@@ -276,7 +277,12 @@ Result run_refit(InverseProblem p, const RefineOptions& o, const SolverOptions& 
   opts.nan_guard = so.nan_guard;
   opts.callbacks = so.callbacks;  // a caller may watch the refit (its data loss per step)
   opts.on_stage_start = so.on_stage_start;
-  return Solver(std::move(p), cur, opts).run();
+  Result res = Solver(std::move(p), cur, opts).run();
+  for (const StageResult& st : res.stages) {
+    r.refit_steps += st.steps;
+    r.refit_graph_steps += st.graph_steps;
+  }
+  return res;
 }
 
 void judge(const InverseProblem& problem, const std::vector<double>& xs,
@@ -436,7 +442,7 @@ RefineReport refine_levelset(const InverseProblem& problem, const fk::Tensor& sm
   auto field = std::make_shared<LevelSetField>(primary, shape, xs, r.thresholds, r.start_levels,
                                                o.eps_start * gap, o.eps_end * gap, o.floor);
   p.field = field;
-  const Result res = run_refit(std::move(p), o, so);
+  const Result res = run_refit(std::move(p), o, so, r);
   r.refined = res.fields.at(primary).to(fk::DType::F64);
   r.levels = field->levels();
   judge(problem, xs, field->params().raw(0).to_vector<double>(), o, r);

@@ -147,6 +147,10 @@ struct RefineReport {
   // chi's spread over the noise: chi_smooth's standard error as a mean of
   // its per-datum terms (0 without a known noise level).
   double chi_sigma = 0;
+  // The refit's steps, and how many of them replayed a captured CUDA graph
+  // (a device refit; 0 on the CPU).
+  int refit_steps = 0;
+  int64_t refit_graph_steps = 0;
   // The share of the smooth field's half-max support the refined field keeps.
   double support_kept = 1;
   fk::Tensor refined;  // the refined field (f64), also when refused

@@ -48,8 +48,10 @@ using PenaltyAdder = std::function<void(LossSet&, const std::string&, double, co
 RefineReport refit_per_cell(const InverseProblem& problem, const fk::Tensor& smooth,
                             const RefineOptions& o, const SolverOptions& so, const char* who,
                             const PenaltyAdder& add_penalty);
-// The refit: `p` (its field replaced) along one Adam stage of o.steps at o.lr.
-Result run_refit(InverseProblem p, const RefineOptions& o, const SolverOptions& so);
+// The refit: `p` (its field replaced) along one Adam stage of o.steps at o.lr;
+// records its steps and graph replays in r.
+Result run_refit(InverseProblem p, const RefineOptions& o, const SolverOptions& so,
+                 RefineReport& r);
 // Sets r.chi_refined, r.in_band (interfaces of `phases`, the per-cell value
 // the thresholds split), r.support_kept and the verdict; r.refined must be set.
 void judge(const InverseProblem& problem, const std::vector<double>& xs,

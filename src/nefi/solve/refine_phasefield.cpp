@@ -160,7 +160,7 @@ RefineReport refine_phasefield(const InverseProblem& problem, const fk::Tensor& 
   p.losses.add(
       std::make_shared<PhaseEnergyLoss>(static_cast<int>(r.start_levels.size()), o.phase_width),
       o.well_weight);
-  const Result res = run_refit(std::move(p), o, so);
+  const Result res = run_refit(std::move(p), o, so, r);
   r.refined = res.fields.at(primary).to(fk::DType::F64);
   r.levels = field->params().raw(1).to_vector<double>();
   judge(problem, xs, r.refined.to_vector<double>(), o, r);

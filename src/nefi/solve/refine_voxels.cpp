@@ -119,7 +119,7 @@ RefineReport refit_per_cell(const InverseProblem& problem, const fk::Tensor& smo
   const std::string primary = problem.field->primary();
   p.field = voxel_field(primary, shape, xs, o.floor);
   add_penalty(p.losses, primary, gap, r);
-  const Result res = run_refit(std::move(p), o, so);
+  const Result res = run_refit(std::move(p), o, so, r);
   r.refined = res.fields.at(primary).to(fk::DType::F64);
   const std::vector<double> u = r.refined.to_vector<double>();
   r.levels = class_means(u, r.thresholds);

@@ -4,7 +4,8 @@
 // field trained there, the same decision, chi within 2 %, the levels within
 // 0.02, the refined field within 0.05 of the CPU's in all but a few
 // interface cells (f32 refits of 150 Adam steps part by round-off), and the
-// first 20 steps' losses within 1e-3. A refit whose model has no device
+// first 20 steps' losses within 1e-3; the voxel refits replay a captured
+// graph, the annealing ones run eagerly. A refit whose model has no device
 // path is refused by name. Without a usable device the tests skip
 // (scripts/gpu-check runs them).
 #include <gtest/gtest.h>
@@ -88,6 +89,17 @@ TEST(NefiRefineDevice, EveryModeRefitsOnTheDeviceAsOnTheCpu) {
     const nefi::RefineReport cpu = nefi::refine_edges(p.problem, p.smooth, o, cpu_so);
     const nefi::RefineReport gpu = nefi::refine_edges(p.problem, p.smooth, o, gpu_so);
     EXPECT_EQ(refit_device, kGpu.str());
+    // The voxel field retargets, so its refits replay one captured graph
+    // after the warm-up and capture steps; the level set's width and the
+    // phase energy's weight move every step, so theirs are eager.
+    EXPECT_EQ(gpu.refit_steps, 150);
+    EXPECT_EQ(cpu.refit_graph_steps, 0);
+    const bool replays = mode == "voxels" || mode == "tv_sharpen";
+    if (replays) {
+      EXPECT_GE(gpu.refit_graph_steps, 148);
+    } else {
+      EXPECT_EQ(gpu.refit_graph_steps, 0);
+    }
     EXPECT_TRUE(cpu.accepted) << cpu.reason;
     EXPECT_EQ(gpu.accepted, cpu.accepted) << gpu.reason;
     EXPECT_NEAR(gpu.chi_refined, cpu.chi_refined, 0.02 * cpu.chi_refined);
