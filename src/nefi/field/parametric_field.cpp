@@ -23,6 +23,15 @@ constexpr const char* kWhere = "nefi::ParametricField";
 using cuda::kShapeChunk;
 using Profile = cuda::ShapeProfile;
 
+// A stars' outline of degree 3..8 has 1 to 6 degree gates.
+void check_star_gate_count(size_t gates, const char* where) {
+  const int n_gates = kStarMaxDegree - kStarMinDegree + 1;
+  FK_CHECK(gates >= 1 && static_cast<int>(gates) <= n_gates, where,
+           "stars with 1 to " + std::to_string(n_gates) + " degree gates (degrees " +
+               std::to_string(kStarMinDegree) + " to " + std::to_string(kStarMaxDegree) + ")",
+           std::to_string(gates));
+}
+
 // vertices: the polygons' V (read for polygons only).
 Profile profile_of(const std::string& family, double eps, const std::vector<double>& gates = {},
                    int vertices = 0) {
@@ -50,11 +59,7 @@ Profile profile_of(const std::string& family, double eps, const std::vector<doub
     p.gates[0] = gates[0];
   }
   if (family == "stars") {
-    const int n_gates = kStarMaxDegree - kStarMinDegree + 1;
-    FK_CHECK(!gates.empty() && static_cast<int>(gates.size()) <= n_gates, kWhere,
-             "stars with 1 to " + std::to_string(n_gates) + " degree gates (degrees " +
-                 std::to_string(kStarMinDegree) + " to " + std::to_string(kStarMaxDegree) + ")",
-             std::to_string(gates.size()));
+    check_star_gate_count(gates.size(), kWhere);
     for (double g : gates)
       FK_CHECK(g >= 0 && g <= 1, kWhere, "degree gates in [0, 1]", std::to_string(g));
     p.degree = static_cast<int>(gates.size()) + kStarMinDegree - 1;
@@ -179,11 +184,7 @@ fk::Tensor parametric_shapes(const fk::Tensor& coords, const fk::Tensor& shapes,
                              const fk::Tensor& background, const std::string& family, double eps,
                              const std::vector<double>& degree_gates) {
   constexpr const char* kOp = "nefi::parametric_shapes";
-  const int n_gates = kStarMaxDegree - kStarMinDegree + 1;
-  FK_CHECK(family != "stars" || (!degree_gates.empty() && std::ssize(degree_gates) <= n_gates), kOp,
-           "stars with 1 to " + std::to_string(n_gates) + " degree gates (degrees " +
-               std::to_string(kStarMinDegree) + " to " + std::to_string(kStarMaxDegree) + ")",
-           std::to_string(degree_gates.size()));
+  if (family == "stars") check_star_gate_count(degree_gates.size(), kOp);
   const int degree =
       family == "stars" ? static_cast<int>(degree_gates.size()) + kStarMinDegree - 1 : 0;
   const int vertices = check_parametric_operands(coords, shapes, background, family, degree, kOp);
