@@ -178,7 +178,10 @@ def advection_diffusion(shape, times, velocity=None, diffusivity=0.0, unknown="i
     largest value needs, and the gradient runs the same steps' transposes
     backward. Give the fit a bounded prior ("bounded(0, D_max) + tv"): with
     "positive" the start's search of constants tries D up to 1e4, whose
-    explicit substeps are many."""
+    explicit substeps are many. Either unknown trains on a GPU too
+    (``solve(device="cuda")``); there the diffusivity's stencils are built
+    for each D on the device, which reads back only what its substeps
+    follow, so its steps run eagerly rather than as one captured graph."""
     shape = tuple(int(s) for s in shape)
     if velocity is None:
         velocity = []

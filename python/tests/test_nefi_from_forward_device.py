@@ -1,6 +1,7 @@
 """fieldkit.nefi.from_forward on a GPU: a built-in model's short solves and
 autotune pilots, a batch of problems, a diagnosis and the loss Hessian with
-their products on the device, each against the same work on the CPU.
+their products on the device, and a diffusivity map's fit, each against the
+same work on the CPU.
 scripts/gpu-check runs them on a GPU machine; elsewhere they skip."""
 import numpy as np
 import pytest
@@ -92,3 +93,31 @@ def test_a_hessian_with_its_gradients_on_a_device_matches_the_cpu():
     np.testing.assert_allclose(gpu["largest"], cpu["largest"], rtol=1e-3)
     d = p.diagnose(k=3, n_iter=8, probes=4, hessian=3, hessian_iter=12, device="cuda")
     np.testing.assert_allclose(d["hessian"]["largest"], cpu["largest"], rtol=1e-3)
+
+
+@pytest.mark.skipif(not fieldkit.cuda_available(), reason="no usable CUDA device")
+def test_a_diffusivity_fit_on_a_device_follows_the_cpu():
+    """The advection-diffusion operator with the diffusivity map as the
+    unknown (a known release spreading through a disc of higher D): the
+    device fit follows the CPU's (f32 round-off in the field's steps, so
+    1e-3 relative on the losses), each step eagerly, since every apply reads
+    its substeps' bounds back to the host."""
+    n = 16
+    c = (np.arange(n) + 0.5) / n
+    x, y = np.meshgrid(c, c, indexing="ij")
+    D = 2e-3 + 6e-3 * (((x - 0.6) ** 2 + (y - 0.4) ** 2) < 0.2 ** 2)
+    release = sum(np.exp(-((x - a) ** 2 + (y - b) ** 2) / (2 * 0.05 ** 2))
+                  for a in (0.25, 0.75) for b in (0.25, 0.75))
+    op = nefi.operators.advection_diffusion((n, n), [0.1, 0.2], velocity=(0.2, -0.1),
+                                            unknown="diffusivity", release=release)
+    p = nefi.from_forward(op, op(D), prior="bounded(0, 0.02) + tv", representation="grid",
+                          noise=1e-4, budget="30", discrepancy=False)  # the same steps on both
+    cpu = p.solve()
+    gpu = p.solve(device="cuda")
+    assert cpu["device"] == "cpu" and gpu["device"] == "cuda:0"
+    assert all(s["graph_steps"] == 0 for s in gpu["stages"])
+    assert "back to the host" in gpu["stages"][-1]["device_note"]
+    assert [s["steps"] for s in cpu["stages"]] == [s["steps"] for s in gpu["stages"]]
+    np.testing.assert_allclose(gpu["history"]["total"], cpu["history"]["total"], rtol=1e-3)
+    np.testing.assert_allclose(gpu["reconstruction"], cpu["reconstruction"], rtol=1e-3,
+                               atol=1e-6)

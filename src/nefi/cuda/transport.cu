@@ -1,7 +1,8 @@
 // The advection-diffusion kernels (transport_kernels.h): one Euler step of a
-// factor, the observation gather and its transpose, and the source's
-// gradient sum. One thread per output value; the arithmetic is
-// transport_cells.h's.
+// factor, the observation gather and its transpose, the source's gradient
+// sum, and for the diffusivity unknown each factor's stencil built for D and
+// its transpose, the gradient's face sums and their chain to the cells.
+// One thread per output value; the arithmetic is transport_cells.h's.
 #include <cstdint>
 
 #include "fk/cuda/common.cuh"
@@ -47,6 +48,40 @@ __global__ void accumulate_kernel(int64_t n, double tau, const double* v, double
   }
 }
 
+__global__ void face_terms_kernel(TransportGrid g, int axis, double w, const double* c,
+                                  const double* lam, double* dface) {
+  FK_CUDA_LOOP(i, g.cells) {
+    const int64_t k = (i / g.stride[axis]) % g.size[axis];
+    const int64_t j = transport_upper_cell(i, k, g.size[axis], g.stride[axis], g.periodic[axis]);
+    if (j >= 0) {
+      double& f = dface[axis * g.cells + i];
+      f = face_term(f, w, c[i], c[j], lam[i], lam[j]);
+    }
+  }
+}
+
+__global__ void stencil_kernel(TransportStencil s, int64_t width, int32_t* col, double* weight,
+                               double* per_tau, double* rate, double* bad) {
+  FK_CUDA_LOOP(i, s.grid.cells) {
+    write_stencil_row(s, width, i, col, weight, per_tau, rate, bad);
+  }
+}
+
+__global__ void stencil_transpose_kernel(TransportStencil s, int64_t width, const int32_t* col,
+                                         const double* weight, const double* per_tau,
+                                         int32_t* t_col, double* t_weight, double* t_per_tau) {
+  FK_CUDA_LOOP(c, s.grid.cells) {
+    write_transposed_row(s, width, c, col, weight, per_tau, t_col, t_weight, t_per_tau);
+  }
+}
+
+__global__ void diffusivity_gradient_kernel(TransportGrid g, const double* dface, const double* D,
+                                            double* dD) {
+  FK_CUDA_LOOP(x, g.cells) {
+    dD[x] = diffusivity_gradient_cell(g, dface, D, x);
+  }
+}
+
 }  // namespace
 
 void launch_transport_step(const TransportRows& m, int64_t batch, int64_t cells, double tau,
@@ -74,6 +109,37 @@ void launch_transport_accumulate(int64_t n, double tau, const double* v, double*
                                  void* stream) {
   accumulate_kernel<<<blocks_for(n), kThreads, 0, as_stream(stream)>>>(n, tau, v, acc);
   check_launch("nefi::cuda::transport_accumulate");
+}
+
+void launch_transport_face_terms(const TransportGrid& grid, int axis, double w, const double* c,
+                                 const double* lam, double* dface, void* stream) {
+  face_terms_kernel<<<blocks_for(grid.cells), kThreads, 0, as_stream(stream)>>>(grid, axis, w, c,
+                                                                                lam, dface);
+  check_launch("nefi::cuda::transport_face_terms");
+}
+
+void launch_transport_diffusivity_gradient(const TransportGrid& grid, const double* dface,
+                                           const double* D, double* dD, void* stream) {
+  diffusivity_gradient_kernel<<<blocks_for(grid.cells), kThreads, 0, as_stream(stream)>>>(
+      grid, dface, D, dD);
+  check_launch("nefi::cuda::transport_diffusivity_gradient");
+}
+
+void launch_transport_stencil(const TransportStencil& s, int64_t width, int32_t* col,
+                              double* weight, double* per_tau, double* rate, double* bad,
+                              void* stream) {
+  stencil_kernel<<<blocks_for(s.grid.cells), kThreads, 0, as_stream(stream)>>>(
+      s, width, col, weight, per_tau, rate, bad);
+  check_launch("nefi::cuda::transport_stencil");
+}
+
+void launch_transport_stencil_transpose(const TransportStencil& s, int64_t width,
+                                        const int32_t* col, const double* weight,
+                                        const double* per_tau, int32_t* t_col, double* t_weight,
+                                        double* t_per_tau, void* stream) {
+  stencil_transpose_kernel<<<blocks_for(s.grid.cells), kThreads, 0, as_stream(stream)>>>(
+      s, width, col, weight, per_tau, t_col, t_weight, t_per_tau);
+  check_launch("nefi::cuda::transport_stencil_transpose");
 }
 
 }  // namespace nefi::cuda

@@ -283,10 +283,9 @@ fk::Tensor AdvectionDiffusionOperator::apply(const fk::Tensor& x) const {
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, kWhere,
            "a real f32/f64 field", fk::name(x.dtype()));
   if (options_.unknown == TransportUnknown::kDiffusivity) {
-    FK_CHECK(x.device().is_cpu(), kWhere, "a diffusivity on the CPU (" + host_only_reason() + ")",
-             x.device().str());
     FK_CHECK(lead == 0, kWhere,
              "the diffusivity of the grid's shape " + shape.str() + " (no batch)", x.shape().str());
+    if (!x.device().is_cpu()) return advection_diffusion_device(*this, x);
     const std::vector<double> D = x.detach().to(fk::DType::F64).contiguous().to_vector<double>();
     const bool grad = fk::autograd::needs_grad(x);
     auto node = grad ? std::make_shared<DiffusivityBackward>() : nullptr;
@@ -355,29 +354,20 @@ fk::Dims AdvectionDiffusionOperator::output_shape(const fk::Dims& shape) const {
   return out;
 }
 
-std::string AdvectionDiffusionOperator::host_only_reason() const {
-  if (options_.unknown != TransportUnknown::kDiffusivity) return "";
-  return "the diffusivity unknown's stencil is assembled on the host for each D; a release "
-         "unknown steps on a device";
-}
-
 const TransportTablesOnDevice& AdvectionDiffusionOperator::tables_on(fk::Device device) const {
-  FK_CHECK(options_.unknown != TransportUnknown::kDiffusivity, std::string(kWhere) + "::tables_on",
-           "a release unknown", "the diffusivity");
   std::lock_guard<std::mutex> lock(device_cache_->mu);
   auto it = device_cache_->by_device.find(device.str());
   if (it != device_cache_->by_device.end()) return it->second;
   auto upload = [&](const auto& v) {
     return fk::from_vector(v, {static_cast<int64_t>(v.size())}, device);
   };
-  auto rows = [&](const SparseRows& m, const std::vector<double>& per_tau) {
-    return TransportTablesOnDevice::Rows{upload(m.row_start), upload(m.col), upload(m.weight),
-                                         per_tau.empty() ? fk::Tensor() : upload(per_tau)};
-  };
   TransportTablesOnDevice t;
-  for (const transport::Factor& f : plan_->factors) {
-    t.forward.push_back(rows(f.L, f.per_tau));
-    t.transposed.push_back(rows(f.Lt, f.per_tau_t));
+  if (options_.unknown == TransportUnknown::kDiffusivity) {
+    t.release = upload(plan_->release);
+    for (const std::vector<double>& v : plan_->flow.v) t.velocity.push_back(upload(v));
+  } else {
+    t.forward = transport::factor_rows_on(*plan_, false, device);
+    t.transposed = transport::factor_rows_on(*plan_, true, device);
   }
   if (!plan_->sensors.empty()) t.sensors = upload(plan_->sensors);
   // std::map keeps its entries' addresses: the reference outlives the lock.
@@ -385,6 +375,9 @@ const TransportTablesOnDevice& AdvectionDiffusionOperator::tables_on(fk::Device 
 }
 
 int64_t AdvectionDiffusionOperator::device_launches() const {
+  FK_CHECK(options_.unknown != TransportUnknown::kDiffusivity,
+           std::string(kWhere) + "::device_launches", "a release unknown",
+           "the diffusivity (its substeps follow D)");
   const Plan& p = *plan_;
   int64_t substeps = 0;
   for (int64_t n : p.substeps) substeps += n;
@@ -395,10 +388,14 @@ int64_t AdvectionDiffusionOperator::device_launches() const {
 }
 
 bool AdvectionDiffusionOperator::graph_capturable() const {
-  return device_launches() <= kMaxCapturedTransportLaunches;
+  return options_.unknown != TransportUnknown::kDiffusivity &&
+         device_launches() <= kMaxCapturedTransportLaunches;
 }
 
 std::string AdvectionDiffusionOperator::not_capturable_reason() const {
+  if (options_.unknown == TransportUnknown::kDiffusivity)
+    return "the diffusivity unknown's substeps follow D: every apply reads D's largest value and "
+           "its stencils' largest rates back to the host";
   if (graph_capturable()) return "";
   return std::to_string(device_launches()) + " kernel launches per training step (over " +
          std::to_string(kMaxCapturedTransportLaunches) + ", a graph of that many nodes)";
@@ -406,7 +403,7 @@ std::string AdvectionDiffusionOperator::not_capturable_reason() const {
 
 // The tables serve every dtype (the steps run in f64).
 void AdvectionDiffusionOperator::prepare_tables(fk::Device device, fk::DType) const {
-  if (device.is_cuda() && options_.unknown != TransportUnknown::kDiffusivity) tables_on(device);
+  if (device.is_cuda()) tables_on(device);
 }
 
 }  // namespace nefi

@@ -65,12 +65,15 @@
 // one map of the grid's shape (no batch); the factors are assembled per
 // apply, and the gradient keeps the state at each observation time and
 // within an interval of S substeps one every ceil(sqrt(S)) (about 3 sqrt(S)
-// states). A release unknown also steps on a CUDA device
-// (advection_diffusion_device.h: the same f64 arithmetic, equal to the bit);
-// the diffusivity unknown is CPU only (host_only_reason). A grid other than the operator's is
-// refused when the flow, the sensors or the release are given per cell; with
-// a constant flow and the whole grid observed, at_resolution rebuilds the
-// stencil for the new grid.
+// states). Either unknown also steps on a CUDA device
+// (advection_diffusion_device.h: the same f64 arithmetic, equal to the
+// bit); there the diffusivity's stencils are built for each D on the device,
+// but its substeps follow D, so each apply reads D's largest value and the
+// stencils' largest rates back to the host and its steps are not captured
+// as a graph (not_capturable_reason). A grid
+// other than the operator's is refused when the flow, the sensors or the
+// release are given per cell; with a constant flow and the whole grid
+// observed, at_resolution rebuilds the stencil for the new grid.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -91,16 +94,21 @@ struct Plan;
 
 enum class TransportUnknown { kInitial, kSource, kDiffusivity };
 
-// A release unknown's constant tables on a CUDA device: each factor's stencil
-// and its transpose as sparse rows (f64 weights; per_tau the Lax-Wendroff
-// part that scales with the substep, undefined for upwind), and the observed
-// cells (undefined: every cell).
+// The operator's constant tables on a CUDA device: a release unknown's
+// factors, each stencil and its transpose as sparse rows (f64 weights;
+// per_tau the Lax-Wendroff part that scales with the substep, undefined for
+// upwind), the observed cells (undefined: every cell), and for the
+// diffusivity unknown (whose stencils are built on the device for each D, in
+// rows of `width` entries) its known release and the flow per axis (f64,
+// one value or one per cell).
 struct TransportTablesOnDevice {
   struct Rows {
     fk::Tensor row_start, col, weight, per_tau;
+    int64_t width = 0;  // > 0: row i is entries [i width, (i + 1) width), col -1 padding
   };
   std::vector<Rows> forward, transposed;
-  fk::Tensor sensors;
+  fk::Tensor sensors, release;
+  std::vector<fk::Tensor> velocity;
 };
 enum class TransportBoundary { kClosed, kOpen, kPeriodic };
 enum class TransportScheme { kUpwind, kLaxWendroff };
@@ -149,8 +157,8 @@ class AdvectionDiffusionOperator : public Operator {
   // missing, of another shape, complex or non-finite, or a diffusivity
   // option other than 0 (and for the others a release given). apply throws
   // on a field whose trailing dims are not the grid (kDiffusivity: not
-  // exactly the grid), not f32/f64, or (kDiffusivity) not on the CPU or
-  // with a negative or non-finite D; output_shape and at_resolution on another
+  // exactly the grid), not f32/f64, or (kDiffusivity) with a negative or
+  // non-finite D; output_shape and at_resolution on another
   // grid where the flow, the sensors or the release are per cell, or one of
   // another axis count.
   AdvectionDiffusionOperator(Domain domain, AdvectionDiffusionOptions options);
@@ -159,13 +167,14 @@ class AdvectionDiffusionOperator : public Operator {
   fk::Dims output_shape(const fk::Dims& shape) const override;
   std::optional<double> homogeneity() const override;  // 1; none for kDiffusivity
   bool batchable() const override;                     // not for kDiffusivity
-  std::string host_only_reason() const override;
   // A device step is a kernel launch per factor and substep each way: a
   // training step over kMaxCapturedTransportLaunches of them runs eagerly
-  // rather than as a captured graph of that many nodes.
+  // rather than as a captured graph of that many nodes. The diffusivity
+  // unknown's is never captured (each apply reads D on the host).
   bool graph_capturable() const override;
   std::string not_capturable_reason() const override;
-  // Kernel launches of one device apply and its gradient.
+  // Kernel launches of one device apply and its gradient (a release
+  // unknown; the diffusivity's depend on D and refuse).
   int64_t device_launches() const;
   std::string fidelity_tag() const override;  // per scheme
   std::string kind() const override { return "advection_diffusion"; }
@@ -194,9 +203,9 @@ class AdvectionDiffusionOperator : public Operator {
   std::vector<double> adjoint_rows(const std::vector<double>& g, int64_t rows) const;
   // The steps' factors and schedule (transport_steps.h).
   const transport::Plan& plan() const { return *plan_; }
-  // The release unknown's tables on `device`, uploaded once per device and
-  // shared by copies (prepare_tables makes them at a stage start, before a
-  // captured step could); the reference stays valid with the operator.
+  // The constant tables on `device`, uploaded once per device and shared by
+  // copies (prepare_tables makes them at a stage start, before a captured
+  // step could); the reference stays valid with the operator.
   const TransportTablesOnDevice& tables_on(fk::Device device) const;
   void prepare_tables(fk::Device device, fk::DType dtype) const override;
 

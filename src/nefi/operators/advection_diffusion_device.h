@@ -1,17 +1,18 @@
 #pragma once
-// A release unknown's advection-diffusion steps on a CUDA device
+// The advection-diffusion steps on a CUDA device, either unknown
 // (cuda/transport_device.cpp, kernels in cuda/transport.cu); CPU-only builds
-// refuse it (advection_diffusion_device_stub.cpp). Reached through
+// refuse them (advection_diffusion_device_stub.cpp). Reached through
 // AdvectionDiffusionOperator::apply with a device field.
 #include "fk/tensor.h"
 #include "nefi/operators/advection_diffusion.h"
 
 namespace nefi {
 
-// op.apply(x) for releases on a CUDA device (shape and dtype already checked,
-// a release unknown): the observations on that device in x's dtype,
+// op.apply(x) for releases or a diffusivity map on a CUDA device (shape and
+// dtype already checked): the observations on that device in x's dtype,
 // differentiable in x through the steps' exact transposes; the same f64
-// arithmetic as the CPU's forward_rows and adjoint_rows, equal to the bit.
+// arithmetic as the CPU's (forward_rows and adjoint_rows; the diffusivity's
+// transport_diffusivity.cpp), equal to the bit.
 fk::Tensor advection_diffusion_device(const AdvectionDiffusionOperator& op, const fk::Tensor& x);
 
 }  // namespace nefi

@@ -7,7 +7,7 @@ namespace nefi {
 
 fk::Tensor advection_diffusion_device(const AdvectionDiffusionOperator&, const fk::Tensor& x) {
   throw fk::Error("nefi::AdvectionDiffusionOperator",
-                  "a release on the CPU (this build has no CUDA backend)", x.device().str());
+                  "a field on the CPU (this build has no CUDA backend)", x.device().str());
 }
 
 }  // namespace nefi

@@ -208,7 +208,7 @@ const std::vector<OperatorInfo>& operator_catalogue() {
        "for a release",
        "a release: 1; the diffusivity: none",
        {},
-       "for a release"},
+       "yes"},
       {"function",
        "a forward model brought as host functions (Python's nefi.from_forward)",
        "the caller's vector-Jacobian product (torch autograd, a matrix transpose, or given)",

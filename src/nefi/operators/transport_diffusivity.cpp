@@ -11,29 +11,13 @@
 
 #include "fk/error.h"
 #include "fk/parallel.h"
+#include "nefi/cuda/transport_cells.h"
 #include "nefi/operators/transport_steps.h"
 
 namespace nefi::transport {
 namespace {
 
 constexpr const char* kWhere = "nefi::AdvectionDiffusionOperator (diffusivity)";
-
-Plan plan_for(const Plan& base, const Domain& domain, const AdvectionDiffusionOptions& o,
-              const std::vector<double>& D) {
-  FK_CHECK(std::ssize(D) == base.cells, kWhere, std::to_string(base.cells) + " cells' diffusivity",
-           std::to_string(D.size()) + " values");
-  for (size_t i = 0; i < D.size(); ++i)
-    FK_CHECK(std::isfinite(D[i]) && D[i] >= 0, kWhere, "a diffusivity >= 0 in every cell",
-             fmt::format("{:g} at cell {}", D[i], i));
-  Plan p;
-  p.flow = base.flow;
-  p.sensors = base.sensors;
-  p.source = base.source;
-  p.release = base.release;
-  p.cells = base.cells;
-  build_steps(p, domain, D, o);
-  return p;
-}
 
 // Steps c through substeps [s0, s1) of interval k (step0: the global index
 // of its first substep); before each factor, visit(s, j, c) with the
@@ -68,12 +52,33 @@ void run(const Plan& p, Observe&& observe) {
 
 }  // namespace
 
+Plan diffusivity_plan(const Plan& base, const Domain& domain, const AdvectionDiffusionOptions& o,
+                      const std::vector<double>& D) {
+  FK_CHECK(std::ssize(D) == base.cells, kWhere, std::to_string(base.cells) + " cells' diffusivity",
+           std::to_string(D.size()) + " values");
+  for (size_t i = 0; i < D.size(); ++i)
+    FK_CHECK(std::isfinite(D[i]) && D[i] >= 0, kWhere, "a diffusivity >= 0 in every cell",
+             fmt::format("{:g} at cell {}", D[i], i));
+  Plan p;
+  p.flow = base.flow;
+  p.sensors = base.sensors;
+  p.source = base.source;
+  p.release = base.release;
+  p.cells = base.cells;
+  build_steps(p, domain, D, o);
+  return p;
+}
+
+int64_t checkpoint_run(int64_t S) {
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(S))));
+}
+
 std::vector<double> diffusivity_forward(const Plan& base, const Domain& domain,
                                         const AdvectionDiffusionOptions& o,
                                         const std::vector<double>& D, DiffusivityRun* keep) {
   DiffusivityRun local;
   DiffusivityRun& r = keep != nullptr ? *keep : local;
-  r.plan = plan_for(base, domain, o, D);
+  r.plan = diffusivity_plan(base, domain, o, D);
   const Plan& p = r.plan;
   const int64_t m = p.observed(), K = std::ssize(p.tau);
   std::vector<double> y(static_cast<size_t>(K * m));
@@ -97,40 +102,30 @@ std::vector<double> diffusivity_gradient(const DiffusivityRun& kept, const Domai
            std::to_string(K * m) + " observed values' gradient and the forward's " +
                std::to_string(K) + " interval starts",
            std::to_string(g.size()) + " values and " + std::to_string(start.size()) + " starts");
-  const fk::Dims& shape = domain.shape();
-  const int nd = shape.size();
   const std::vector<double> h = domain.spacing();
-  // Every face (i, j) per axis, and d<lam', c'>/dD_face summed over the
-  // factor applications: a factor's face along axis a adds tau D_f / h_a^2
-  // (c_j - c_i) to c'_i and takes it from c'_j, at its input c.
-  struct Face {
-    int64_t i, j;
-  };
-  std::vector<std::vector<Face>> faces(nd);
-  std::vector<std::vector<double>> dface(nd);
-  for (int a = 0; a < nd; ++a) {
-    int64_t stride = 1;
-    for (int b = a + 1; b < nd; ++b) stride *= shape[b];
-    const TransportBoundary bound = o.boundary.size() == 1 ? o.boundary[0] : o.boundary[a];
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t j = upper_neighbour(i, (i / stride) % shape[a], shape[a], stride, bound);
-      if (j >= 0) faces[a].push_back({i, j});
-    }
-    dface[a].assign(faces[a].size(), 0.0);
-  }
+  // Per axis a, d<lam', c'>/dD_face summed over the factor applications, at
+  // the face's lower cell: a factor's face adds tau D_f / h_a^2 (c_j - c_i)
+  // to c'_i and takes it from c'_j, at its input c.
+  const cuda::TransportGrid grid = transport_grid(domain, o.boundary);
+  std::vector<double> dface(static_cast<size_t>(grid.axes * n), 0.0);
   auto face_terms = [&](int axis, double tau, const std::vector<double>& c,
                         const std::vector<double>& lam) {
-    for (int a = 0; a < nd; ++a) {
+    for (int a = 0; a < grid.axes; ++a) {
       if (axis >= 0 && a != axis) continue;
       const double w = tau / (h[a] * h[a]);
-      const std::vector<Face>& F = faces[a];
-      double* G = dface[a].data();
-      fk::parallel_for(0, std::ssize(F), 4096, [&](int64_t lo, int64_t hi) {
-        for (int64_t f = lo; f < hi; ++f) {
-          const int64_t i = F[f].i, j = F[f].j;
-          G[f] += w * (c[j] - c[i]) * (lam[i] - lam[j]);
-        }
-      });
+      double* F = dface.data() + a * n;
+      // Lines of `stride` cells at one index k along a (no division per cell).
+      const int64_t na = grid.size[a], stride = grid.stride[a];
+      fk::parallel_for(
+          0, n / stride, std::max<int64_t>(1, 4096 / stride), [&](int64_t lo, int64_t hi) {
+            for (int64_t line = lo; line < hi; ++line) {
+              const int64_t k = line % na;
+              for (int64_t i = line * stride; i < (line + 1) * stride; ++i) {
+                const int64_t j = cuda::transport_upper_cell(i, k, na, stride, grid.periodic[a]);
+                if (j >= 0) F[i] = cuda::face_term(F[i], w, c[i], c[j], lam[i], lam[j]);
+              }
+            }
+          });
     }
   };
   StepWeights M(p.factors, false), Mt(p.factors, true);
@@ -145,7 +140,7 @@ std::vector<double> diffusivity_gradient(const DiffusivityRun& kept, const Domai
   for (int64_t k = K - 1; k >= 0; --k) {
     for (int64_t q = 0; q < m; ++q) lam[p.sensors.empty() ? q : p.sensors[q]] += g[k * m + q];
     const int64_t S = p.substeps[k], step0 = step_end - S;
-    const int64_t run_len = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(S))));
+    const int64_t run_len = checkpoint_run(S);
     M.set(p.tau[k]);
     Mt.set(p.tau[k]);
     marks.clear();
@@ -174,15 +169,11 @@ std::vector<double> diffusivity_gradient(const DiffusivityRun& kept, const Domai
     step_end = step0;
   }
   // Each face's sum through the harmonic mean to its two cells.
-  std::vector<double> dD(static_cast<size_t>(n), 0.0);
-  for (int a = 0; a < nd; ++a)
-    for (size_t f = 0; f < faces[a].size(); ++f) {
-      const int64_t i = faces[a][f].i, j = faces[a][f].j;
-      double da = 0, db = 0;
-      face_diffusivity(D[i], D[j], &da, &db);
-      dD[i] += dface[a][f] * da;
-      dD[j] += dface[a][f] * db;
-    }
+  std::vector<double> dD(static_cast<size_t>(n));
+  fk::parallel_for(0, n, 4096, [&](int64_t lo, int64_t hi) {
+    for (int64_t x = lo; x < hi; ++x)
+      dD[x] = cuda::diffusivity_gradient_cell(grid, dface.data(), D.data(), x);
+  });
   return dD;
 }
 

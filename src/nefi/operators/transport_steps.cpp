@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "fk/error.h"
+#include "fk/factory.h"
 #include "fk/parallel.h"
+#include "nefi/cuda/transport_cells.h"
 
 namespace nefi::transport {
 namespace {
@@ -23,108 +26,63 @@ struct Stencil {
   double stable_tau = std::numeric_limits<double>::infinity();
 };
 
-// For every face along `only` (-1: every axis), the advective flux (upwind,
-// or Lax-Wendroff's central flux and its v^2 tau / 2 diffusion) and the
-// central diffusive flux, as entries of the two cells' rows. Lax-Wendroff's
-// stencils are of one axis (a split factor, or a 1-D grid's).
+// The stencil of factor `only` (-1: every axis) for diffusivity D (one
+// value, or one per cell): each row from cuda::transport_stencil_row (the
+// arithmetic a device build repeats), rows in parallel into a table of the
+// factor's width, then packed. Lax-Wendroff's stencils are of one axis (a
+// split factor, or a 1-D grid's).
 Stencil assemble(const Domain& domain, const Flow& flow, const std::vector<double>& D,
                  const std::vector<TransportBoundary>& boundary, TransportScheme scheme, int only) {
-  const fk::Dims& shape = domain.shape();
-  const int nd = shape.size();
-  const int64_t n = shape.numel();
-  const std::vector<double> h = domain.spacing();
   const bool lw = scheme == TransportScheme::kLaxWendroff;
-  struct Entry {
-    int64_t col;
-    double w, per_tau;
-  };
-  std::vector<std::vector<Entry>> rows(static_cast<size_t>(n));
-  auto add = [&](int64_t r, int64_t c, double w, double per_tau = 0) {
-    if (w != 0 || per_tau != 0) rows[r].push_back({c, w, per_tau});
-  };
-  // Lax-Wendroff's bound per cell: nu^2 + 2 d <= 1 with nu = tau max|v_f| / h
-  // over the cell's faces along the axis, d = tau D / h^2 (the largest D).
-  FK_CHECK(!lw || only >= 0 || nd == 1, kWhere, "Lax-Wendroff stencils of one axis",
-           std::to_string(nd) + " axes at once");
-  std::vector<double> speed2(lw ? n : 0, 0.0);  // max(v_f / h)^2
-  auto D_at = [&](int64_t i) { return D.size() == 1 ? D[0] : D[static_cast<size_t>(i)]; };
-  int64_t stride = 1;
-  for (int a = nd - 1; a >= 0; --a) {
-    const int64_t na = shape[a];
-    if (only >= 0 && a != only) {
-      stride *= na;
-      continue;
-    }
-    const TransportBoundary b = boundary.size() == 1 ? boundary[0] : boundary[a];
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t k = (i / stride) % na;
-      // The face above cell i along a, to j.
-      const int64_t j = upper_neighbour(i, k, na, stride, b);
-      if (j >= 0) {
-        const double w = face_diffusivity(D_at(i), D_at(j)) / (h[a] * h[a]);
-        add(i, j, w);
-        add(i, i, -w);
-        add(j, i, w);
-        add(j, j, -w);
-        const double v = 0.5 * (flow.at(a, i) + flow.at(a, j)) / h[a];
-        if (lw) {  // v (c_i + c_j) / 2 through the face, and v^2 tau / 2 diffusion
-          add(i, i, -v / 2, -v * v / 2);
-          add(i, j, -v / 2, v * v / 2);
-          add(j, i, v / 2, v * v / 2);
-          add(j, j, v / 2, -v * v / 2);
-          speed2[i] = std::max(speed2[i], v * v);
-          speed2[j] = std::max(speed2[j], v * v);
-        } else if (v > 0) {  // c_i flows into j
-          add(i, i, -v);
-          add(j, i, v);
-        } else if (v < 0) {  // c_j flows into i
-          add(i, j, -v);
-          add(j, j, v);
-        }
-      }
-      if (b == TransportBoundary::kOpen) {  // outflow through the box's faces, upwind
-        const double v = flow.at(a, i) / h[a];
-        if ((k + 1 == na && v > 0) || (k == 0 && v < 0)) {
-          add(i, i, -std::abs(v));
-          if (lw) speed2[i] = std::max(speed2[i], v * v);
-        }
-      }
-    }
-    stride *= na;
+  FK_CHECK(!lw || only >= 0 || domain.shape().size() == 1, kWhere,
+           "Lax-Wendroff stencils of one axis",
+           std::to_string(domain.shape().size()) + " axes at once");
+  cuda::TransportStencil s = transport_stencil(domain, boundary, scheme, only);
+  for (int a = 0; a < static_cast<int>(flow.v.size()); ++a) {
+    s.v[a] = flow.v[a].data();
+    s.v_uniform[a] = flow.v[a].size() == 1;
   }
+  s.D = D.data();
+  s.D_uniform = D.size() == 1;
+  const int64_t n = s.grid.cells, width = cuda::transport_stencil_width(s);
+  // Left uninitialised (a row's unused slots are never read): zeroing it cost
+  // as much as filling it.
+  const std::unique_ptr<cuda::StencilEntry[]> table(new cuda::StencilEntry[n * width]);
+  std::vector<int64_t> count(static_cast<size_t>(n));
+  // Upwind: each row's -A_ii; Lax-Wendroff: its largest (v_f / h)^2.
+  std::vector<double> rate(static_cast<size_t>(n));
+  fk::parallel_for(0, n, 1024, [&](int64_t lo, int64_t hi) {
+    cuda::StencilEntry row[cuda::kMaxStencilColumns];
+    for (int64_t i = lo; i < hi; ++i) {
+      double speed2 = 0;
+      const int m = cuda::transport_stencil_row(s, i, row, &speed2);
+      count[i] = m;
+      rate[i] = speed2;
+      for (int e = 0; e < m; ++e) {
+        table[i * width + e] = row[e];
+        if (!lw && row[e].col == i) rate[i] = -row[e].w;
+      }
+    }
+  });
   Stencil st;
   SparseRows& L = st.L;
   L.n_cols = n;
-  double max_rate = 0;  // upwind: max_i(-L_ii)
-  for (int64_t i = 0; i < n; ++i) {
-    auto& r = rows[i];
-    r.push_back({i, 0.0, 0.0});  // every row keeps its diagonal (the step bound reads it)
-    std::stable_sort(r.begin(), r.end(),
-                     [](const Entry& p, const Entry& q) { return p.col < q.col; });
-    for (size_t e = 0; e < r.size(); ++e) {
-      if (e > 0 && r[e].col == r[e - 1].col) {
-        L.weight.back() += r[e].w;
-        if (lw) st.per_tau.back() += r[e].per_tau;
-        continue;
+  L.row_start.resize(static_cast<size_t>(n) + 1);
+  for (int64_t i = 0; i < n; ++i) L.row_start[i + 1] = L.row_start[i] + count[i];
+  L.col.resize(static_cast<size_t>(L.row_start[n]));
+  L.weight.resize(L.col.size());
+  if (lw) st.per_tau.resize(L.col.size());
+  fk::parallel_for(0, n, 4096, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i)
+      for (int64_t e = 0; e < count[i]; ++e) {
+        const cuda::StencilEntry& x = table[i * width + e];
+        L.col[L.row_start[i] + e] = static_cast<int32_t>(x.col);
+        L.weight[L.row_start[i] + e] = x.w;
+        if (lw) st.per_tau[L.row_start[i] + e] = x.per_tau;
       }
-      L.col.push_back(static_cast<int32_t>(r[e].col));
-      L.weight.push_back(r[e].w);
-      if (lw) st.per_tau.push_back(r[e].per_tau);
-    }
-    L.row_start.push_back(static_cast<int64_t>(L.col.size()));
-    for (int64_t e = L.row_start[i]; e < L.row_start[i + 1]; ++e)
-      if (L.col[e] == i) max_rate = std::max(max_rate, -L.weight[e]);
-    std::vector<Entry>().swap(r);
-  }
-  if (!lw) {
-    if (max_rate > 0) st.stable_tau = 1 / max_rate;
-    return st;
-  }
-  const double ha = h[only < 0 ? 0 : only];
-  const double q = 2 * *std::max_element(D.begin(), D.end()) / (ha * ha);  // in every cell
-  for (int64_t i = 0; i < n; ++i)                                          // tau^2 p + tau q <= 1
-    if (speed2[i] > 0 || q > 0)
-      st.stable_tau = std::min(st.stable_tau, 2 / (q + std::sqrt(q * q + 4 * speed2[i])));
+  });
+  const double top = *std::max_element(rate.begin(), rate.end());
+  st.stable_tau = stable_substep(s, top, *std::max_element(D.begin(), D.end()));
   return st;
 }
 
@@ -193,33 +151,80 @@ void StepWeights::set(double tau) {
   }
 }
 
-double face_diffusivity(double a, double b, double* d_da, double* d_db) {
-  // a == b: exactly a (a uniform D's stencil keeps its bits), slopes 1/2 each;
-  // at a = b = 0, where the mean has no derivative, the same 1/2 (the limit
-  // along a = b), so a blocked face can still open.
-  const double s = a + b;
-  const double ra = a == b ? 0.5 : b / s, rb = a == b ? 0.5 : a / s;  // s > 0 when a != b >= 0
-  if (d_da != nullptr) *d_da = a == b ? 0.5 : 2 * ra * ra;
-  if (d_db != nullptr) *d_db = a == b ? 0.5 : 2 * rb * rb;
-  return a == b ? a : 2 * a * ra;
+cuda::TransportGrid transport_grid(const Domain& domain,
+                                   const std::vector<TransportBoundary>& boundary) {
+  const fk::Dims& shape = domain.shape();
+  cuda::TransportGrid g;
+  g.axes = shape.size();
+  g.cells = shape.numel();
+  int64_t stride = 1;
+  for (int a = g.axes - 1; a >= 0; --a) {
+    g.size[a] = shape[a];
+    g.stride[a] = stride;
+    g.periodic[a] =
+        (boundary.size() == 1 ? boundary[0] : boundary[a]) == TransportBoundary::kPeriodic;
+    stride *= shape[a];
+  }
+  return g;
 }
 
-int64_t upper_neighbour(int64_t i, int64_t k, int64_t na, int64_t stride, TransportBoundary b) {
-  if (k + 1 < na) return i + stride;
-  if (b == TransportBoundary::kPeriodic && na > 1) return i - (na - 1) * stride;
-  return -1;
+cuda::TransportStencil transport_stencil(const Domain& domain,
+                                         const std::vector<TransportBoundary>& boundary,
+                                         TransportScheme scheme, int axis) {
+  cuda::TransportStencil s;
+  s.grid = transport_grid(domain, boundary);
+  const std::vector<double> h = domain.spacing();
+  for (int a = 0; a < s.grid.axes; ++a) {
+    s.h[a] = h[a];
+    s.open[a] = (boundary.size() == 1 ? boundary[0] : boundary[a]) == TransportBoundary::kOpen;
+  }
+  s.lax_wendroff = scheme == TransportScheme::kLaxWendroff;
+  s.axis = axis;
+  return s;
 }
 
-void build_steps(Plan& plan, const Domain& domain, const std::vector<double>& D,
-                 const AdvectionDiffusionOptions& o) {
+double stable_substep(const cuda::TransportStencil& s, double top_rate, double top_D) {
+  const double inf = std::numeric_limits<double>::infinity();
+  if (!s.lax_wendroff) return top_rate > 0 ? 1 / top_rate : inf;  // tau max(-A_ii) <= 1
+  // tau^2 p + tau q <= 1 in every cell, p its (v_f / h)^2, q = 2 D / h^2 at
+  // the largest D: its root falls as p grows, so the largest p binds.
+  const double ha = s.h[s.axis < 0 ? 0 : s.axis];
+  const double q = 2 * top_D / (ha * ha);
+  if (top_rate <= 0 && q <= 0) return inf;
+  return 2 / (q + std::sqrt(q * q + 4 * top_rate));
+}
+
+std::vector<TransportTablesOnDevice::Rows> factor_rows_on(const Plan& plan, bool transposed,
+                                                          fk::Device device) {
+  auto upload = [&](const auto& v) {
+    return fk::from_vector(v, {static_cast<int64_t>(v.size())}, device);
+  };
+  std::vector<TransportTablesOnDevice::Rows> out;
+  for (const Factor& f : plan.factors) {
+    const SparseRows& m = transposed ? f.Lt : f.L;
+    const std::vector<double>& t = transposed ? f.per_tau_t : f.per_tau;
+    out.push_back({upload(m.row_start), upload(m.col), upload(m.weight),
+                   t.empty() ? fk::Tensor() : upload(t)});
+  }
+  return out;
+}
+
+std::vector<int> factor_axes(const Domain& domain, const AdvectionDiffusionOptions& o) {
   const int nd = domain.shape().size();
   // Lax-Wendroff without its cross-derivative terms is unstable in 2-D and
   // 3-D at any step when D = 0 (a diagonal flow's waves grow): its axes are
   // split, each substep one 1-D factor per axis within its own bound.
-  const bool split = o.scheme == TransportScheme::kLaxWendroff && nd > 1;
+  if (o.scheme != TransportScheme::kLaxWendroff || nd == 1) return {-1};
+  std::vector<int> axes(static_cast<size_t>(nd));
+  for (int a = 0; a < nd; ++a) axes[a] = a;
+  return axes;
+}
+
+void build_steps(Plan& plan, const Domain& domain, const std::vector<double>& D,
+                 const AdvectionDiffusionOptions& o) {
   double stable = std::numeric_limits<double>::infinity();
   plan.factors.clear();
-  for (int a = split ? 0 : -1; a < (split ? nd : 0); ++a) {
+  for (int a : factor_axes(domain, o)) {
     Stencil st = assemble(domain, plan.flow, D, o.boundary, o.scheme, a);
     Factor f;
     f.L = std::move(st.L);
@@ -234,6 +239,10 @@ void build_steps(Plan& plan, const Domain& domain, const std::vector<double>& D,
     stable = std::min(stable, st.stable_tau);
     plan.factors.push_back(std::move(f));
   }
+  schedule_steps(plan, stable, o);
+}
+
+void schedule_steps(Plan& plan, double stable, const AdvectionDiffusionOptions& o) {
   plan.stable_tau = o.courant * stable;
   plan.substeps.clear();
   plan.tau.clear();

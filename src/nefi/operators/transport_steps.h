@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "fk/device.h"
+#include "nefi/cuda/transport_kernels.h"
 #include "nefi/domain.h"
 #include "nefi/operators/advection_diffusion.h"
 #include "nefi/operators/sparse_rows.h"
@@ -47,36 +49,53 @@ struct Plan {
   int64_t observed() const { return sensors.empty() ? cells : std::ssize(sensors); }
 };
 
-// The diffusivity on the face between cells of diffusivity a and b: their
-// harmonic mean 2ab / (a + b) (a flux through two cells in series; 0 when
-// either is), exactly a when a == b. d_da / d_db: its derivatives (1/2 each
-// at a = b, 0 included).
-double face_diffusivity(double a, double b, double* d_da = nullptr, double* d_db = nullptr);
-
-// The cell above cell i (its index k along axis a of na cells, stride the
-// axis's) across a face, wrapping on a periodic axis; -1 at a box face.
-int64_t upper_neighbour(int64_t i, int64_t k, int64_t na, int64_t stride, TransportBoundary b);
+// The faces of `domain`'s grid under the boundaries (one, or one per axis)
+// for the diffusivity unknown's gradient (cuda/transport_kernels.h).
+cuda::TransportGrid transport_grid(const Domain& domain,
+                                   const std::vector<TransportBoundary>& boundary);
+// The geometry of factor `axis`'s stencil (-1: every axis): grid, spacing,
+// open faces and scheme; the caller points it at the flow and D.
+cuda::TransportStencil transport_stencil(const Domain& domain,
+                                         const std::vector<TransportBoundary>& boundary,
+                                         TransportScheme scheme, int axis);
+// The largest stable substep of stencil s (before the courant factor), from
+// the largest rate over its rows (upwind: -A_ii; Lax-Wendroff: (v_f / h)^2,
+// transport_stencil_row) and the largest D; infinite without flow or
+// diffusion.
+double stable_substep(const cuda::TransportStencil& s, double top_rate, double top_D);
 
 // Fills plan's factors and schedule for diffusivity D (one value, or one per
 // cell, >= 0) from the flow, boundaries, scheme, courant and times of o;
 // throws fk::Error past kMaxTransportSubsteps.
 void build_steps(Plan& plan, const Domain& domain, const std::vector<double>& D,
                  const AdvectionDiffusionOptions& o);
+// The factors' axes, in the order a substep's first half applies them: every
+// axis at once (-1: upwind, or a 1-D grid), or one split factor per axis.
+std::vector<int> factor_axes(const Domain& domain, const AdvectionDiffusionOptions& o);
+// plan's stable substep (courant times `stable`, the factors' smallest
+// bound) and its schedule over o's times; throws fk::Error past
+// kMaxTransportSubsteps.
+void schedule_steps(Plan& plan, double stable, const AdvectionDiffusionOptions& o);
 
-// The diffusivity unknown (transport_diffusivity.cpp): the observations, K
-// times observed() values, of base's release stepped with the diffusivity map
-// D (cells, >= 0; each apply steps a plan built for D: its substeps follow
-// D's largest value); and the gradient in D of <g, those observations>,
-// through the steps' exact transposes and each face's harmonic mean (the
-// substep count held fixed; memory: a state per interval, and within an
-// interval of S substeps one every ceil(sqrt(S)) and one run's factor
-// inputs, about 3 sqrt(S) states).
+// The diffusivity unknown (transport_diffusivity.cpp): diffusivity_plan is
+// base's flow, sensors and release with the steps built for the diffusivity
+// map D (cells, each finite and >= 0, else fk::Error naming the cell): its
+// substeps follow D's largest value. diffusivity_forward gives the
+// observations, K times observed() values, of the release stepped through
+// that plan; diffusivity_gradient the gradient in D of <g, those
+// observations>, through the steps' exact transposes and each face's
+// harmonic mean (the substep count held fixed; memory: a state per
+// interval, and within an interval of S substeps one every ceil(sqrt(S))
+// and one run's factor inputs, about 3 sqrt(S) states). A device runs the
+// same schedule (cuda/transport_device.cpp).
 // What a forward keeps for its gradient: the plan built for D and the state
 // at the start of every observation interval.
 struct DiffusivityRun {
   Plan plan;
   std::vector<std::vector<double>> start;
 };
+Plan diffusivity_plan(const Plan& base, const Domain& domain, const AdvectionDiffusionOptions& o,
+                      const std::vector<double>& D);
 std::vector<double> diffusivity_forward(const Plan& base, const Domain& domain,
                                         const AdvectionDiffusionOptions& o,
                                         const std::vector<double>& D,
@@ -85,6 +104,14 @@ std::vector<double> diffusivity_gradient(const DiffusivityRun& run, const Domain
                                          const AdvectionDiffusionOptions& o,
                                          const std::vector<double>& D,
                                          const std::vector<double>& g);
+// The substeps of a checkpointed run within an interval of S substeps:
+// ceil(sqrt(S)) (at least 1).
+int64_t checkpoint_run(int64_t S);
+
+// Each factor's stencil (transposed: its transpose) uploaded to `device`,
+// f64 weights and (Lax-Wendroff) the per-substep part.
+std::vector<TransportTablesOnDevice::Rows> factor_rows_on(const Plan& plan, bool transposed,
+                                                          fk::Device device);
 
 // Batch rows stepped together (interleaved: cell i of row b at i B + b).
 constexpr int64_t kBlock = 8;

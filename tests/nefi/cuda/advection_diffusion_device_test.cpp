@@ -4,13 +4,16 @@
 // a per-cell flow, sensors, an initial release and a source, batches) equal
 // the CPU's to the bit, in f64 and f32 (the kernels repeat transport_steps'
 // f64 roundings); the adjoint dot test from device results; the tables'
-// cache; the diffusivity unknown refused by name; and a grid field's source
-// identification solved on the device, its stage captured as one CUDA graph,
-// following the CPU solve. Without a usable device the tests skip
+// cache; the diffusivity unknown's observations and gradients equal to the
+// CPU's bits and a diffusivity fit following the CPU's; and a grid field's
+// source identification solved on the device, its stage captured as one
+// CUDA graph, following the CPU solve. Without a usable device the tests skip
 // (scripts/gpu-check runs them on one).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +26,7 @@
 #include "nefi/cuda/operator_parity.h"
 #include "nefi/field/heads.h"
 #include "nefi/operators/advection_diffusion.h"
+#include "nefi/operators/transport_steps.h"
 #include "nefi/solve/solver.h"
 
 namespace {
@@ -183,19 +187,160 @@ TEST(NefiAdvectionDiffusionDevice, TablesAreCachedPerOperatorAndDevice) {
             a.forward[0].weight.data_ptr());
 }
 
-// The diffusivity unknown stays on the host: refused before a device solve
-// and by apply, naming why.
-TEST(NefiAdvectionDiffusionDevice, TheDiffusivityUnknownIsRefusedByName) {
+// The diffusivity unknown: observations and gradients in D equal the CPU's
+// to the bit, in f64 and f32, over maps with zero cells, equal neighbours
+// (the harmonic mean's a == b branch) and a spread of 40x (several
+// checkpointed runs per interval); 1-D, 2-D and 3-D, both schemes, every
+// boundary (a periodic axis of two cells, whose two faces join one pair), a
+// uniform flow and one per cell, sensors, an initial release and a source.
+// The stencils are built on the device; their tables are compared with the
+// CPU's in tests/cuda_emu/nefi/transport_test.cpp.
+struct DiffusivityCase {
+  std::string name;
+  fk::Dims grid;
+  AdvectionDiffusionOptions options;
+};
+
+std::vector<DiffusivityCase> diffusivity_cases() {
+  auto with = [](fk::Dims grid, std::vector<double> v, double t1, double t2) {
+    AdvectionDiffusionOptions o;
+    for (double c : v) o.velocity.push_back(scalar(c));
+    o.times = {t1, t2};
+    o.unknown = TransportUnknown::kDiffusivity;
+    std::vector<double> r(grid.numel());
+    for (int64_t i = 0; i < grid.numel(); ++i) r[i] = std::exp(-0.1 * static_cast<double>(i)) + 0.2;
+    o.release = fk::from_vector(r, grid);
+    return o;
+  };
+  std::vector<DiffusivityCase> out;
+  {
+    AdvectionDiffusionOptions o = with({24}, {0.5}, 0.2, 0.5);
+    o.boundary = {TransportBoundary::kPeriodic};
+    std::vector<double> mask(24, 0.0);
+    for (int64_t i : {1, 9, 17, 23}) mask[i] = 1;
+    o.sensors = fk::from_vector(mask, {24});
+    out.push_back({"1-D Lax-Wendroff periodic sensors", {24}, o});
+  }
+  {  // a flow per cell that reverses along both axes
+    AdvectionDiffusionOptions o = with({9, 7}, {}, 0.1, 0.3);
+    std::vector<double> u(63), w(63);
+    for (int64_t i = 0; i < 63; ++i) {
+      u[i] = 0.4 * std::sin(0.9 * static_cast<double>(i));
+      w[i] = -0.3 * std::cos(0.4 * static_cast<double>(i));
+    }
+    o.velocity = {fk::from_vector(u, {9, 7}), fk::from_vector(w, {9, 7})};
+    o.scheme = TransportScheme::kUpwind;
+    o.boundary = {TransportBoundary::kOpen, TransportBoundary::kPeriodic};
+    o.release_is_source = true;
+    out.push_back({"2-D upwind, a flow per cell, open periodic source", {9, 7}, o});
+  }
+  {  // one factor over three axes (rows of seven)
+    AdvectionDiffusionOptions o = with({4, 3, 5}, {-0.2, 0.3, 0.1}, 0.1, 0.2);
+    o.scheme = TransportScheme::kUpwind;
+    o.boundary = {TransportBoundary::kPeriodic, TransportBoundary::kOpen,
+                  TransportBoundary::kClosed};
+    out.push_back({"3-D upwind periodic open closed initial", {4, 3, 5}, o});
+  }
+  {
+    AdvectionDiffusionOptions o = with({8, 6}, {0.3, 0.2}, 0.2, 0.6);
+    o.boundary = {TransportBoundary::kClosed};
+    out.push_back({"2-D Lax-Wendroff closed initial", {8, 6}, o});
+  }
+  {
+    AdvectionDiffusionOptions o = with({5, 4, 2}, {0.2, -0.1, 0.3}, 0.1, 0.25);
+    o.boundary = {TransportBoundary::kOpen, TransportBoundary::kClosed,
+                  TransportBoundary::kPeriodic};
+    o.release_is_source = true;
+    out.push_back({"3-D Lax-Wendroff, a periodic axis of two cells, source", {5, 4, 2}, o});
+  }
+  return out;
+}
+
+// Cells 0.1, 0.125 and 0.15 wide along axes 0, 1 and 2: with the map
+// below, 4 to 8 substeps an interval.
+AdvectionDiffusionOperator diffusivity_op(const DiffusivityCase& c) {
+  std::vector<double> extent;
+  for (int64_t n : c.grid)
+    extent.push_back((0.1 + 0.025 * static_cast<double>(extent.size())) * static_cast<double>(n));
+  return AdvectionDiffusionOperator(nefi::Domain(c.grid, extent), c.options);
+}
+
+// Between 2e-3 and 8e-2 (x40), equal neighbours in every fifth pair, and
+// cells 2 and 3 at zero (a face blocked on both sides).
+fk::Tensor diffusivity_map(const fk::Dims& grid) {
+  std::vector<double> d(grid.numel());
+  for (int64_t i = 0; i < grid.numel(); ++i)
+    d[i] = i == 2       ? 0.0
+           : i % 5 == 3 ? d[i - 1]
+                        : 2e-3 + 7.8e-2 * (0.5 + 0.5 * std::sin(1.3 * static_cast<double>(i)));
+  return fk::from_vector(d, grid);
+}
+
+TEST(NefiAdvectionDiffusionDevice, TheDiffusivityUnknownEqualsTheCpu) {
   NEFI_SKIP_WITHOUT_GPU();
-  AdvectionDiffusionOptions o;
-  o.unknown = TransportUnknown::kDiffusivity;
-  o.release = fk::ones({12}, {fk::DType::F64});
-  o.times = {0.1};
-  const AdvectionDiffusionOperator op(nefi::Domain(fk::Dims{12}, {1.0}), o);
-  EXPECT_NE(nefi::device_solve_refusal(op, kGpu).find("diffusivity"), std::string::npos);
-  const std::string e =
-      fk::test::error_of([&] { op.apply(fk::full({12}, 0.01, {fk::DType::F64}).to(kGpu)); });
-  EXPECT_NE(e.find("a diffusivity on the CPU"), std::string::npos) << e;
+  for (const DiffusivityCase& c : diffusivity_cases()) {
+    const AdvectionDiffusionOperator op = diffusivity_op(c);
+    EXPECT_EQ(nefi::device_solve_refusal(op, kGpu), "") << c.name;
+    EXPECT_FALSE(op.graph_capturable()) << c.name;
+    const fk::Tensor D = diffusivity_map(c.grid);
+    fk::Generator gen(7);
+    const fk::Tensor g = fk::randn(op.apply(D).shape(), {fk::DType::F64}, &gen);
+    for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
+      SCOPED_TRACE(c.name + " " + fk::name(dt));
+      expect_device_matches_cpu(op, D, g, dt, expect_same_values);
+    }
+  }
+  // What the map is for: checkpointed runs (the last interval's S = 8
+  // substeps recomputed in runs of ceil(sqrt(S)) = 3).
+  const AdvectionDiffusionOperator op = diffusivity_op(diffusivity_cases()[3]);
+  const nefi::transport::Plan plan = nefi::transport::diffusivity_plan(
+      op.plan(), op.domain(), op.options(), host(diffusivity_map(op.domain().shape())));
+  EXPECT_EQ(plan.substeps, (std::vector<int64_t>{4, 8}));
+}
+
+// A negative or non-finite D on the device is refused by name, as on the CPU,
+// and so is a batch of maps.
+TEST(NefiAdvectionDiffusionDevice, ABadDiffusivityOnTheDeviceIsRefusedByName) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const DiffusivityCase c = diffusivity_cases()[0];
+  const AdvectionDiffusionOperator op = diffusivity_op(c);
+  std::vector<double> d(24, 0.01);
+  d[5] = -0.5;
+  const std::string e = fk::test::error_of([&] { op.apply(fk::from_vector(d, c.grid).to(kGpu)); });
+  EXPECT_NE(e.find("a diffusivity >= 0 in every cell"), std::string::npos) << e;
+  EXPECT_NE(e.find("-0.5 at cell 5"), std::string::npos) << e;
+  for (double v : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+    d[5] = v;
+    const std::string e2 =
+        fk::test::error_of([&] { op.apply(fk::from_vector(d, c.grid).to(kGpu)); });
+    EXPECT_NE(e2.find("a diffusivity >= 0 in every cell"), std::string::npos) << e2;
+    EXPECT_NE(e2.find("at cell 5"), std::string::npos) << e2;
+  }
+  const std::string batch = fk::test::error_of([&] {
+    op.apply(fk::full({2, 24}, 0.01, {fk::DType::F64}).to(kGpu));
+  });
+  EXPECT_NE(batch.find("(no batch)"), std::string::npos) << batch;
+}
+
+// Diffusivity identification with a grid field through a softplus head: the
+// device solve follows the CPU's, eagerly (each apply reads its bounds back), and
+// its stage says why it was not captured.
+TEST(NefiAdvectionDiffusionDevice, ADiffusivityFitOnTheDeviceFollowsTheCpu) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const DiffusivityCase c = diffusivity_cases()[3];
+  auto op = std::make_shared<AdvectionDiffusionOperator>(diffusivity_op(c));
+  const nefi::InverseProblem problem = nefi::cuda_test::grid_mse_problem(
+      "advection_diffusion diffusivity", op->domain(), op,
+      op->apply(diffusivity_map(c.grid)).to(fk::DType::F32), nefi::softplus_head("x", 0.02));
+  const nefi::Curriculum cur = nefi::cuda_test::one_adam_stage(15, 0.02);
+  const nefi::Result cpu = nefi::cuda_test::solve_on(problem, cur, fk::kCPU, 0);
+  const nefi::Result gpu = nefi::cuda_test::solve_on(problem, cur, kGpu, 0);
+  nefi::cuda_test::expect_losses_follow(gpu, cpu, 1e-3, 1e-12);
+  ASSERT_EQ(gpu.stages.size(), 1u);
+  EXPECT_EQ(gpu.stages[0].graph_steps, 0);
+  EXPECT_NE(gpu.stages[0].device_note.find("back to the host"), std::string::npos)
+      << gpu.stages[0].device_note;
+  EXPECT_LT(gpu.history.rows.back()[6], gpu.history.rows.front()[6]);
 }
 
 // Source identification with a grid field: the 2-D case's sensors see a

@@ -5,6 +5,8 @@
 // by the test's own check (bitwise or to a tolerance).
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <utility>
@@ -20,10 +22,17 @@ namespace nefi::cuda_test {
 using HostCompare = std::function<void(const std::vector<double>& got,
                                        const std::vector<double>& want, const std::string& what)>;
 
-// Bitwise: the device kernels repeat the CPU loops' operations.
+// Bitwise (the sign of a zero and a NaN's payload included, which == would
+// not see): the device kernels repeat the CPU loops' operations. At most
+// five differences reported.
 inline void expect_same_values(const std::vector<double>& got, const std::vector<double>& want,
                                const std::string& what) {
-  EXPECT_EQ(got, want) << what;
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int64_t wrong = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::memcmp(&got[i], &want[i], sizeof(double)) != 0 && wrong++ < 5)
+      ADD_FAILURE() << what << " [" << i << "]: got " << got[i] << ", want " << want[i];
+  EXPECT_EQ(wrong, 0) << what << ": values differing from the CPU's in their bits";
 }
 
 // The two outputs compared, for a test's further checks (a second apply from

@@ -107,6 +107,32 @@ TEST(NefiTransportDiffusivity, GradientMatchesFiniteDifferences) {
   }
 }
 
+// 1-D (periodic) and 3-D (a periodic axis of two cells, whose two faces join
+// the same pair of cells), with equal neighbours in D (the harmonic mean's
+// a == b branch).
+TEST(NefiTransportDiffusivity, GradientMatchesFiniteDifferencesIn1DAnd3D) {
+  for (const fk::Dims& shape : {fk::Dims{11}, fk::Dims{4, 3, 2}}) {
+    const int nd = shape.size();
+    AdvectionDiffusionOptions o;
+    for (int a = 0; a < nd; ++a)
+      o.velocity.push_back(fk::full({1}, 0.2 - 0.15 * a, {fk::DType::F64}));
+    o.times = {0.1, 0.25};
+    o.unknown = TransportUnknown::kDiffusivity;
+    o.boundary = nd == 1 ? std::vector<TransportBoundary>{TransportBoundary::kPeriodic}
+                         : std::vector<TransportBoundary>{TransportBoundary::kOpen,
+                                                          TransportBoundary::kClosed,
+                                                          TransportBoundary::kPeriodic};
+    o.release = varied({shape.numel()}).view(shape);
+    const AdvectionDiffusionOperator op(nefi::Domain(shape, std::vector<double>(nd, 0.2)), o);
+    std::vector<double> d = varied({shape.numel()}).to_vector<double>();
+    d[3] = d[2];  // neighbours along the last axis
+    fk::Tensor D = fk::from_vector(d, shape);
+    D.set_requires_grad(true);
+    auto fn = [&](const std::vector<fk::Tensor>& in) { return op.apply(in[0]); };
+    EXPECT_EQ(fk::testing::gradcheck(fn, {D}), "") << shape.str();
+  }
+}
+
 // A wall of cells with D = 0 across a closed box without flow: the tracer
 // released left of it never reaches the right, and the total is kept.
 TEST(NefiTransportDiffusivity, AWallOfZeroDiffusivityBlocksTheTracer) {
