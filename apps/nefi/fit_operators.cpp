@@ -43,10 +43,20 @@ std::optional<double> finite_number(const std::string& text) {
 }
 
 // advection_diffusion: --times, --velocity (a number or an .npy per axis),
-// --diffusivity, --boundary, --unknown (with diffusivity: --release and
-// --release-is), the sensors as --pattern.
+// --diffusivity, --boundary, --unknown (with diffusivity or velocity:
+// --release and --release-is), the sensors as --pattern. The velocity
+// unknown's field is (axes, *grid): the grid is the shape's last axes.
 OperatorPtr advection_diffusion(const OperatorRequest& r, const fk::Dims& shape) {
   AdvectionDiffusionOptions o;
+  o.unknown = parse_transport_unknown(r.unknown);
+  const bool by_coefficient =
+      o.unknown == TransportUnknown::kDiffusivity || o.unknown == TransportUnknown::kVelocity;
+  fk::Dims grid = shape;
+  if (o.unknown == TransportUnknown::kVelocity) {
+    FK_CHECK(shape.size() >= 2 && shape[0] == shape.size() - 1, "--shape",
+             "the velocity's shape: its axis count, then the grid (e.g. 2,32,32)", shape.str());
+    grid = fk::Dims(shape.data() + 1, shape.size() - 1);
+  }
   FK_CHECK(!r.times.empty(), "--times", "the observation times for advection_diffusion", "none");
   o.times.clear();
   for (const std::string& t : split(r.times, "--times")) {
@@ -66,20 +76,19 @@ OperatorPtr advection_diffusion(const OperatorRequest& r, const fk::Dims& shape)
   o.boundary.clear();
   for (const std::string& b : split(r.boundary, "--boundary"))
     o.boundary.push_back(parse_transport_boundary(b));
-  o.unknown = parse_transport_unknown(r.unknown);
-  FK_CHECK(r.release.empty() || o.unknown == TransportUnknown::kDiffusivity, "--release",
-           "--unknown diffusivity", "--unknown " + r.unknown);
+  FK_CHECK(r.release.empty() || by_coefficient, "--release", "--unknown diffusivity or velocity",
+           "--unknown " + r.unknown);
   if (!r.release.empty()) o.release = fk::read_npy(r.release);
   FK_CHECK(r.release_is == "initial" || r.release_is == "source", "--release-is",
            "initial or source", "'" + r.release_is + "'");
-  FK_CHECK(r.release_is == "initial" || o.unknown == TransportUnknown::kDiffusivity, "--release-is",
-           "--unknown diffusivity", "--unknown " + r.unknown);
+  FK_CHECK(r.release_is == "initial" || by_coefficient, "--release-is",
+           "--unknown diffusivity or velocity", "--unknown " + r.unknown);
   o.release_is_source = r.release_is == "source";
   o.scheme = parse_transport_scheme(r.scheme);
   if (!r.pattern.empty()) o.sensors = fk::read_npy(r.pattern);
   o.courant = r.courant;
   try {  // the operator's checks, named by the command's option set
-    return std::make_shared<AdvectionDiffusionOperator>(isotropic_domain(shape), o);
+    return std::make_shared<AdvectionDiffusionOperator>(isotropic_domain(grid), o);
   } catch (const fk::Error& e) {
     throw fk::Error("--operator advection_diffusion", e.expected(), e.given());
   }
@@ -117,14 +126,16 @@ void add_operator_options(CLI::App* sub, OperatorRequest& r) {
                   "near 0 in a converging or reversing flow use upwind) | upwind (monotone, "
                   "first order) (lax_wendroff)");
   sub->add_option("--unknown", r.unknown,
-                  "advection_diffusion: the field is the initial release, a source rate, or the "
-                  "diffusivity map with the release given (initial | source | diffusivity)");
+                  "advection_diffusion: the field is the initial release, a source rate, the "
+                  "diffusivity map, or the velocity (--shape axes,*grid), the last two with the "
+                  "release given (initial | source | diffusivity | velocity)");
   sub->add_option("--release", r.release,
-                  "advection_diffusion --unknown diffusivity: the known release (.npy, the "
-                  "field's shape); give the fit a bounded prior, e.g. \"bounded(0, 0.02) + tv\"");
+                  "advection_diffusion --unknown diffusivity or velocity: the known release "
+                  "(.npy, the grid's shape); give the fit a bounded prior, e.g. \"bounded(0, "
+                  "0.02) + tv\"");
   sub->add_option("--release-is", r.release_is,
-                  "advection_diffusion --unknown diffusivity: the release is the initial "
-                  "concentration or a source rate (initial | source)");
+                  "advection_diffusion --unknown diffusivity or velocity: the release is the "
+                  "initial concentration or a source rate (initial | source)");
 }
 
 std::vector<int64_t> parse_list(const std::string& s, const char* flag) {

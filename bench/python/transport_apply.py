@@ -1,10 +1,10 @@
 """The advection-diffusion operator's apply and vector-Jacobian product on
-the CPU, with the diffusivity map as the unknown beside a release (the
-control: the same flow, grid and substeps, whose stencils are built once),
-on side^2 cells in a swirling flow per cell, Lax-Wendroff, 20 substeps in
-two intervals. The diffusivity's apply builds its stencils for each D, so
-its ratio to the release's is what the plan's assembly costs, comparable
-across machines. Best of --repeat wall times, in ms.
+the CPU, with the diffusivity map or the velocity as the unknown beside a
+release (the control: the same flow, grid and substeps, whose stencils are
+built once), on side^2 cells in a swirling flow per cell, Lax-Wendroff, 20
+substeps in two intervals. A coefficient's apply builds its stencils for
+each field, so its ratio to the release's is what the plan's assembly
+costs, comparable across machines. Best of --repeat wall times, in ms.
 
     OMP_NUM_THREADS=2 PYTHONPATH=python FIELDKIT_CORE_DIR=build/release/python/fieldkit \
         .venv/bin/python bench/python/transport_apply.py [--side 256]
@@ -44,17 +44,23 @@ def main():
     by_d = ops.advection_diffusion((n, n), times, velocity=velocity, unknown="diffusivity",
                                    release=release)
     by_release = ops.advection_diffusion((n, n), times, velocity=velocity, diffusivity=1e-4)
+    by_v = ops.advection_diffusion((n, n), times, unknown="velocity", release=release,
+                                   diffusivity=1e-4)
+    v = np.stack(velocity)
     g = np.ones((2, n, n))
     rows = [
         ("diffusivity apply", best_ms(lambda: by_d(D), args.repeat)),
         ("diffusivity apply + vjp", best_ms(lambda: by_d.vjp(D, g), args.repeat)),
         ("release apply", best_ms(lambda: by_release(release), args.repeat)),
         ("release apply + vjp", best_ms(lambda: by_release.vjp(release, g), args.repeat)),
+        ("velocity apply", best_ms(lambda: by_v(v), args.repeat)),
+        ("velocity apply + vjp", best_ms(lambda: by_v.vjp(v, g), args.repeat)),
     ]
     for name, ms in rows:
         print(f"{name:26s} {ms:8.1f} ms")
-    print(f"diffusivity / release apply: {rows[0][1] / rows[2][1]:.2f}x, "
-          f"apply + vjp: {rows[1][1] / rows[3][1]:.2f}x")
+    for name, a, b in (("diffusivity", 0, 1), ("velocity", 4, 5)):
+        print(f"{name} / release apply: {rows[a][1] / rows[2][1]:.2f}x, "
+              f"apply + vjp: {rows[b][1] / rows[3][1]:.2f}x")
 
 
 if __name__ == "__main__":

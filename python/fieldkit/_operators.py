@@ -178,10 +178,19 @@ def advection_diffusion(shape, times, velocity=None, diffusivity=0.0, unknown="i
     largest value needs, and the gradient runs the same steps' transposes
     backward. Give the fit a bounded prior ("bounded(0, D_max) + tv"): with
     "positive" the start's search of constants tries D up to 1e4, whose
-    explicit substeps are many. Either unknown trains on a GPU too
-    (``solve(device="cuda")``); there the diffusivity's stencils are built
-    for each D on the device, which reads back only what its substeps
-    follow, so its steps run eagerly rather than as one captured graph."""
+    explicit substeps are many.
+
+    ``unknown="velocity"``: the field is the flow itself, one component per
+    axis per cell, shape (len(shape), *shape) (``velocity`` not given), with
+    the release given as above and a scalar ``diffusivity``; nonlinear in
+    v, each call steps as many substeps as v's largest speed needs. Upwind's
+    flux has no derivative where a face's velocity is 0: there the gradient
+    is the mean of its two one-sided ones, so a fit can start from rest.
+
+    Every unknown trains on a GPU too (``solve(device="cuda")``); there a
+    diffusivity's or a velocity's stencils are built for each field on the
+    device, which reads back only what its substeps follow, so their steps
+    run eagerly rather than as one captured graph."""
     shape = tuple(int(s) for s in shape)
     if velocity is None:
         velocity = []
@@ -203,10 +212,11 @@ def advection_diffusion(shape, times, velocity=None, diffusivity=0.0, unknown="i
         if np.iscomplexobj(release):
             raise Error("advection_diffusion: expected a real release, got complex values")
         release = np.ascontiguousarray(release, dtype=np.float64)
+    field_shape = (len(shape),) + shape if unknown == "velocity" else shape
     return Operator(_nefi.advection_diffusion_operator(
         list(shape), times, [np.ascontiguousarray(v) for v in velocity], float(diffusivity),
         str(unknown), [str(b) for b in boundary], sensors, float(courant), str(scheme),
-        release, release_is == "source"), shape)
+        release, release_is == "source"), field_shape)
 
 
 def stack(parts, shape=None):

@@ -1,7 +1,8 @@
 // The advection-diffusion kernels (transport_kernels.h): one Euler step of a
 // factor, the observation gather and its transpose, the source's gradient
-// sum, and for the diffusivity unknown each factor's stencil built for D and
-// its transpose, the gradient's face sums and their chain to the cells.
+// sum, and for a coefficient unknown each factor's stencil built for the
+// field and its transpose, the gradient's face sums and their chain to the
+// cells (the diffusivity's or the velocity's).
 // One thread per output value; the arithmetic is transport_cells.h's.
 #include <cstdint>
 
@@ -75,6 +76,21 @@ __global__ void stencil_transpose_kernel(TransportStencil s, int64_t width, cons
   }
 }
 
+__global__ void velocity_terms_kernel(TransportStencil s, int axis, double tau, const double* c,
+                                      const double* lam, double* G, double* Gout) {
+  FK_CUDA_LOOP(i, s.grid.cells) {
+    velocity_terms_at(s, axis, i, tau, c, lam, G, Gout);
+  }
+}
+
+__global__ void velocity_gradient_kernel(TransportStencil s, const double* G, const double* Gout,
+                                         double* dv) {
+  FK_CUDA_LOOP(t, s.grid.axes * s.grid.cells) {
+    const int a = static_cast<int>(t / s.grid.cells);
+    dv[t] = velocity_gradient_cell(s, a, G, Gout, t % s.grid.cells);
+  }
+}
+
 __global__ void diffusivity_gradient_kernel(TransportGrid g, const double* dface, const double* D,
                                             double* dD) {
   FK_CUDA_LOOP(x, g.cells) {
@@ -140,6 +156,21 @@ void launch_transport_stencil_transpose(const TransportStencil& s, int64_t width
   stencil_transpose_kernel<<<blocks_for(s.grid.cells), kThreads, 0, as_stream(stream)>>>(
       s, width, col, weight, per_tau, t_col, t_weight, t_per_tau);
   check_launch("nefi::cuda::transport_stencil_transpose");
+}
+
+void launch_transport_velocity_terms(const TransportStencil& s, int axis, double tau,
+                                     const double* c, const double* lam, double* G, double* Gout,
+                                     void* stream) {
+  velocity_terms_kernel<<<blocks_for(s.grid.cells), kThreads, 0, as_stream(stream)>>>(
+      s, axis, tau, c, lam, G, Gout);
+  check_launch("nefi::cuda::transport_velocity_terms");
+}
+
+void launch_transport_velocity_gradient(const TransportStencil& s, const double* G,
+                                        const double* Gout, double* dv, void* stream) {
+  velocity_gradient_kernel<<<blocks_for(s.grid.axes * s.grid.cells), kThreads, 0,
+                             as_stream(stream)>>>(s, G, Gout, dv);
+  check_launch("nefi::cuda::transport_velocity_gradient");
 }
 
 }  // namespace nefi::cuda

@@ -3,7 +3,7 @@
 // operators/transport_steps.cpp's Euler step and StepWeights, operation for
 // operation; and, called by the CPU too, the grid's faces, the harmonic mean,
 // each stencil row (transport_steps.cpp assembles its stencils with it) and
-// the diffusivity unknown's gradient sums (transport_diffusivity.cpp). Host
+// the coefficient unknowns' gradient sums (transport_coefficients.cpp). Host
 // and device functions alike, so that a CPU build compiles the same code
 // (the emulated device runs it).
 #include <cfloat>
@@ -228,7 +228,8 @@ NEFI_HOST_DEVICE inline int transport_stencil_row(const TransportStencil& s, int
 
 // Row i of a factor's stencil into rows of `width` (col -1 padding; per_tau
 // null for upwind), its rate (upwind: -A_ii; Lax-Wendroff: the largest
-// (v_f / h)^2) and (bad not null) whether D_i is negative or not finite.
+// (v_f / h)^2) and (bad not null) whether D_i is negative or not finite or
+// a velocity given per cell is not finite there.
 NEFI_HOST_DEVICE inline void write_stencil_row(const TransportStencil& s, int64_t width, int64_t i,
                                                int32_t* col, double* weight, double* per_tau,
                                                double* rate, double* bad) {
@@ -246,7 +247,11 @@ NEFI_HOST_DEVICE inline void write_stencil_row(const TransportStencil& s, int64_
   rate[i] = r;
   if (bad != nullptr) {
     const double d = s.D_uniform ? s.D[0] : s.D[i];
-    bad[i] = d >= 0 && d <= DBL_MAX ? 0.0 : 1.0;  // NaN fails both
+    bool ok = d >= 0 && d <= DBL_MAX;  // NaN fails both
+    for (int a = 0; a < s.grid.axes; ++a)
+      if (s.v[a] != nullptr && !s.v_uniform[a])
+        ok = ok && s.v[a][i] >= -DBL_MAX && s.v[a][i] <= DBL_MAX;
+    bad[i] = ok ? 0.0 : 1.0;
   }
 }
 
@@ -294,6 +299,72 @@ NEFI_HOST_DEVICE inline void write_transposed_row(const TransportStencil& s, int
     t_weight[out] = 0.0;
     if (t_per_tau != nullptr) t_per_tau[out] = 0.0;
   }
+}
+
+// The velocity unknown's gradient. v_f = (v_i + v_j) / (2 h), the face's
+// velocity over its spacing as the stencil computes it (transport_stencil_row).
+NEFI_HOST_DEVICE inline double face_velocity(const TransportStencil& s, int a, int64_t i,
+                                             int64_t j) {
+  const double vi = s.v_uniform[a] ? s.v[a][0] : s.v[a][i];
+  const double vj = s.v_uniform[a] ? s.v[a][0] : s.v[a][j];
+  return rounded_div(rounded_mul(0.5, rounded_add(vi, vj)), s.h[a]);
+}
+
+// acc + d<lam', c'>/d(v_f) for one factor application (c' = c + tau (A +
+// tau T) c) at the face from cell i to j above it: Lax-Wendroff's central
+// flux v_f (c_i + c_j) / 2 and its v_f^2 tau / 2 diffusion,
+//   tau ((lam_j - lam_i) (c_i + c_j) / 2 + tau v_f (lam_i - lam_j) (c_j - c_i));
+// upwind's v_f c_upwind, tau (lam_j - lam_i) c_up with c_up the upwind
+// cell's value (at v_f = 0, where the flux has no derivative, the mean of
+// its two one-sided ones).
+NEFI_HOST_DEVICE inline double velocity_face_term(double acc, double tau, double vf, bool lw,
+                                                  double ci, double cj, double li, double lj) {
+  if (lw) {
+    const double central = rounded_mul(rounded_mul(0.5, lj - li), rounded_add(ci, cj));
+    const double spread = rounded_mul(rounded_mul(rounded_mul(tau, vf), li - lj), cj - ci);
+    return rounded_add(acc, rounded_mul(tau, rounded_add(central, spread)));
+  }
+  const double up = vf > 0 ? ci : vf < 0 ? cj : rounded_mul(0.5, rounded_add(ci, cj));
+  return rounded_add(acc, rounded_mul(tau, rounded_mul(lj - li, up)));
+}
+
+// Every face term of one factor application along axis a at cell i: the
+// face above i into G[a cells + i], and on an open box face the upwind
+// outflow -|v| with v = v_i / h (its derivative in v_i's v: -sign(v) lam_i
+// c_i, times tau) into Gout[a cells + i].
+NEFI_HOST_DEVICE inline void velocity_terms_at(const TransportStencil& s, int a, int64_t i,
+                                               double tau, const double* c, const double* lam,
+                                               double* G, double* Gout) {
+  const int64_t na = s.grid.size[a], stride = s.grid.stride[a], n = s.grid.cells;
+  const int64_t k = (i / stride) % na;
+  const int64_t j = transport_upper_cell(i, k, na, stride, s.grid.periodic[a]);
+  if (j >= 0)
+    G[a * n + i] = velocity_face_term(G[a * n + i], tau, face_velocity(s, a, i, j), s.lax_wendroff,
+                                      c[i], c[j], lam[i], lam[j]);
+  if (s.open[a]) {
+    const double v = rounded_div(s.v_uniform[a] ? s.v[a][0] : s.v[a][i], s.h[a]);
+    if ((k + 1 == na && v > 0) || (k == 0 && v < 0))
+      Gout[a * n + i] = rounded_add(Gout[a * n + i],
+                                    rounded_mul(tau, rounded_mul(v > 0 ? -lam[i] : lam[i], c[i])));
+  }
+}
+
+// Cell x's gradient in its velocity along axis a from the face sums: the
+// face below and the face above (each v_f takes half of v_x / h), then the
+// outflow (v_x / h), in that order.
+NEFI_HOST_DEVICE inline double velocity_gradient_cell(const TransportStencil& s, int a,
+                                                      const double* G, const double* Gout,
+                                                      int64_t x) {
+  const int64_t na = s.grid.size[a], stride = s.grid.stride[a], n = s.grid.cells;
+  const int64_t k = (x / stride) % na;
+  const double half = rounded_div(0.5, s.h[a]);
+  double acc = 0;
+  const int64_t lo = transport_lower_cell(x, k, na, stride, s.grid.periodic[a]);
+  if (lo >= 0) acc = rounded_add(acc, rounded_mul(G[a * n + lo], half));
+  if (transport_upper_cell(x, k, na, stride, s.grid.periodic[a]) >= 0)
+    acc = rounded_add(acc, rounded_mul(G[a * n + x], half));
+  if (s.open[a]) acc = rounded_add(acc, rounded_div(Gout[a * n + x], s.h[a]));
+  return acc;
 }
 
 }  // namespace nefi::cuda

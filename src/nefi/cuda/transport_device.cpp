@@ -9,10 +9,11 @@
 // first device apply; back, a source adds one launch per substep. Memory per
 // row: the f64 release and two f64 states forward; two states, the source's
 // gradient and the f64 cotangent back.
-// The diffusivity unknown (transport_diffusivity.cpp) builds each factor's
-// stencil for D on the device and reads back a few values per apply (the
-// largest rates and D, and D's check: the substeps follow them); the steps,
-// the checkpointed backward and its face sums run on the device too.
+// A coefficient unknown (transport_coefficients.cpp: the diffusivity map or
+// the velocity) builds each factor's stencil for the field on the device and
+// reads back a few values per apply (the largest rates and D, and the
+// field's check: the substeps follow them); the steps, the checkpointed
+// backward and its face sums run on the device too.
 // Memory: the stencils, a state per observation interval, and back about
 // 3 sqrt(S) states for an interval of S substeps.
 #include <algorithm>
@@ -183,43 +184,55 @@ struct AdvectionDiffusionDeviceBackward : fk::autograd::Node {
   }
 };
 
-// A diffusivity apply's plan (its schedule, and each factor's axis: the
+// A coefficient apply's plan (its schedule, and each factor's axis: the
 // stencils themselves are on the device), its factors' rows and their
-// transposes on the device, and the states its gradient starts from.
-struct DiffusivityOnDevice {
+// transposes on the device, the field (f64, contiguous), each factor's
+// stencil description pointed at it, and the states its gradient starts
+// from.
+struct CoefficientOnDevice {
   Plan plan;
   std::vector<Rows> forward, transposed;
+  fk::Tensor field;  // D (cells) or v (axes, cells)
+  std::vector<cuda::TransportStencil> stencils;
   std::vector<fk::Tensor> start;  // (1, cells) per observation interval
 };
 
-// The plan for D (f64, contiguous, on the device): each factor's stencil and
-// its transpose built there (transport_stencil_row, the CPU's arithmetic),
-// and the schedule from the factors' largest rates and D's largest value,
-// read back with D's check in one transfer. A bad D is refused by the CPU's
-// check, naming the cell.
-DiffusivityOnDevice plan_on_device(const AdvectionDiffusionOperator& op, const fk::Tensor& D) {
-  const fk::Device device = D.device();
+// The plan for the field (f64, contiguous, on the device: D, or v one
+// component per axis): each factor's stencil and its transpose built there
+// (transport_stencil_row, the CPU's arithmetic), and the schedule from the
+// factors' largest rates and D's largest value, read back with the field's
+// check in one transfer. A bad field is refused by the CPU's check, naming
+// the cell.
+CoefficientOnDevice plan_on_device(const AdvectionDiffusionOperator& op, const fk::Tensor& field) {
+  const fk::Device device = field.device();
   const TransportTablesOnDevice& tables = op.tables_on(device);
   const AdvectionDiffusionOptions& o = op.options();
+  const bool by_velocity = o.unknown == TransportUnknown::kVelocity;
   const std::vector<int> axes = transport::factor_axes(op.domain(), o);
+  const int nd = op.domain().shape().size();
   const int64_t n = op.plan().cells, F = std::ssize(axes);
   void* stream = fk::cuda::current_stream(device.index);
   const fk::TensorOptions f64{fk::DType::F64, device}, i32{fk::DType::I32, device};
-  // Per factor its rows' rates; then D's check flags and D itself.
+  // Per factor its rows' rates; then the field's check flags and D.
   fk::Tensor summary = fk::empty({F + 2, n}, f64);
-  DiffusivityOnDevice run;
+  CoefficientOnDevice run;
+  run.field = field;
   run.plan.cells = n;
   run.plan.sensors = op.plan().sensors;
   run.plan.source = op.plan().source;
-  std::vector<cuda::TransportStencil> stencils;
   for (int64_t f = 0; f < F; ++f) {
     cuda::TransportStencil s =
         transport::transport_stencil(op.domain(), o.boundary, o.scheme, axes[f]);
-    for (size_t a = 0; a < tables.velocity.size(); ++a) {
-      s.v[a] = tables.velocity[a].data<double>();
-      s.v_uniform[a] = tables.velocity[a].numel() == 1;
+    for (int a = 0; a < nd; ++a) {
+      if (by_velocity) {
+        s.v[a] = field.data<double>() + a * n;
+      } else if (a < std::ssize(tables.velocity)) {
+        s.v[a] = tables.velocity[a].data<double>();
+        s.v_uniform[a] = tables.velocity[a].numel() == 1;
+      }
     }
-    s.D = D.data<double>();
+    s.D = by_velocity ? tables.diffusivity.data<double>() : field.data<double>();
+    s.D_uniform = by_velocity;
     const int64_t width = cuda::transport_stencil_width(s);
     auto rows = [&] {
       return Rows{fk::Tensor(), fk::empty({n * width}, i32), fk::empty({n * width}, f64),
@@ -240,38 +253,50 @@ DiffusivityOnDevice plan_on_device(const AdvectionDiffusionOperator& op, const f
     transport::Factor factor;
     factor.axis = axes[f];
     run.plan.factors.push_back(std::move(factor));
-    stencils.push_back(s);
+    run.stencils.push_back(s);
   }
-  summary.select(0, F + 1).copy_(D.view({n}));
+  summary.select(0, F + 1).copy_(by_velocity ? fk::full({n}, o.diffusivity, f64) : field.view({n}));
   // The one host read of an apply.
   const std::vector<double> top = fk::amax(summary, {1}).to_vector<double>();
   if (top[F] > 0) {  // the CPU's check names the first bad cell and its value
-    transport::diffusivity_plan(op.plan(), op.domain(), o, D.to_vector<double>());
-    FK_CHECK(false, "nefi::AdvectionDiffusionOperator (diffusivity)",
-             "a diffusivity >= 0 in every cell", "a negative or non-finite value");
+    const std::vector<double> host = field.to_vector<double>();
+    if (by_velocity)
+      transport::velocity_plan(op.plan(), op.domain(), o, host);
+    else
+      transport::diffusivity_plan(op.plan(), op.domain(), o, host);
+    FK_CHECK(false, "nefi::AdvectionDiffusionOperator", "a finite field (D >= 0)",
+             "a negative or non-finite value");
   }
   double stable = std::numeric_limits<double>::infinity();
   for (int64_t f = 0; f < F; ++f)
-    stable = std::min(stable, transport::stable_substep(stencils[f], top[f], top[F + 1]));
+    stable = std::min(stable, transport::stable_substep(run.stencils[f], top[f], top[F + 1]));
   transport::schedule_steps(run.plan, stable, o);
   return run;
 }
 
-// The gradient in D (cells) of <g, observations> (g: 1 x K observed, f64 on
-// the device), transport_diffusivity.cpp's schedule: per interval, last
-// first, a state every checkpoint_run(S) substeps, then each run's factor
-// inputs recomputed, last run first, and walked back through the
-// transposes, each factor adding its face terms.
-fk::Tensor diffusivity_adjoint(const AdvectionDiffusionOperator& op, const DiffusivityOnDevice& run,
-                               const fk::Tensor& D, const fk::Tensor& g) {
+// The gradient in the field (D: cells; v: axes x cells) of <g, observations>
+// (g: 1 x K observed, f64 on the device), transport_coefficients.cpp's
+// schedule: per interval, last first, a state every checkpoint_run(S)
+// substeps, then each run's factor inputs recomputed, last run first, and
+// walked back through the transposes, each factor application adding its
+// face terms (the diffusive fluxes' in D, or the advective fluxes' and the
+// outflow's in v), chained to the cells at the end.
+fk::Tensor coefficient_adjoint(const AdvectionDiffusionOperator& op, const CoefficientOnDevice& run,
+                               const fk::Tensor& g) {
   const fk::Device device = g.device();
   const TransportTablesOnDevice& tables = op.tables_on(device);
   const Steps st(run.plan, run.forward, run.transposed, tables.sensors, device);
   const Plan& p = st.p;
+  const bool by_velocity = op.options().unknown == TransportUnknown::kVelocity;
   const double* source = p.source ? tables.release.data<double>() : nullptr;
   const cuda::TransportGrid grid = transport::transport_grid(op.domain(), op.options().boundary);
   const std::vector<double> h = op.domain().spacing();
-  fk::Tensor dface = fk::zeros({grid.axes, st.n}, st.f64);
+  // The face sums per axis at each face's lower cell (and the velocity's
+  // outflow sums), and for the velocity its stencil over every axis.
+  fk::Tensor G = fk::zeros({grid.axes, st.n}, st.f64);
+  fk::Tensor G_out = by_velocity ? fk::zeros({grid.axes, st.n}, st.f64) : fk::Tensor();
+  cuda::TransportStencil all = run.stencils.front();
+  all.axis = -1;
   fk::Tensor lam = fk::zeros({1, st.n}, st.f64), next = fk::empty({1, st.n}, st.f64), c;
   int64_t step_end = 0;
   for (int64_t s : p.substeps) step_end += s;
@@ -288,7 +313,7 @@ fk::Tensor diffusivity_adjoint(const AdvectionDiffusionOperator& op, const Diffu
     for (int64_t r = std::ssize(marks) - 1; r >= 0; --r) {
       const int64_t s0 = r * run_len, s1 = std::min(S, s0 + run_len);
       std::vector<fk::Tensor> inputs(static_cast<size_t>(s1 - s0) * st.nf);
-      c = marks[r];
+      c = marks[r];  // consumed: the steps below reuse its buffer
       st.steps(1, k, step0, s0, s1, source, c, next,
                [&](int64_t s, size_t j, const fk::Tensor& in) {
                  inputs[(s - s0) * st.nf + j] = in.clone();
@@ -297,11 +322,16 @@ fk::Tensor diffusivity_adjoint(const AdvectionDiffusionOperator& op, const Diffu
         for (size_t j = st.nf; j-- > 0;) {
           const size_t f = factor_at(step0 + s, j, st.nf);
           const int axis = p.factors[f].axis;
+          const double* in = inputs[(s - s0) * st.nf + j].data<double>();
           for (int a = 0; a < grid.axes; ++a) {
             if (axis >= 0 && a != axis) continue;
-            cuda::launch_transport_face_terms(grid, a, p.tau[k] / (h[a] * h[a]),
-                                              inputs[(s - s0) * st.nf + j].data<double>(),
-                                              lam.data<double>(), dface.data<double>(), st.stream);
+            if (by_velocity)
+              cuda::launch_transport_velocity_terms(all, a, p.tau[k], in, lam.data<double>(),
+                                                    G.data<double>(), G_out.data<double>(),
+                                                    st.stream);
+            else
+              cuda::launch_transport_face_terms(grid, a, p.tau[k] / (h[a] * h[a]), in,
+                                                lam.data<double>(), G.data<double>(), st.stream);
             fk::profile::count_launch();
           }
           st.step(true, f, 1, p.tau[k], lam, nullptr, next);
@@ -310,41 +340,45 @@ fk::Tensor diffusivity_adjoint(const AdvectionDiffusionOperator& op, const Diffu
     }
     step_end = step0;
   }
-  fk::Tensor dD = fk::empty({st.n}, st.f64);
-  cuda::launch_transport_diffusivity_gradient(grid, dface.data<double>(), D.data<double>(),
-                                              dD.data<double>(), st.stream);
+  fk::Tensor grad = fk::empty(run.field.shape(), st.f64);
+  if (by_velocity)
+    cuda::launch_transport_velocity_gradient(all, G.data<double>(), G_out.data<double>(),
+                                             grad.data<double>(), st.stream);
+  else
+    cuda::launch_transport_diffusivity_gradient(grid, G.data<double>(), run.field.data<double>(),
+                                                grad.data<double>(), st.stream);
   fk::profile::count_launch();
   fk::cuda::after_op(device.index);
-  return dD;
+  return grad;
 }
 
-struct DiffusivityDeviceBackward : fk::autograd::Node {
+struct CoefficientDeviceBackward : fk::autograd::Node {
   std::shared_ptr<const AdvectionDiffusionOperator> op;  // shares the constant tables
-  std::shared_ptr<const DiffusivityOnDevice> run;
-  fk::Tensor D;  // f64, contiguous, on the device
+  std::shared_ptr<const CoefficientOnDevice> run;
   fk::Dims in_shape;
-  const char* name() const override { return "AdvectionDiffusionDiffusivityDeviceBackward"; }
+  const char* name() const override { return "AdvectionDiffusionCoefficientDeviceBackward"; }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::autograd::NoGradGuard ng;
-    fk::profile::OpScope scope("advection_diffusion_diffusivity_device_backward");
-    const fk::Device device = D.device();
+    fk::profile::OpScope scope("advection_diffusion_coefficient_device_backward");
+    const fk::Device device = run->field.device();
     fk::cuda::detail::DeviceGuard guard(device.index);
     const fk::DType dtype = grads[0].dtype();
     fk::Tensor g = grads[0].device() == device ? grads[0] : grads[0].to(device);
     g = g.to(fk::DType::F64).contiguous();
-    return {diffusivity_adjoint(*op, *run, D, g).view(in_shape).to(dtype)};
+    return {coefficient_adjoint(*op, *run, g).view(in_shape).to(dtype)};
   }
 };
 
-// op.apply(D) for a diffusivity map on a device (shape and dtype checked).
-fk::Tensor diffusivity_device(const AdvectionDiffusionOperator& op, const fk::Tensor& x) {
+// op.apply(x) for a diffusivity map or a velocity on a device (shape and
+// dtype checked).
+fk::Tensor coefficient_device(const AdvectionDiffusionOperator& op, const fk::Tensor& x) {
   const fk::Device device = x.device();
-  fk::Tensor D;
+  fk::Tensor field;
   {
     fk::autograd::NoGradGuard ng;
-    D = x.detach().to(fk::DType::F64).contiguous();
+    field = x.detach().to(fk::DType::F64).contiguous();
   }
-  auto run = std::make_shared<DiffusivityOnDevice>(plan_on_device(op, D));
+  auto run = std::make_shared<CoefficientOnDevice>(plan_on_device(op, field));
   const TransportTablesOnDevice& tables = op.tables_on(device);
   const Steps st(run->plan, run->forward, run->transposed, tables.sensors, device);
   const bool grad = fk::autograd::needs_grad(x);
@@ -359,10 +393,9 @@ fk::Tensor diffusivity_device(const AdvectionDiffusionOperator& op, const fk::Te
     out = y.view(op.output_shape(op.domain().shape())).to(x.dtype());
   }
   if (grad) {
-    auto node = std::make_shared<DiffusivityDeviceBackward>();
+    auto node = std::make_shared<CoefficientDeviceBackward>();
     node->op = std::make_shared<const AdvectionDiffusionOperator>(op);
     node->run = std::move(run);
-    node->D = D;
     node->in_shape = x.shape();
     fk::autograd::record(node, {x}, out);
   }
@@ -376,7 +409,7 @@ fk::Tensor advection_diffusion_device(const AdvectionDiffusionOperator& op, cons
   FK_CHECK(x.device().is_cuda(), "nefi::AdvectionDiffusionOperator", "a field on a CUDA device",
            x.device().str());
   fk::cuda::detail::DeviceGuard guard(x.device().index);
-  if (op.options().unknown == TransportUnknown::kDiffusivity) return diffusivity_device(op, x);
+  if (op.coefficient_unknown()) return coefficient_device(op, x);
   fk::Tensor x64;
   {
     fk::autograd::NoGradGuard ng;

@@ -108,4 +108,15 @@ void launch_transport_face_terms(const TransportGrid& grid, int axis, double w, 
 void launch_transport_diffusivity_gradient(const TransportGrid& grid, const double* dface,
                                            const double* D, double* dD, void* stream);
 
+// The velocity unknown's gradient (s pointed at the velocity): for one
+// factor application along `axis`, velocity_terms_at for every cell (the
+// face above it into G, an open box face's outflow into Gout; both (axes,
+// cells)); then dv (axes, cells) from them, velocity_gradient_cell per
+// axis and cell.
+void launch_transport_velocity_terms(const TransportStencil& s, int axis, double tau,
+                                     const double* c, const double* lam, double* G, double* Gout,
+                                     void* stream);
+void launch_transport_velocity_gradient(const TransportStencil& s, const double* G,
+                                        const double* Gout, double* dv, void* stream);
+
 }  // namespace nefi::cuda

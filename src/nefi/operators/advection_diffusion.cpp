@@ -26,21 +26,24 @@ using transport::StepWeights;
 
 constexpr const char* kWhere = "nefi::AdvectionDiffusionOperator";
 
-// The diffusivity unknown's backward: the gradient in D at the saved D, from
-// the forward's plan and interval starts.
-struct DiffusivityBackward : fk::autograd::Node {
-  transport::DiffusivityRun run;
+// A coefficient unknown's backward (the diffusivity map or the velocity):
+// the gradient at the saved field, from the forward's plan and interval
+// starts.
+struct CoefficientBackward : fk::autograd::Node {
+  transport::CoefficientRun run;
   Domain domain;
   AdvectionDiffusionOptions options;
-  std::vector<double> D;
+  std::vector<double> D;  // the diffusivity unknown's map
   fk::Dims in_shape;
-  const char* name() const override { return "AdvectionDiffusionDiffusivityBackward"; }
+  const char* name() const override { return "AdvectionDiffusionCoefficientBackward"; }
   std::vector<fk::Tensor> apply(std::vector<fk::Tensor>&& grads) override {
     fk::autograd::NoGradGuard ng;
-    fk::profile::OpScope scope("advection_diffusion_diffusivity_backward");
+    fk::profile::OpScope scope("advection_diffusion_coefficient_backward");
     const fk::Tensor& g = grads[0];
-    const auto d = transport::diffusivity_gradient(
-        run, domain, options, D, g.to(fk::DType::F64).contiguous().to_vector<double>());
+    const std::vector<double> gy = g.to(fk::DType::F64).contiguous().to_vector<double>();
+    const auto d = options.unknown == TransportUnknown::kVelocity
+                       ? transport::velocity_gradient(run, domain, options, gy)
+                       : transport::diffusivity_gradient(run, domain, options, D, gy);
     return {fk::from_vector(d, in_shape).to(g.dtype())};
   }
 };
@@ -77,7 +80,9 @@ TransportScheme parse_transport_scheme(const std::string& name) {
 TransportUnknown parse_transport_unknown(const std::string& name) {
   if (name == "initial") return TransportUnknown::kInitial;
   if (name == "diffusivity") return TransportUnknown::kDiffusivity;
-  FK_CHECK(name == "source", kWhere, "an unknown initial, source or diffusivity", "'" + name + "'");
+  if (name == "velocity") return TransportUnknown::kVelocity;
+  FK_CHECK(name == "source", kWhere, "an unknown initial, source, diffusivity or velocity",
+           "'" + name + "'");
   return TransportUnknown::kSource;
 }
 
@@ -118,16 +123,23 @@ AdvectionDiffusionOperator::AdvectionDiffusionOperator(Domain domain,
   FK_CHECK(o.courant > 0 && o.courant <= 1, kWhere, "courant in (0, 1]",
            fmt::format("{:g}", o.courant));
   const bool by_diffusivity = o.unknown == TransportUnknown::kDiffusivity;
-  FK_CHECK(by_diffusivity || (!o.release.defined() && !o.release_is_source), kWhere,
-           "no release (the unknown is the release; give one with the unknown diffusivity)",
+  const bool by_coefficient = by_diffusivity || o.unknown == TransportUnknown::kVelocity;
+  FK_CHECK(by_coefficient || (!o.release.defined() && !o.release_is_source), kWhere,
+           "no release (the unknown is the release; give one with the unknown diffusivity or "
+           "velocity)",
            o.release.defined() ? "one" : "release_is_source");
-  if (by_diffusivity) {
-    FK_CHECK(o.diffusivity == 0, kWhere,
+  FK_CHECK(o.unknown != TransportUnknown::kVelocity || o.velocity.empty(), kWhere,
+           "no velocity option with the unknown velocity (the field is v)",
+           std::to_string(o.velocity.size()) + " components");
+  if (by_coefficient) {
+    const std::string field = by_diffusivity ? "D" : "v";
+    FK_CHECK(!by_diffusivity || o.diffusivity == 0, kWhere,
              "no diffusivity option with the unknown diffusivity (the field is D)",
              fmt::format("{:g}", o.diffusivity));
     FK_CHECK(
         o.release.defined() && o.release.shape() == shape && !fk::is_complex(o.release.dtype()),
-        kWhere, "a real release of the grid's shape " + shape.str() + " (the unknown is D)",
+        kWhere,
+        "a real release of the grid's shape " + shape.str() + " (the unknown is " + field + ")",
         o.release.defined() ? o.release.shape().str() + " " + fk::name(o.release.dtype()) : "none");
     plan->release = o.release.to(fk::kCPU).to(fk::DType::F64).contiguous().to_vector<double>();
     for (size_t i = 0; i < plan->release.size(); ++i)
@@ -136,7 +148,7 @@ AdvectionDiffusionOperator::AdvectionDiffusionOperator(Domain domain,
   }
 
   plan->cells = shape.numel();
-  plan->source = by_diffusivity ? o.release_is_source : o.unknown == TransportUnknown::kSource;
+  plan->source = by_coefficient ? o.release_is_source : o.unknown == TransportUnknown::kSource;
   if (o.sensors.defined()) {
     FK_CHECK(o.sensors.shape() == shape && !fk::is_complex(o.sensors.dtype()), kWhere,
              "a real sensor mask of the grid's shape " + shape.str(),
@@ -180,19 +192,31 @@ int64_t AdvectionDiffusionOperator::observed() const {
   return plan_->observed();
 }
 
+bool AdvectionDiffusionOperator::coefficient_unknown() const {
+  return options_.unknown == TransportUnknown::kDiffusivity ||
+         options_.unknown == TransportUnknown::kVelocity;
+}
+
+fk::Dims AdvectionDiffusionOperator::field_shape() const {
+  fk::Dims s;
+  if (options_.unknown == TransportUnknown::kVelocity) s.push_back(domain_.shape().size());
+  for (int64_t d : domain_.shape()) s.push_back(d);
+  return s;
+}
+
 std::optional<double> AdvectionDiffusionOperator::homogeneity() const {
-  if (options_.unknown == TransportUnknown::kDiffusivity) return std::nullopt;
+  if (coefficient_unknown()) return std::nullopt;
   return 1.0;
 }
 
 bool AdvectionDiffusionOperator::batchable() const {
-  return options_.unknown != TransportUnknown::kDiffusivity;
+  return !coefficient_unknown();
 }
 
 std::vector<double> AdvectionDiffusionOperator::forward_rows(const std::vector<double>& x,
                                                              int64_t rows) const {
-  FK_CHECK(options_.unknown != TransportUnknown::kDiffusivity,
-           std::string(kWhere) + "::forward_rows", "a release unknown", "the diffusivity");
+  FK_CHECK(!coefficient_unknown(), std::string(kWhere) + "::forward_rows", "a release unknown",
+           "the diffusivity or the velocity");
   const Plan& p = *plan_;
   const int64_t n = p.cells, m = p.observed(), K = std::ssize(p.tau);
   FK_CHECK(rows >= 0 && std::ssize(x) == rows * n, std::string(kWhere) + "::forward_rows",
@@ -231,8 +255,8 @@ std::vector<double> AdvectionDiffusionOperator::forward_rows(const std::vector<d
 
 std::vector<double> AdvectionDiffusionOperator::adjoint_rows(const std::vector<double>& g,
                                                              int64_t rows) const {
-  FK_CHECK(options_.unknown != TransportUnknown::kDiffusivity,
-           std::string(kWhere) + "::adjoint_rows", "a release unknown", "the diffusivity");
+  FK_CHECK(!coefficient_unknown(), std::string(kWhere) + "::adjoint_rows", "a release unknown",
+           "the diffusivity or the velocity");
   const Plan& p = *plan_;
   const int64_t n = p.cells, m = p.observed(), K = std::ssize(p.tau);
   FK_CHECK(rows >= 0 && std::ssize(g) == rows * K * m, std::string(kWhere) + "::adjoint_rows",
@@ -282,23 +306,31 @@ fk::Tensor AdvectionDiffusionOperator::apply(const fk::Tensor& x) const {
   FK_CHECK(fits, kWhere, "a field of shape (..., " + shape.str() + ")", x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, kWhere,
            "a real f32/f64 field", fk::name(x.dtype()));
-  if (options_.unknown == TransportUnknown::kDiffusivity) {
-    FK_CHECK(lead == 0, kWhere,
-             "the diffusivity of the grid's shape " + shape.str() + " (no batch)", x.shape().str());
+  if (coefficient_unknown()) {
+    const bool by_velocity = options_.unknown == TransportUnknown::kVelocity;
+    FK_CHECK(x.shape() == field_shape(), kWhere,
+             by_velocity ? "the velocity of shape " + field_shape().str() +
+                               " (one component per axis, no batch)"
+                         : "the diffusivity of the grid's shape " + shape.str() + " (no batch)",
+             x.shape().str());
     if (!x.device().is_cpu()) return advection_diffusion_device(*this, x);
-    const std::vector<double> D = x.detach().to(fk::DType::F64).contiguous().to_vector<double>();
+    const std::vector<double> field =
+        x.detach().to(fk::DType::F64).contiguous().to_vector<double>();
     const bool grad = fk::autograd::needs_grad(x);
-    auto node = grad ? std::make_shared<DiffusivityBackward>() : nullptr;
+    auto node = grad ? std::make_shared<CoefficientBackward>() : nullptr;
     std::vector<double> y;
     {
-      fk::profile::OpScope scope("advection_diffusion_diffusivity");
-      y = transport::diffusivity_forward(*plan_, domain_, options_, D, grad ? &node->run : nullptr);
+      fk::profile::OpScope scope(by_velocity ? "advection_diffusion_velocity"
+                                             : "advection_diffusion_diffusivity");
+      transport::CoefficientRun* keep = grad ? &node->run : nullptr;
+      y = by_velocity ? transport::velocity_forward(*plan_, domain_, options_, field, keep)
+                      : transport::diffusivity_forward(*plan_, domain_, options_, field, keep);
     }
-    fk::Tensor out = fk::from_vector(y, output_shape(shape)).to(x.dtype());
+    fk::Tensor out = fk::from_vector(y, output_shape(field_shape())).to(x.dtype());
     if (grad) {
       node->domain = domain_;
       node->options = options_;
-      node->D = D;
+      if (!by_velocity) node->D = field;
       node->in_shape = x.shape();
       fk::autograd::record(node, {x}, out);
     }
@@ -328,7 +360,7 @@ fk::Tensor AdvectionDiffusionOperator::apply(const fk::Tensor& x) const {
 }
 
 void AdvectionDiffusionOperator::check_grid(const fk::Dims& shape, const char* who) const {
-  if (shape == domain_.shape()) return;
+  if (shape == domain_.shape() || shape == field_shape()) return;
   bool uniform = !options_.sensors.defined() && !options_.release.defined();
   for (const fk::Tensor& v : options_.velocity) uniform = uniform && v.numel() == 1;
   FK_CHECK(uniform && shape.size() == domain_.shape().size(), who,
@@ -340,15 +372,18 @@ void AdvectionDiffusionOperator::check_grid(const fk::Dims& shape, const char* w
 
 std::shared_ptr<Operator> AdvectionDiffusionOperator::at_resolution(const fk::Dims& shape) const {
   check_grid(shape, "nefi::AdvectionDiffusionOperator::at_resolution");
-  if (shape == domain_.shape()) return std::make_shared<AdvectionDiffusionOperator>(*this);
+  if (shape == domain_.shape() || shape == field_shape())
+    return std::make_shared<AdvectionDiffusionOperator>(*this);
   return std::make_shared<AdvectionDiffusionOperator>(domain_.at(shape), options_);
 }
 
 fk::Dims AdvectionDiffusionOperator::output_shape(const fk::Dims& shape) const {
   check_grid(shape, kWhere);
   fk::Dims out{static_cast<int64_t>(options_.times.size())};
+  // The velocity's field shape (axes, *grid) observes its grid.
+  const fk::Dims& grid = shape == field_shape() ? domain_.shape() : shape;
   if (plan_->sensors.empty())
-    for (int64_t d : shape) out.push_back(d);
+    for (int64_t d : grid) out.push_back(d);
   else
     out.push_back(plan_->observed());
   return out;
@@ -362,8 +397,9 @@ const TransportTablesOnDevice& AdvectionDiffusionOperator::tables_on(fk::Device 
     return fk::from_vector(v, {static_cast<int64_t>(v.size())}, device);
   };
   TransportTablesOnDevice t;
-  if (options_.unknown == TransportUnknown::kDiffusivity) {
+  if (coefficient_unknown()) {
     t.release = upload(plan_->release);
+    t.diffusivity = upload(std::vector<double>{options_.diffusivity});
     for (const std::vector<double>& v : plan_->flow.v) t.velocity.push_back(upload(v));
   } else {
     t.forward = transport::factor_rows_on(*plan_, false, device);
@@ -375,9 +411,8 @@ const TransportTablesOnDevice& AdvectionDiffusionOperator::tables_on(fk::Device 
 }
 
 int64_t AdvectionDiffusionOperator::device_launches() const {
-  FK_CHECK(options_.unknown != TransportUnknown::kDiffusivity,
-           std::string(kWhere) + "::device_launches", "a release unknown",
-           "the diffusivity (its substeps follow D)");
+  FK_CHECK(!coefficient_unknown(), std::string(kWhere) + "::device_launches", "a release unknown",
+           "the diffusivity or the velocity (its substeps follow the field)");
   const Plan& p = *plan_;
   int64_t substeps = 0;
   for (int64_t n : p.substeps) substeps += n;
@@ -388,14 +423,16 @@ int64_t AdvectionDiffusionOperator::device_launches() const {
 }
 
 bool AdvectionDiffusionOperator::graph_capturable() const {
-  return options_.unknown != TransportUnknown::kDiffusivity &&
-         device_launches() <= kMaxCapturedTransportLaunches;
+  return !coefficient_unknown() && device_launches() <= kMaxCapturedTransportLaunches;
 }
 
 std::string AdvectionDiffusionOperator::not_capturable_reason() const {
   if (options_.unknown == TransportUnknown::kDiffusivity)
     return "the diffusivity unknown's substeps follow D: every apply reads D's largest value and "
            "its stencils' largest rates back to the host";
+  if (options_.unknown == TransportUnknown::kVelocity)
+    return "the velocity unknown's substeps follow v: every apply reads its stencils' largest "
+           "rates back to the host";
   if (graph_capturable()) return "";
   return std::to_string(device_launches()) + " kernel launches per training step (over " +
          std::to_string(kMaxCapturedTransportLaunches) + ", a graph of that many nodes)";

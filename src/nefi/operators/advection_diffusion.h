@@ -13,7 +13,14 @@
 // its two cells' (a flux through two cells in series, so a cell of D = 0
 // blocks it), and y is nonlinear in D; each apply steps a stencil built
 // for the field's D, its substeps set by D's largest value, and the gradient
-// runs the same steps' transposes backward (transport_steps.h).
+// runs the same steps' transposes backward (transport_steps.h). Or the
+// unknown is the flow v itself (kVelocity: one component per axis per cell,
+// the field (axes, *grid); the release and a scalar D given): y is nonlinear
+// in v, each apply steps a stencil built for the field's v (its substeps set
+// by v's largest speed), and the gradient takes each face's flux derivative
+// in its v_f (upwind's is one-sided by v_f's sign, at v_f = 0 the mean of
+// the two sides) and the open box faces' outflow's, through v_f = the mean
+// of its two cells'.
 //
 // Finite volumes: each face between two cells carries an advective flux (v_f
 // the mean of the two cells' velocities, positive toward the higher index)
@@ -92,22 +99,23 @@ namespace transport {
 struct Plan;
 }  // namespace transport
 
-enum class TransportUnknown { kInitial, kSource, kDiffusivity };
+enum class TransportUnknown { kInitial, kSource, kDiffusivity, kVelocity };
 
 // The operator's constant tables on a CUDA device: a release unknown's
 // factors, each stencil and its transpose as sparse rows (f64 weights;
 // per_tau the Lax-Wendroff part that scales with the substep, undefined for
-// upwind), the observed cells (undefined: every cell), and for the
-// diffusivity unknown (whose stencils are built on the device for each D, in
-// rows of `width` entries) its known release and the flow per axis (f64,
-// one value or one per cell).
+// upwind), the observed cells (undefined: every cell), and for a
+// coefficient unknown (whose stencils are built on the device for each
+// field, in rows of `width` entries) its known release, the diffusivity
+// option (one value) and the flow per axis (f64, one value or one per cell;
+// none for the velocity unknown).
 struct TransportTablesOnDevice {
   struct Rows {
     fk::Tensor row_start, col, weight, per_tau;
     int64_t width = 0;  // > 0: row i is entries [i width, (i + 1) width), col -1 padding
   };
   std::vector<Rows> forward, transposed;
-  fk::Tensor sensors, release;
+  fk::Tensor sensors, release, diffusivity;
   std::vector<fk::Tensor> velocity;
 };
 enum class TransportBoundary { kClosed, kOpen, kPeriodic };
@@ -118,7 +126,7 @@ struct AdvectionDiffusionOptions {
   // value (a uniform flow); empty: no flow. Domain units per unit time.
   std::vector<fk::Tensor> velocity;
   double diffusivity = 0;  // D >= 0 (domain units^2 per unit time); 0 with kDiffusivity
-  // kDiffusivity: the known release (the grid's shape), an initial
+  // kDiffusivity, kVelocity: the known release (the grid's shape), an initial
   // concentration or (release_is_source) a source rate from t = 0 on.
   fk::Tensor release;
   bool release_is_source = false;
@@ -153,28 +161,35 @@ class AdvectionDiffusionOperator : public Operator {
   // non-finite; D < 0 or not finite; no times, times not increasing and > 0;
   // a boundary list not of size 1 or one per axis; a sensor mask of another
   // shape, complex, non-finite or with no cell > 0; courant outside (0, 1];
-  // more than kMaxTransportSubsteps substeps; for kDiffusivity, a release
-  // missing, of another shape, complex or non-finite, or a diffusivity
-  // option other than 0 (and for the others a release given). apply throws
-  // on a field whose trailing dims are not the grid (kDiffusivity: not
-  // exactly the grid), not f32/f64, or (kDiffusivity) with a negative or
-  // non-finite D; output_shape and at_resolution on another
-  // grid where the flow, the sensors or the release are per cell, or one of
-  // another axis count.
+  // more than kMaxTransportSubsteps substeps; for kDiffusivity and
+  // kVelocity, a release missing, of another shape, complex or non-finite,
+  // and a diffusivity option other than 0 (kDiffusivity) or a velocity option
+  // (kVelocity) (and for the others a release given). apply throws on a
+  // field whose trailing dims are not the grid (kDiffusivity: not exactly
+  // the grid; kVelocity: not exactly (axes, *grid)), not f32/f64, or with a
+  // negative or non-finite D or a non-finite v; output_shape and
+  // at_resolution on another grid where the flow, the sensors or the
+  // release are per cell, or one of another axis count (the velocity's
+  // field shape stands for its grid).
   AdvectionDiffusionOperator(Domain domain, AdvectionDiffusionOptions options);
   fk::Tensor apply(const fk::Tensor& x) const override;
   std::shared_ptr<Operator> at_resolution(const fk::Dims& shape) const override;
   fk::Dims output_shape(const fk::Dims& shape) const override;
-  std::optional<double> homogeneity() const override;  // 1; none for kDiffusivity
-  bool batchable() const override;                     // not for kDiffusivity
+  std::optional<double> homogeneity() const override;  // 1; none for D or v unknown
+  bool batchable() const override;                     // not for D or v unknown
+  // The unknown is a coefficient of the stencil (the diffusivity map or the
+  // velocity), not the release; and the field's shape: the grid, or for the
+  // velocity (axes, *grid).
+  bool coefficient_unknown() const;
+  fk::Dims field_shape() const;
   // A device step is a kernel launch per factor and substep each way: a
   // training step over kMaxCapturedTransportLaunches of them runs eagerly
-  // rather than as a captured graph of that many nodes. The diffusivity
-  // unknown's is never captured (each apply reads D on the host).
+  // rather than as a captured graph of that many nodes. A coefficient
+  // unknown's is never captured (each apply reads its bounds on the host).
   bool graph_capturable() const override;
   std::string not_capturable_reason() const override;
   // Kernel launches of one device apply and its gradient (a release
-  // unknown; the diffusivity's depend on D and refuse).
+  // unknown; a coefficient unknown's depend on the field and refuse).
   int64_t device_launches() const;
   std::string fidelity_tag() const override;  // per scheme
   std::string kind() const override { return "advection_diffusion"; }

@@ -8,11 +8,11 @@
 
 namespace nefi {
 
-// op.apply(x) for releases or a diffusivity map on a CUDA device (shape and
+// op.apply(x) for releases, a diffusivity map or a velocity on a CUDA device (shape and
 // dtype already checked): the observations on that device in x's dtype,
 // differentiable in x through the steps' exact transposes; the same f64
-// arithmetic as the CPU's (forward_rows and adjoint_rows; the diffusivity's
-// transport_diffusivity.cpp), equal to the bit.
+// arithmetic as the CPU's (forward_rows and adjoint_rows; the coefficients'
+// transport_coefficients.cpp), equal to the bit.
 fk::Tensor advection_diffusion_device(const AdvectionDiffusionOperator& op, const fk::Tensor& x);
 
 }  // namespace nefi

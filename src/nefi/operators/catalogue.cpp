@@ -202,11 +202,11 @@ const std::vector<OperatorInfo>& operator_catalogue() {
       {"advection_diffusion",
        "a tracer carried by a known flow and spreading by diffusion, released at t = 0 or "
        "emitted by a source, seen over the grid or at sensors; or, the release given, its "
-       "diffusivity map",
+       "diffusivity map or the flow itself",
        "the stencil's exact transpose stepped backward (a release: no states saved; the "
-       "diffusivity: states recomputed from checkpoints)",
+       "diffusivity or the flow: states recomputed from checkpoints)",
        "for a release",
-       "a release: 1; the diffusivity: none",
+       "a release: 1; the diffusivity or the flow: none",
        {},
        "yes"},
       {"function",

@@ -77,33 +77,44 @@ std::vector<int> factor_axes(const Domain& domain, const AdvectionDiffusionOptio
 // kMaxTransportSubsteps.
 void schedule_steps(Plan& plan, double stable, const AdvectionDiffusionOptions& o);
 
-// The diffusivity unknown (transport_diffusivity.cpp): diffusivity_plan is
-// base's flow, sensors and release with the steps built for the diffusivity
-// map D (cells, each finite and >= 0, else fk::Error naming the cell): its
-// substeps follow D's largest value. diffusivity_forward gives the
-// observations, K times observed() values, of the release stepped through
-// that plan; diffusivity_gradient the gradient in D of <g, those
-// observations>, through the steps' exact transposes and each face's
-// harmonic mean (the substep count held fixed; memory: a state per
+// The coefficient unknowns (transport_coefficients.cpp): the diffusivity
+// map D or the velocity v, each plan built for the field's values.
+// diffusivity_plan is base's flow, sensors and release with the steps built
+// for D (cells, each finite and >= 0, else fk::Error naming the cell);
+// velocity_plan base's sensors and release and the option's diffusivity with
+// the flow v (axes x cells, axis-major, each finite). Their substeps follow
+// D's or v's largest values. *_forward gives the observations, K times
+// observed() values, of the release stepped through that plan; *_gradient
+// the gradient in D (cells) or v (axes x cells) of <g, those observations>,
+// through the steps' exact transposes and each face's harmonic mean or
+// mean velocity (the substep count held fixed; memory: a state per
 // interval, and within an interval of S substeps one every ceil(sqrt(S))
 // and one run's factor inputs, about 3 sqrt(S) states). A device runs the
 // same schedule (cuda/transport_device.cpp).
-// What a forward keeps for its gradient: the plan built for D and the state
-// at the start of every observation interval.
-struct DiffusivityRun {
+// What a forward keeps for its gradient: the plan built for the field and
+// the state at the start of every observation interval.
+struct CoefficientRun {
   Plan plan;
   std::vector<std::vector<double>> start;
 };
 Plan diffusivity_plan(const Plan& base, const Domain& domain, const AdvectionDiffusionOptions& o,
                       const std::vector<double>& D);
+Plan velocity_plan(const Plan& base, const Domain& domain, const AdvectionDiffusionOptions& o,
+                   const std::vector<double>& v);
 std::vector<double> diffusivity_forward(const Plan& base, const Domain& domain,
                                         const AdvectionDiffusionOptions& o,
                                         const std::vector<double>& D,
-                                        DiffusivityRun* keep = nullptr);
-std::vector<double> diffusivity_gradient(const DiffusivityRun& run, const Domain& domain,
+                                        CoefficientRun* keep = nullptr);
+std::vector<double> velocity_forward(const Plan& base, const Domain& domain,
+                                     const AdvectionDiffusionOptions& o,
+                                     const std::vector<double>& v, CoefficientRun* keep = nullptr);
+std::vector<double> diffusivity_gradient(const CoefficientRun& run, const Domain& domain,
                                          const AdvectionDiffusionOptions& o,
                                          const std::vector<double>& D,
                                          const std::vector<double>& g);
+std::vector<double> velocity_gradient(const CoefficientRun& run, const Domain& domain,
+                                      const AdvectionDiffusionOptions& o,
+                                      const std::vector<double>& g);
 // The substeps of a checkpointed run within an interval of S substeps:
 // ceil(sqrt(S)) (at least 1).
 int64_t checkpoint_run(int64_t S);

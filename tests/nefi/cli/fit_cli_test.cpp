@@ -412,6 +412,59 @@ TEST(FitCli, MapsADiffusivityThroughTheBuiltInAdvectionDiffusion) {
   EXPECT_NEAR(right, 8e-3, 1.5e-3);
 }
 
+// The velocity as the unknown: the field is (2, 16, 16), the release and D
+// given; a bounded grid fit finds the flow's direction where the puffs pass
+// (as python/tests/test_nefi_operators.py's flow test), and a grid's shape
+// alone is refused naming --shape.
+TEST(FitCli, FindsAFlowThroughTheBuiltInAdvectionDiffusion) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path dir = nefi::test::fresh_dir("fit_cli_velocity");
+  fs::create_directories(dir);
+  const int64_t n = 16;
+  std::vector<double> release(n * n, 0.0), v(2 * n * n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const double x = (i + 0.5) / n, y = (j + 0.5) / n;
+      for (double a : {0.3, 0.7})
+        for (double b : {0.3, 0.7})
+          release[i * n + j] += std::exp(-(std::pow(x - a, 2) + std::pow(y - b, 2)) / 0.0072);
+      v[i * n + j] = 0.4 + 0.2 * std::sin(2 * M_PI * y);
+      v[n * n + i * n + j] = -0.3;
+    }
+  fk::write_npy((dir / "release.npy").string(), fk::from_vector(release, {n, n}));
+  nefi::AdvectionDiffusionOptions o;
+  o.times = {0.1, 0.2, 0.3};
+  o.unknown = nefi::TransportUnknown::kVelocity;
+  o.release = fk::from_vector(release, {n, n});
+  o.diffusivity = 1e-3;
+  o.boundary = {nefi::TransportBoundary::kPeriodic};
+  const nefi::AdvectionDiffusionOperator op(nefi::isotropic_domain({n, n}), o);
+  const fk::Tensor y = op.apply(fk::from_vector(v, {2, n, n}));
+  fk::write_npy((dir / "y.npy").string(), y);
+  const std::string common =
+      "fit --operator advection_diffusion --times 0.1,0.2,0.3 --unknown velocity --release " +
+      (dir / "release.npy").string() + " --diffusivity 0.001 --boundary periodic --data " +
+      (dir / "y.npy").string() + " --noise 0.0001 --budget 1500 --prior \"bounded(-1, 1) + " +
+      "smooth\" --representation grid -q";
+  const fs::path out = dir / "out";
+  const auto r = nefi_stdout(common + " --shape 2,16,16 --out " + out.string());
+  ASSERT_EQ(r.status, 0) << r.out;
+  const fk::Tensor x = fk::read_npy((out / "x.npy").string());
+  ASSERT_EQ(x.shape(), (fk::Dims{2, n, n}));
+  const auto got = x.to_vector<double>();
+  double vx = 0, vy = 0;
+  for (int64_t i = 0; i < n * n; ++i) {
+    vx += got[i] / (n * n);
+    vy += got[n * n + i] / (n * n);
+  }
+  EXPECT_GT(vx, 0.25);
+  EXPECT_LT(vy, -0.1);
+  nefi::test::expect_one_line_errors(
+      {{common + " --shape 16,16 --out " + (dir / "bad").string(),
+        "--shape: expected the velocity's shape: its axis count, then the grid"}},
+      dir);
+}
+
 TEST(FitCli, BadInputIsOneLineNamingIt) {
   if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
   const fs::path dir = nefi::test::fresh_dir("fit_cli_bad");

@@ -343,6 +343,84 @@ TEST(NefiAdvectionDiffusionDevice, ADiffusivityFitOnTheDeviceFollowsTheCpu) {
   EXPECT_LT(gpu.history.rows.back()[6], gpu.history.rows.front()[6]);
 }
 
+// The velocity unknown: observations and gradients in v equal the CPU's to
+// the bit, in f64 and f32: 1-D, 2-D and 3-D, both schemes, open faces'
+// outflow, periodic axes, sensors, an initial release and a source, a flow
+// that reverses between cells.
+std::vector<DiffusivityCase> velocity_cases() {
+  std::vector<DiffusivityCase> out;
+  for (const DiffusivityCase& c : diffusivity_cases()) {
+    DiffusivityCase v = c;
+    v.name = "velocity: " + c.name;
+    v.options.unknown = TransportUnknown::kVelocity;
+    v.options.velocity.clear();
+    v.options.diffusivity = 3e-3;
+    out.push_back(v);
+  }
+  return out;
+}
+
+// One component per axis, per cell, reversing between cells.
+fk::Tensor velocity_field(const fk::Dims& grid) {
+  const int64_t n = grid.numel(), nd = grid.size();
+  std::vector<double> v(nd * n);
+  for (int64_t a = 0; a < nd; ++a)
+    for (int64_t i = 0; i < n; ++i)
+      v[a * n + i] = 0.4 * std::sin(0.8 * static_cast<double>(i) + static_cast<double>(a));
+  fk::Dims shape{nd};
+  for (int64_t d : grid) shape.push_back(d);
+  return fk::from_vector(v, shape);
+}
+
+TEST(NefiAdvectionDiffusionDevice, TheVelocityUnknownEqualsTheCpu) {
+  NEFI_SKIP_WITHOUT_GPU();
+  for (const DiffusivityCase& c : velocity_cases()) {
+    const AdvectionDiffusionOperator op = diffusivity_op(c);
+    EXPECT_EQ(nefi::device_solve_refusal(op, kGpu), "") << c.name;
+    EXPECT_FALSE(op.graph_capturable()) << c.name;
+    const fk::Tensor v = velocity_field(c.grid);
+    fk::Generator gen(9);
+    const fk::Tensor g = fk::randn(op.apply(v).shape(), {fk::DType::F64}, &gen);
+    for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
+      SCOPED_TRACE(c.name + " " + fk::name(dt));
+      expect_device_matches_cpu(op, v, g, dt, expect_same_values);
+    }
+  }
+}
+
+TEST(NefiAdvectionDiffusionDevice, ABadVelocityOnTheDeviceIsRefusedByName) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const DiffusivityCase c = velocity_cases()[1];  // 2-D
+  const AdvectionDiffusionOperator op = diffusivity_op(c);
+  std::vector<double> v = host(velocity_field(c.grid));
+  v[63 + 4] = std::numeric_limits<double>::infinity();
+  const std::string e =
+      fk::test::error_of([&] { op.apply(fk::from_vector(v, op.field_shape()).to(kGpu)); });
+  EXPECT_NE(e.find("a finite velocity in every cell"), std::string::npos) << e;
+  EXPECT_NE(e.find("in component 1 at cell 4"), std::string::npos) << e;
+}
+
+// Flow identification with a grid field of shape (2, *grid): the device
+// solve follows the CPU's, eagerly, and says why.
+TEST(NefiAdvectionDiffusionDevice, AVelocityFitOnTheDeviceFollowsTheCpu) {
+  NEFI_SKIP_WITHOUT_GPU();
+  const DiffusivityCase c = velocity_cases()[3];  // 2-D Lax-Wendroff, closed
+  auto op = std::make_shared<AdvectionDiffusionOperator>(diffusivity_op(c));
+  const nefi::Domain field_domain(op->field_shape());
+  const nefi::InverseProblem problem = nefi::cuda_test::grid_mse_problem(
+      "advection_diffusion velocity", field_domain, op,
+      op->apply(velocity_field(c.grid)).to(fk::DType::F32), nefi::identity_head("x"));
+  const nefi::Curriculum cur = nefi::cuda_test::one_adam_stage(15, 0.02);
+  const nefi::Result cpu = nefi::cuda_test::solve_on(problem, cur, fk::kCPU, 0);
+  const nefi::Result gpu = nefi::cuda_test::solve_on(problem, cur, kGpu, 0);
+  nefi::cuda_test::expect_losses_follow(gpu, cpu, 1e-3, 1e-12);
+  ASSERT_EQ(gpu.stages.size(), 1u);
+  EXPECT_EQ(gpu.stages[0].graph_steps, 0);
+  EXPECT_NE(gpu.stages[0].device_note.find("back to the host"), std::string::npos)
+      << gpu.stages[0].device_note;
+  EXPECT_LT(gpu.history.rows.back()[6], gpu.history.rows.front()[6]);
+}
+
 // Source identification with a grid field: the 2-D case's sensors see a
 // source at two cells; the device solve (grid values, operator, MSE and
 // Adam on the device) follows the CPU's and replays one captured graph.
