@@ -186,6 +186,10 @@ def advection_diffusion(shape, times, velocity=None, diffusivity=0.0, unknown="i
     v, each call steps as many substeps as v's largest speed needs. Upwind's
     flux has no derivative where a face's velocity is 0: there the gradient
     is the mean of its two one-sided ones, so a fit can start from rest.
+    from_forward's "tv" and "smooth" take no differences across the
+    components (axis 0), and axes named in a prior are the field's (axis 0
+    the components). from_forward fits 1-D and 2-D flows; a 3-D flow's field
+    has four axes, past its three.
 
     Every unknown trains on a GPU too (``solve(device="cuda")``); there a
     diffusivity's or a velocity's stencils are built for each field on the

@@ -115,13 +115,15 @@ HeadPtr head_for(const std::string& name, const PriorSpec& prior, double c,
 }
 
 LossPtr penalty_loss(const PriorPenalty& pen, const std::string& field, const std::string& name,
-                     const std::vector<int>& periodic_axes) {
+                     const std::vector<int>& periodic_axes,
+                     const std::vector<int>& component_axes) {
   if (pen.kind == "tv") {
     TVOptions tv;
     tv.periodic_axes = periodic_axes;
+    tv.component_axes = component_axes;
     return tv_loss(field, tv, name);
   }
-  if (pen.kind == "smooth") return laplacian_loss(field, true, name, periodic_axes);
+  if (pen.kind == "smooth") return laplacian_loss(field, true, name, periodic_axes, component_axes);
   if (pen.kind == "monotone") return monotone_loss(pen.axis, pen.sign, field, name);
   if (pen.custom) return custom_penalty_loss(pen.kind, field, name);
   return l1_loss(field, name);
@@ -402,6 +404,13 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   prob.name = "from_forward";
   prob.domain = domain;
   prob.op = op;
+  if (const std::vector<int> comp = op->component_axes(); !comp.empty()) {
+    std::string axes;
+    for (int a : comp) axes += (axes.empty() ? "" : ", ") + std::to_string(a);
+    decide("component_axes", axes,
+           "the model's field holds components along them (" + op->kind() +
+               "): tv and smooth take no differences across them");
+  }
   if (o.representation == "neural") {
     prob.field = std::make_shared<NeuralField>(static_cast<int>(shape.size()), heads, fc, o.seed);
     decide("network", std::to_string(fc.hidden) + " x " + std::to_string(fc.depth),
@@ -539,7 +548,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
         const std::string kind =
             pen.kind == "monotone" ? "monotone_axis" + std::to_string(pen.axis) : pen.kind;
         const std::string name = several ? kind + ":" + ap.fields[i] : kind;
-        const LossPtr loss = penalty_loss(pen, ap.fields[i], name, periodic);
+        const LossPtr loss = penalty_loss(pen, ap.fields[i], name, periodic, op->component_axes());
         LossContext ctx;
         ctx.fields = &r.fields;
         ctx.domain = &domain;

@@ -330,8 +330,10 @@ NEFI_HOST_DEVICE inline double velocity_face_term(double acc, double tau, double
 
 // Every face term of one factor application along axis a at cell i: the
 // face above i into G[a cells + i], and on an open box face the upwind
-// outflow -|v| with v = v_i / h (its derivative in v_i's v: -sign(v) lam_i
-// c_i, times tau) into Gout[a cells + i].
+// outflow -|v| with v = v_i / h, taken on the last cell where v > 0 and on
+// the first where v < 0 (its derivative in v: -lam_i c_i and +lam_i c_i,
+// times tau; at v = 0 the mean of the two one-sided ones, as for a face)
+// into Gout[a cells + i].
 NEFI_HOST_DEVICE inline void velocity_terms_at(const TransportStencil& s, int a, int64_t i,
                                                double tau, const double* c, const double* lam,
                                                double* G, double* Gout) {
@@ -343,9 +345,18 @@ NEFI_HOST_DEVICE inline void velocity_terms_at(const TransportStencil& s, int a,
                                       c[i], c[j], lam[i], lam[j]);
   if (s.open[a]) {
     const double v = rounded_div(s.v_uniform[a] ? s.v[a][0] : s.v[a][i], s.h[a]);
-    if ((k + 1 == na && v > 0) || (k == 0 && v < 0))
-      Gout[a * n + i] = rounded_add(Gout[a * n + i],
-                                    rounded_mul(tau, rounded_mul(v > 0 ? -lam[i] : lam[i], c[i])));
+    const bool last = k + 1 == na, first = k == 0;
+    // The outflow entry's slope in v (it is then times lam_i c_i).
+    double slope = 0;
+    if (v > 0)
+      slope = last ? -1.0 : 0.0;
+    else if (v < 0)
+      slope = first ? 1.0 : 0.0;
+    else
+      slope = (last ? -0.5 : 0.0) + (first ? 0.5 : 0.0);
+    if (slope != 0)
+      Gout[a * n + i] = rounded_add(
+          Gout[a * n + i], rounded_mul(tau, rounded_mul(rounded_mul(slope, lam[i]), c[i])));
   }
 }
 

@@ -1,9 +1,9 @@
 #pragma once
 // Launchers of the advection-diffusion kernels (transport.cu) for the
 // explicit steps (operators/transport_steps.h) and, with the diffusivity map
-// as the unknown, each factor's stencil built for D and its transpose and
-// the gradient's face sums, on device buffers of f64 states, `batch` rows
-// of `cells` values each (row-major); raw
+// or the velocity as the unknown, each factor's stencil built for the field
+// and its transpose and the gradient's face sums, on device buffers of f64
+// states, `batch` rows of `cells` values each (row-major); raw
 // pointers and a stream (a cudaStream_t as void*), no CUDA types. Each
 // output value is one thread, with separately rounded products and sums in
 // the CPU loops' order (no atomics, no fused multiply-adds): the CPU's bits,
@@ -83,7 +83,8 @@ inline int64_t transport_stencil_width(const TransportStencil& s) {
 // transport_stencil_row's entries, per_tau null for upwind; and per row,
 // rate[i] = -(its diagonal) (upwind) or its largest (v_f / h)^2
 // (Lax-Wendroff), and bad[i] = 1 where D (per cell) is negative or not
-// finite, else 0 (bad null: not written).
+// finite or a velocity given per cell is not finite, else 0 (bad null: not
+// written).
 void launch_transport_stencil(const TransportStencil& s, int64_t width, int32_t* col,
                               double* weight, double* per_tau, double* rate, double* bad,
                               void* stream);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "fk/autograd.h"
 #include "fk/error.h"
@@ -178,27 +179,42 @@ struct L1Loss : FieldLoss {
   std::string signature() const override { return signature_of("l1"); }
 };
 
+// The spacing the differences divide by, infinite along component axes (a
+// difference across components is then 0: the fused TV and the Laplacian,
+// on the host and the device, scale by 1 / h).
+std::vector<double> spacing_for(const LossContext* c, const BatchLossContext* b,
+                                const fk::Dims& grid, bool use_spacing,
+                                const std::vector<int>& component_axes) {
+  std::vector<double> h(grid.size(), 1.0);
+  if (use_spacing) h = c != nullptr ? c->domain->spacing(grid) : b->domain->spacing(grid);
+  for (int a : component_axes) {
+    FK_CHECK(a >= 0 && a < grid.size(), "nefi::regularizer",
+             "component axes in [0, " + std::to_string(grid.size()) + ")", std::to_string(a));
+    h[a] = std::numeric_limits<double>::infinity();
+  }
+  return h;
+}
+
 struct TVLoss : FieldLoss {
   TVOptions opt;
   TVLoss(std::string n, std::string f, TVOptions o)
       : FieldLoss(std::move(n), std::move(f)), opt(std::move(o)) {}
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor& x = c.field(field);
-    std::vector<double> h(x.dim(), 1.0);
-    if (opt.use_spacing) h = c.domain->spacing(x.shape());
-    return total_variation(x, h, opt);
+    return total_variation(
+        x, spacing_for(&c, nullptr, x.shape(), opt.use_spacing, opt.component_axes), opt);
   }
   fk::Tensor forward_rows(const BatchLossContext& c) const override {
     const fk::Tensor& x = c.field(field);
     const fk::Dims grid(std::vector<int64_t>(x.shape().begin() + 1, x.shape().end()));
-    std::vector<double> h(grid.size(), 1.0);
-    if (opt.use_spacing) h = c.domain->spacing(grid);
-    return total_variation_rows(x, h, opt);
+    return total_variation_rows(
+        x, spacing_for(nullptr, &c, grid, opt.use_spacing, opt.component_axes), opt);
   }
   std::string signature() const override {
     std::string s = "tv:" + name() + ":" + field + (opt.isotropic ? ":iso" : ":aniso") + ":" +
                     std::to_string(opt.eps) + (opt.use_spacing ? ":spacing" : "");
     for (int a : opt.periodic_axes) s += ":p" + std::to_string(a);
+    for (int a : opt.component_axes) s += ":c" + std::to_string(a);
     return s;
   }
 };
@@ -229,27 +245,29 @@ fk::Tensor laplacian(const fk::Tensor& x, const std::vector<double>& h, int firs
 
 struct LaplacianLoss : FieldLoss {
   bool use_spacing;
-  std::vector<int> periodic;
-  LaplacianLoss(std::string n, std::string f, bool sp, std::vector<int> p)
-      : FieldLoss(std::move(n), std::move(f)), use_spacing(sp), periodic(std::move(p)) {}
+  std::vector<int> periodic, components;
+  LaplacianLoss(std::string n, std::string f, bool sp, std::vector<int> p, std::vector<int> comp)
+      : FieldLoss(std::move(n), std::move(f)),
+        use_spacing(sp),
+        periodic(std::move(p)),
+        components(std::move(comp)) {}
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor& x = c.field(field);
-    std::vector<double> h(x.dim(), 1.0);
-    if (use_spacing) h = c.domain->spacing(x.shape());
+    const std::vector<double> h = spacing_for(&c, nullptr, x.shape(), use_spacing, components);
     if (on_device(x)) return laplacian_loss_device(x, h, false, periodic);
     return fk::mean(fk::square(laplacian(x, h, 0, periodic)));
   }
   fk::Tensor forward_rows(const BatchLossContext& c) const override {
     const fk::Tensor& x = c.field(field);
     const fk::Dims grid(std::vector<int64_t>(x.shape().begin() + 1, x.shape().end()));
-    std::vector<double> h(grid.size(), 1.0);
-    if (use_spacing) h = c.domain->spacing(grid);
+    const std::vector<double> h = spacing_for(nullptr, &c, grid, use_spacing, components);
     if (on_device(x)) return laplacian_loss_device(x, h, true, periodic);
     return row_means(fk::square(laplacian(x, h, 1, periodic)));
   }
   std::string signature() const override {
     std::string s = signature_of("laplacian") + (use_spacing ? ":spacing" : "");
     for (int a : periodic) s += ":p" + std::to_string(a);
+    for (int a : components) s += ":c" + std::to_string(a);
     return s;
   }
 };
@@ -407,9 +425,9 @@ LossPtr tv_loss(std::string f, TVOptions o, std::string n) {
   return std::make_shared<TVLoss>(std::move(n), std::move(f), std::move(o));
 }
 LossPtr laplacian_loss(std::string f, bool use_spacing, std::string n,
-                       std::vector<int> periodic_axes) {
+                       std::vector<int> periodic_axes, std::vector<int> component_axes) {
   return std::make_shared<LaplacianLoss>(std::move(n), std::move(f), use_spacing,
-                                         std::move(periodic_axes));
+                                         std::move(periodic_axes), std::move(component_axes));
 }
 LossPtr tikhonov_loss(std::string f, std::string n) {
   return std::make_shared<TikhonovLoss>(std::move(n), std::move(f));

@@ -26,14 +26,19 @@ struct TVOptions {
   double eps = 1e-6;
   std::vector<int> periodic_axes;
   bool use_spacing = true;
+  // Axes of the field that index components (a velocity's, say), not
+  // space: no difference is taken along them (Operator::component_axes).
+  std::vector<int> component_axes;
 };
 
 LossPtr l1_loss(std::string field = "x", std::string name = "l1");
 LossPtr tv_loss(std::string field = "x", TVOptions opt = {}, std::string name = "tv");
 // periodic_axes: grid axes whose edges wrap (the domain's length a period);
-// the others keep zero flux (replicated edges).
+// the others keep zero flux (replicated edges). component_axes: axes that
+// index components, not space (no second difference along them).
 LossPtr laplacian_loss(std::string field = "x", bool use_spacing = true,
-                       std::string name = "laplacian", std::vector<int> periodic_axes = {});
+                       std::string name = "laplacian", std::vector<int> periodic_axes = {},
+                       std::vector<int> component_axes = {});
 LossPtr tikhonov_loss(std::string field = "x", std::string name = "tikhonov");
 LossPtr range_penalty_loss(double lo, double hi, std::string field = "x",
                            std::string name = "range");

@@ -204,6 +204,11 @@ fk::Dims AdvectionDiffusionOperator::field_shape() const {
   return s;
 }
 
+std::vector<int> AdvectionDiffusionOperator::component_axes() const {
+  if (options_.unknown == TransportUnknown::kVelocity) return {0};
+  return {};
+}
+
 std::optional<double> AdvectionDiffusionOperator::homogeneity() const {
   if (coefficient_unknown()) return std::nullopt;
   return 1.0;
@@ -301,18 +306,20 @@ std::vector<double> AdvectionDiffusionOperator::adjoint_rows(const std::vector<d
 fk::Tensor AdvectionDiffusionOperator::apply(const fk::Tensor& x) const {
   const fk::Dims& shape = domain_.shape();
   const int lead = x.dim() - shape.size();
-  bool fits = lead >= 0;
-  for (int a = 0; fits && a < shape.size(); ++a) fits = x.shape()[lead + a] == shape[a];
-  FK_CHECK(fits, kWhere, "a field of shape (..., " + shape.str() + ")", x.shape().str());
+  const bool by_velocity = options_.unknown == TransportUnknown::kVelocity;
+  bool fits = coefficient_unknown() ? x.shape() == field_shape() : lead >= 0;
+  for (int a = 0; fits && !coefficient_unknown() && a < shape.size(); ++a)
+    fits = x.shape()[lead + a] == shape[a];
+  FK_CHECK(
+      fits, kWhere,
+      by_velocity
+          ? "the velocity of shape " + field_shape().str() + " (one component per axis, no batch)"
+      : coefficient_unknown() ? "the diffusivity of the grid's shape " + shape.str() + " (no batch)"
+                              : "a field of shape (..., " + shape.str() + ")",
+      x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, kWhere,
            "a real f32/f64 field", fk::name(x.dtype()));
   if (coefficient_unknown()) {
-    const bool by_velocity = options_.unknown == TransportUnknown::kVelocity;
-    FK_CHECK(x.shape() == field_shape(), kWhere,
-             by_velocity ? "the velocity of shape " + field_shape().str() +
-                               " (one component per axis, no batch)"
-                         : "the diffusivity of the grid's shape " + shape.str() + " (no batch)",
-             x.shape().str());
     if (!x.device().is_cpu()) return advection_diffusion_device(*this, x);
     const std::vector<double> field =
         x.detach().to(fk::DType::F64).contiguous().to_vector<double>();

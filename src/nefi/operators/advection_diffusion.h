@@ -68,16 +68,17 @@
 // (..., *shape) real f32/f64 (leading dims a batch: each row its own
 // release), computed in f64, returned in the input's dtype. Batch rows step
 // 8 at a time, interleaved, so that a substep reads the stencil once for all
-// of them; each row gets the bits of its own apply. The diffusivity unknown:
-// one map of the grid's shape (no batch); the factors are assembled per
-// apply, and the gradient keeps the state at each observation time and
-// within an interval of S substeps one every ceil(sqrt(S)) (about 3 sqrt(S)
-// states). Either unknown also steps on a CUDA device
-// (advection_diffusion_device.h: the same f64 arithmetic, equal to the
-// bit); there the diffusivity's stencils are built for each D on the device,
-// but its substeps follow D, so each apply reads D's largest value and the
-// stencils' largest rates back to the host and its steps are not captured
-// as a graph (not_capturable_reason). A grid
+// of them; each row gets the bits of its own apply. A coefficient unknown
+// (the diffusivity or the velocity): one field, no batch; the factors are
+// assembled per apply, and the gradient keeps the state at each observation
+// time and within an interval of S substeps one every ceil(sqrt(S)) (about
+// 3 sqrt(S) states). Every unknown also steps on a CUDA device
+// (advection_diffusion_device.h: the same f64 arithmetic, equal to the bit
+// on the emulated device); there a coefficient's stencils are built for
+// each field on the device, but its substeps follow the field, so each
+// apply reads the stencils' largest rates (and D's largest value) back to
+// the host and its steps are not captured as a graph
+// (not_capturable_reason). A grid
 // other than the operator's is refused when the flow, the sensors or the
 // release are given per cell; with a constant flow and the whole grid
 // observed, at_resolution rebuilds the stencil for the new grid.
@@ -182,6 +183,7 @@ class AdvectionDiffusionOperator : public Operator {
   // velocity (axes, *grid).
   bool coefficient_unknown() const;
   fk::Dims field_shape() const;
+  std::vector<int> component_axes() const override;  // {0} for the velocity
   // A device step is a kernel launch per factor and substep each way: a
   // training step over kMaxCapturedTransportLaunches of them runs eagerly
   // rather than as a captured graph of that many nodes. A coefficient
@@ -213,7 +215,7 @@ class AdvectionDiffusionOperator : public Operator {
 
   // Forward and its exact transpose on f64 rows of releases: x (rows,
   // cells) -> y (rows, K observed), and g (rows, K observed) -> (rows,
-  // cells). Throw on a size that is not that, or for kDiffusivity.
+  // cells). Throw on a size that is not that, or for a coefficient unknown.
   std::vector<double> forward_rows(const std::vector<double>& x, int64_t rows) const;
   std::vector<double> adjoint_rows(const std::vector<double>& g, int64_t rows) const;
   // The steps' factors and schedule (transport_steps.h).
@@ -225,8 +227,10 @@ class AdvectionDiffusionOperator : public Operator {
   void prepare_tables(fk::Device device, fk::DType dtype) const override;
 
  private:
-  // The factors, their transposes, the schedule and the sensors
-  // (kDiffusivity: for the diffusivity option's D = 0, and the release).
+  // The factors, their transposes, the schedule and the sensors (a
+  // coefficient unknown: the release, and the steps for the diffusivity
+  // option without the field: D = 0, or no flow; substeps() and
+  // stable_substep() describe that schedule, not a field's).
   // Refuses `shape` unless it is the grid, or has its axis count with a
   // uniform flow and no sensors (then the stencil is rebuilt there).
   void check_grid(const fk::Dims& shape, const char* who) const;

@@ -22,6 +22,9 @@
 //     one line the solve appends to each stage's device_note; empty: nothing
 //   fidelity_tag: the discretisation; the data generators carry a different
 //     one (inverse-crime guard)
+//   component_axes: axes of the field that index components (a flow's one
+//     per spatial axis), not space; from_forward's tv and smooth priors take
+//     no differences along them. Default: none
 //   prepare_tables: makes the constant tables (uploaded matrices, spectra,
 //     transfer functions, initial states, weight maps) forward and its
 //     gradient use on a device, so that every table exists before a step is
@@ -64,6 +67,7 @@ class Operator {
   virtual std::string host_only_reason() const { return ""; }
   virtual std::string device_note() const { return ""; }
   virtual std::string fidelity_tag() const { return ""; }
+  virtual std::vector<int> component_axes() const { return {}; }
   virtual std::string kind() const = 0;
   // Makes the tables forward and its gradient use on `device` for inputs of
   // the real dtype `dtype` (nothing for a device that needs none, e.g. the CPU).

@@ -44,13 +44,13 @@ struct Plan {
   std::vector<double> tau;
   std::vector<int64_t> sensors;  // flat cells observed; empty: all
   bool source = false;           // the release is a source rate (else c(0))
-  std::vector<double> release;   // the diffusivity unknown's known release (cells)
+  std::vector<double> release;   // a coefficient unknown's known release (cells)
   int64_t cells = 0;
   int64_t observed() const { return sensors.empty() ? cells : std::ssize(sensors); }
 };
 
 // The faces of `domain`'s grid under the boundaries (one, or one per axis)
-// for the diffusivity unknown's gradient (cuda/transport_kernels.h).
+// for the coefficient unknowns' gradients (cuda/transport_kernels.h).
 cuda::TransportGrid transport_grid(const Domain& domain,
                                    const std::vector<TransportBoundary>& boundary);
 // The geometry of factor `axis`'s stencil (-1: every axis): grid, spacing,

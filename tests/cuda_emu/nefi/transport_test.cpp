@@ -7,7 +7,9 @@
 // diffusivity unknown's face sums and their chain to the cells against
 // loops over grid coordinates (closed and periodic axes, one of two cells);
 // its stencils and their transposes built for a D map against the CPU
-// plan's (transport_steps.cpp), with the substep bound and D's check.
+// plan's (transport_steps.cpp), with the substep bound and D's check; the
+// velocity unknown's face and outflow sums and their chain against the CPU's
+// loop over the same cell functions (transport_coefficients.cpp).
 // Bit for bit (transport_cells.h: separately rounded products and sums in
 // the CPU's order), in both thread orders.
 #include <gtest/gtest.h>
@@ -23,6 +25,7 @@
 #include "cuda_emu/emulated_device.h"
 #include "cuda_emu/emulated_test_util.h"
 #include "fk/factory.h"
+#include "nefi/cuda/transport_cells.h"
 #include "nefi/cuda/transport_kernels.h"
 #include "nefi/operators/advection_diffusion.h"
 #include "nefi/operators/sparse_rows.h"
@@ -42,6 +45,11 @@ void launch_transport_face_terms(const TransportGrid& grid, int axis, double w, 
                                  const double* lam, double* dface, void* stream);
 void launch_transport_diffusivity_gradient(const TransportGrid& grid, const double* dface,
                                            const double* D, double* dD, void* stream);
+void launch_transport_velocity_terms(const TransportStencil& s, int axis, double tau,
+                                     const double* c, const double* lam, double* G, double* Gout,
+                                     void* stream);
+void launch_transport_velocity_gradient(const TransportStencil& s, const double* G,
+                                        const double* Gout, double* dv, void* stream);
 void launch_transport_stencil(const TransportStencil& s, int64_t width, int32_t* col,
                               double* weight, double* per_tau, double* rate, double* bad,
                               void* stream);
@@ -448,6 +456,48 @@ TEST(EmulatedTransport, StencilsBuiltForADiffusivityEqualTheCpuPlans) {
   nc::emu::launch_transport_stencil(s, 3, col.data(), w.data(), nullptr, rate.data(), bad.data(),
                                     nullptr);
   EXPECT_EQ(bad, (std::vector<double>{0, 1, 0, 1, 0, 0, 1, 1}));
+}
+
+// The velocity's kernels: every cell's face and outflow terms per axis, and
+// each (axis, cell)'s chain, against a plain loop over the cell functions
+// as transport_coefficients.cpp runs them; a 4 x 2 x 3 grid (open, periodic
+// over two cells, closed), both schemes, a flow per cell with zeros.
+TEST(EmulatedTransport, VelocityTermsAndChainEqualTheCpuLoop) {
+  const nefi::Domain domain(fk::Dims{4, 2, 3}, {0.8, 0.5, 0.9});
+  const int64_t n = 24;
+  const std::vector<nefi::TransportBoundary> boundary{nefi::TransportBoundary::kOpen,
+                                                      nefi::TransportBoundary::kPeriodic,
+                                                      nefi::TransportBoundary::kClosed};
+  std::vector<double> v = random_values<double>(3 * n, 21);
+  for (int64_t i : {0, 5, 30, 47, 71}) v[at(i)] = 0.0;  // faces and outflows at rest
+  const std::vector<double> c = random_values<double>(n, 22), lam = random_values<double>(n, 23);
+  const std::vector<double> G0 = random_values<double>(3 * n, 24),
+                            Gout0 = random_values<double>(3 * n, 25);
+  for (auto scheme : {nefi::TransportScheme::kUpwind, nefi::TransportScheme::kLaxWendroff}) {
+    SCOPED_TRACE(scheme == nefi::TransportScheme::kUpwind ? "upwind" : "Lax-Wendroff");
+    nc::TransportStencil s = nefi::transport::transport_stencil(domain, boundary, scheme, -1);
+    for (int a = 0; a < 3; ++a) s.v[a] = v.data() + a * n;
+    const double tau = 0.0173;
+    std::vector<double> G = G0, Gout = Gout0, dv(at(3 * n));
+    for (int a = 0; a < 3; ++a)
+      for (int64_t i = 0; i < n; ++i)
+        nc::velocity_terms_at(s, a, i, tau, c.data(), lam.data(), G.data(), Gout.data());
+    for (int a = 0; a < 3; ++a)
+      for (int64_t x = 0; x < n; ++x)
+        dv[at(a * n + x)] = nc::velocity_gradient_cell(s, a, G.data(), Gout.data(), x);
+    EXPECT_NE(G, G0);
+    EXPECT_NE(Gout, Gout0);  // the open axis's outflow terms
+    in_both_orders([&](fkemu::Order) {
+      std::vector<double> got_G = G0, got_out = Gout0, got_dv(dv.size(), -7.0);
+      for (int a = 0; a < 3; ++a)
+        nc::emu::launch_transport_velocity_terms(s, a, tau, c.data(), lam.data(), got_G.data(),
+                                                 got_out.data(), nullptr);
+      expect_same_bits(got_G, G, "face terms");
+      expect_same_bits(got_out, Gout, "outflow terms");
+      nc::emu::launch_transport_velocity_gradient(s, G.data(), Gout.data(), got_dv.data(), nullptr);
+      expect_same_bits(got_dv, dv, "gradient in v");
+    });
+  }
 }
 
 }  // namespace

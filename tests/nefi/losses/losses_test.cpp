@@ -124,6 +124,43 @@ TEST(NefiLosses, LaplacianWrapsOnPeriodicAxes) {
   EXPECT_GT(nefi::laplacian_loss("x")->forward(c).item(), 1.5 * want);  // the edges' kinks
 }
 
+// A field of components along axis 0 (a flow's): tv and smooth with that
+// axis as a component axis take no differences across it, so two
+// components that are each constant cost nothing, and each component costs
+// what it costs alone; without it the step between the components counts.
+TEST(NefiLosses, ComponentAxesAreNotDifferenced) {
+  std::vector<double> v(2 * 4 * 5);
+  for (int64_t i = 0; i < 20; ++i) v[i] = 0.4, v[20 + i] = -0.3;  // vx, vy
+  const fk::Tensor x = fk::from_vector(v, {2, 4, 5});
+  nefi::FieldMap f{{"x", x}};
+  nefi::Measurement m;
+  m.data = x;
+  nefi::Domain d({2, 4, 5}, {0.5, 1.0, 1.25});
+  nefi::LossContext c{&f, x, &m, &d, nullptr, 0, 0, 1.0};
+  nefi::TVOptions tv;
+  tv.eps = 0;
+  tv.component_axes = {0};
+  EXPECT_EQ(nefi::tv_loss("x", tv)->forward(c).item(), 0.0);
+  EXPECT_EQ(nefi::laplacian_loss("x", true, "smooth", {}, {0})->forward(c).item(), 0.0);
+  EXPECT_GT(nefi::tv_loss("x", nefi::TVOptions{})->forward(c).item(), 0.1);
+  EXPECT_GT(nefi::laplacian_loss("x")->forward(c).item(), 0.1);
+  // Each component alone: the sum over components of its own penalty.
+  const fk::Tensor y = rnd({2, 4, 5}, 5);
+  nefi::FieldMap fy{{"x", y}};
+  nefi::LossContext cy{&fy, y, &m, &d, nullptr, 0, 0, 1.0};
+  nefi::Domain plane({4, 5}, {1.0, 1.25});
+  double want = 0;
+  for (int64_t k = 0; k < 2; ++k) {
+    nefi::FieldMap fk_{{"x", y.select(0, k).contiguous()}};
+    nefi::LossContext ck{&fk_, y, &m, &plane, nullptr, 0, 0, 1.0};
+    want += nefi::laplacian_loss("x")->forward(ck).item() / 2;
+  }
+  EXPECT_NEAR(nefi::laplacian_loss("x", true, "smooth", {}, {0})->forward(cy).item(), want,
+              1e-12 * want);
+  EXPECT_NE(nefi::laplacian_loss("x", true, "smooth", {}, {0})->signature(),
+            nefi::laplacian_loss("x")->signature());
+}
+
 // The hinge on wrong-way steps along one axis, written out: (3, 4) cells,
 // spacing 0.5 and 0.25.
 TEST(NefiLosses, MonotoneMatchesLoops) {

@@ -126,15 +126,16 @@ TEST(NefiOperatorCatalogue, AdvectionDiffusionRunsOnADeviceForEveryUnknown) {
   EXPECT_EQ(row_of("advection_diffusion")->device, "yes");
   const nefi::Domain domain({6, 4});
   for (auto unknown : {nefi::TransportUnknown::kInitial, nefi::TransportUnknown::kSource,
-                       nefi::TransportUnknown::kDiffusivity}) {
+                       nefi::TransportUnknown::kDiffusivity, nefi::TransportUnknown::kVelocity}) {
     nefi::AdvectionDiffusionOptions o;
     o.unknown = unknown;
-    if (unknown == nefi::TransportUnknown::kDiffusivity)
-      o.release = fk::ones({6, 4}, {fk::DType::F64});
+    const bool coefficient = unknown == nefi::TransportUnknown::kDiffusivity ||
+                             unknown == nefi::TransportUnknown::kVelocity;
+    if (coefficient) o.release = fk::ones({6, 4}, {fk::DType::F64});
     const nefi::AdvectionDiffusionOperator op(domain, o);
     EXPECT_EQ(nefi::device_solve_refusal(op, fk::cuda_device(0)), "");
-    EXPECT_EQ(op.graph_capturable(), unknown != nefi::TransportUnknown::kDiffusivity);
-    if (unknown == nefi::TransportUnknown::kDiffusivity) {
+    EXPECT_EQ(op.graph_capturable(), !coefficient);
+    if (coefficient) {
       EXPECT_NE(op.not_capturable_reason().find("back to the host"), std::string::npos)
           << op.not_capturable_reason();
     }
