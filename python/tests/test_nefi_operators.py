@@ -372,7 +372,7 @@ def test_advection_diffusion_refusals_name_what_was_expected():
     with pytest.raises(fieldkit.Error, match="a scheme upwind or lax_wendroff"):
         ops.advection_diffusion((8, 8), [1.0], scheme="quick")
     with pytest.raises(fieldkit.Error, match="an unknown initial, source, diffusivity or velocity"):
-        ops.advection_diffusion((8, 8), [1.0], unknown="velocity")
+        ops.advection_diffusion((8, 8), [1.0], unknown="flow")
     with pytest.raises(fieldkit.Error, match="at least one cell > 0"):
         ops.advection_diffusion((8, 8), [1.0], sensors=np.zeros((8, 8)))
     with pytest.raises(fieldkit.Error, match="one entry per axis"):

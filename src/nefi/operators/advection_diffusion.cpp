@@ -310,13 +310,14 @@ fk::Tensor AdvectionDiffusionOperator::apply(const fk::Tensor& x) const {
   bool fits = coefficient_unknown() ? x.shape() == field_shape() : lead >= 0;
   for (int a = 0; fits && !coefficient_unknown() && a < shape.size(); ++a)
     fits = x.shape()[lead + a] == shape[a];
-  FK_CHECK(
-      fits, kWhere,
-      by_velocity
-          ? "the velocity of shape " + field_shape().str() + " (one component per axis, no batch)"
-      : coefficient_unknown() ? "the diffusivity of the grid's shape " + shape.str() + " (no batch)"
-                              : "a field of shape (..., " + shape.str() + ")",
-      x.shape().str());
+  auto expected = [&]() -> std::string {  // built only on a refusal
+    if (by_velocity)
+      return "the velocity of shape " + field_shape().str() + " (one component per axis, no batch)";
+    if (coefficient_unknown())
+      return "the diffusivity of the grid's shape " + shape.str() + " (no batch)";
+    return "a field of shape (..., " + shape.str() + ")";
+  };
+  FK_CHECK(fits, kWhere, expected(), x.shape().str());
   FK_CHECK(x.dtype() == fk::DType::F32 || x.dtype() == fk::DType::F64, kWhere,
            "a real f32/f64 field", fk::name(x.dtype()));
   if (coefficient_unknown()) {
