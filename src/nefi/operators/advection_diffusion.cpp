@@ -331,8 +331,10 @@ fk::Tensor AdvectionDiffusionOperator::apply(const fk::Tensor& x) const {
       fk::profile::OpScope scope(by_velocity ? "advection_diffusion_velocity"
                                              : "advection_diffusion_diffusivity");
       transport::CoefficientRun* keep = grad ? &node->run : nullptr;
-      y = by_velocity ? transport::velocity_forward(*plan_, domain_, options_, field, keep)
-                      : transport::diffusivity_forward(*plan_, domain_, options_, field, keep);
+      y = transport::coefficient_forward(
+          by_velocity ? transport::velocity_plan(*plan_, domain_, options_, field)
+                      : transport::diffusivity_plan(*plan_, domain_, options_, field),
+          keep);
     }
     fk::Tensor out = fk::from_vector(y, output_shape(field_shape())).to(x.dtype());
     if (grad) {

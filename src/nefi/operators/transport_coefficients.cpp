@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -180,21 +181,10 @@ int64_t checkpoint_run(int64_t S) {
   return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(S))));
 }
 
-std::vector<double> diffusivity_forward(const Plan& base, const Domain& domain,
-                                        const AdvectionDiffusionOptions& o,
-                                        const std::vector<double>& D, CoefficientRun* keep) {
+std::vector<double> coefficient_forward(Plan plan, CoefficientRun* keep) {
   CoefficientRun local;
   CoefficientRun& r = keep != nullptr ? *keep : local;
-  r.plan = diffusivity_plan(base, domain, o, D);
-  return observe(r, keep != nullptr);
-}
-
-std::vector<double> velocity_forward(const Plan& base, const Domain& domain,
-                                     const AdvectionDiffusionOptions& o,
-                                     const std::vector<double>& v, CoefficientRun* keep) {
-  CoefficientRun local;
-  CoefficientRun& r = keep != nullptr ? *keep : local;
-  r.plan = velocity_plan(base, domain, o, v);
+  r.plan = std::move(plan);
   return observe(r, keep != nullptr);
 }
 

@@ -83,8 +83,9 @@ void schedule_steps(Plan& plan, double stable, const AdvectionDiffusionOptions& 
 // for D (cells, each finite and >= 0, else fk::Error naming the cell);
 // velocity_plan base's sensors and release and the option's diffusivity with
 // the flow v (axes x cells, axis-major, each finite). Their substeps follow
-// D's or v's largest values. *_forward gives the observations, K times
-// observed() values, of the release stepped through that plan; *_gradient
+// D's or v's largest values. coefficient_forward gives the observations, K
+// times observed() values, of the release stepped through such a plan (kept
+// with the interval starts in `keep` for the gradient); *_gradient
 // the gradient in D (cells) or v (axes x cells) of <g, those observations>,
 // through the steps' exact transposes and each face's harmonic mean or
 // mean velocity (the substep count held fixed; memory: a state per
@@ -101,13 +102,7 @@ Plan diffusivity_plan(const Plan& base, const Domain& domain, const AdvectionDif
                       const std::vector<double>& D);
 Plan velocity_plan(const Plan& base, const Domain& domain, const AdvectionDiffusionOptions& o,
                    const std::vector<double>& v);
-std::vector<double> diffusivity_forward(const Plan& base, const Domain& domain,
-                                        const AdvectionDiffusionOptions& o,
-                                        const std::vector<double>& D,
-                                        CoefficientRun* keep = nullptr);
-std::vector<double> velocity_forward(const Plan& base, const Domain& domain,
-                                     const AdvectionDiffusionOptions& o,
-                                     const std::vector<double>& v, CoefficientRun* keep = nullptr);
+std::vector<double> coefficient_forward(Plan plan, CoefficientRun* keep = nullptr);
 std::vector<double> diffusivity_gradient(const CoefficientRun& run, const Domain& domain,
                                          const AdvectionDiffusionOptions& o,
                                          const std::vector<double>& D,
