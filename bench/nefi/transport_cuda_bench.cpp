@@ -22,7 +22,8 @@
 //                        device for each D, a few values read back per
 //                        apply; 4 passes: forward, and back the forward again
 //                        to its checkpoints, each run of steps once more, and
-//                        the transposes).
+//                        the transposes); 2: the velocity (the same, its
+//                        stencils built for each flow).
 //   BM_CpuTransport/unknown/side     the same on the CPU: the device's
 //                        speed-up is the ratio of the two rows' ms/call.
 // Reproduce (on a GPU machine; scripts/gpu-check runs it):
@@ -32,6 +33,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "../cuda_event_timer.h"
@@ -47,6 +49,7 @@ namespace {
 using fk_bench::skip_without_device;
 
 constexpr int64_t kRows = 8;  // releases stepped together (unknown 0)
+const char* const kLabels[] = {"8 releases", "the diffusivity", "the velocity"};
 
 struct Scene {
   nefi::AdvectionDiffusionOperator op;
@@ -78,19 +81,27 @@ Scene scene(int unknown, int64_t n) {
     std::vector<double> rows;
     for (int64_t r = 0; r < kRows; ++r) rows.insert(rows.end(), c.begin(), c.end());
     x = fk::from_vector(rows, {kRows, n, n});
-  } else {
+  } else if (unknown == 1) {
     o.unknown = nefi::TransportUnknown::kDiffusivity;
     o.release = fk::from_vector(c, {n, n});
     x = fk::from_vector(d, {n, n});
+  } else {  // the flow as the field, the same D everywhere
+    o.unknown = nefi::TransportUnknown::kVelocity;
+    o.release = fk::from_vector(c, {n, n});
+    o.diffusivity = 1e-4;
+    std::vector<double> v = u;
+    v.insert(v.end(), w.begin(), w.end());
+    o.velocity.clear();
+    x = fk::from_vector(v, {2, n, n});
   }
   x = x.to(fk::DType::F32);
   nefi::AdvectionDiffusionOperator op(nefi::Domain({n, n}), o);
   // The substeps of the D the call steps (f32, as the field gives it).
+  const std::vector<double> field = x.to(fk::DType::F64).to_vector<double>();
   const std::vector<int64_t> steps =
-      unknown == 0 ? op.substeps()
-                   : nefi::transport::diffusivity_plan(op.plan(), op.domain(), o,
-                                                       x.to(fk::DType::F64).to_vector<double>())
-                         .substeps;
+      unknown == 0   ? op.substeps()
+      : unknown == 1 ? nefi::transport::diffusivity_plan(op.plan(), op.domain(), o, field).substeps
+                     : nefi::transport::velocity_plan(op.plan(), op.domain(), o, field).substeps;
   int64_t substeps = 0;
   for (int64_t k : steps) substeps += k;
   const double rows = unknown == 0 ? kRows : 1, passes = unknown == 0 ? 2 : 4;
@@ -127,7 +138,7 @@ void BM_DeviceTransport(benchmark::State& state) {
     seconds += t;
   }
   report(state, s, seconds, fk::profile::counters().launches - before.launches);
-  state.SetLabel(unknown == 0 ? "8 releases on the device" : "the diffusivity on the device");
+  state.SetLabel(std::string(kLabels[unknown]) + " on the device");
 }
 
 void BM_CpuTransport(benchmark::State& state) {
@@ -144,15 +155,16 @@ void BM_CpuTransport(benchmark::State& state) {
     seconds += t;
   }
   report(state, s, seconds, 0);
-  state.SetLabel(unknown == 0 ? "8 releases on the CPU" : "the diffusivity on the CPU");
+  state.SetLabel(std::string(kLabels[unknown]) + " on the CPU");
 }
 
-// range(0) the unknown (0 releases, 1 the diffusivity); range(1) the side.
-#define TRANSPORT_ROWS(bm)               \
-  BENCHMARK(bm)                          \
-      ->ArgNames({"unknown", "side"})    \
-      ->ArgsProduct({{0, 1}, {64, 256}}) \
-      ->UseManualTime()                  \
+// range(0) the unknown (0 releases, 1 the diffusivity, 2 the velocity);
+// range(1) the side.
+#define TRANSPORT_ROWS(bm)                  \
+  BENCHMARK(bm)                             \
+      ->ArgNames({"unknown", "side"})       \
+      ->ArgsProduct({{0, 1, 2}, {64, 256}}) \
+      ->UseManualTime()                     \
       ->Unit(benchmark::kMillisecond)
 TRANSPORT_ROWS(BM_DeviceTransport);
 TRANSPORT_ROWS(BM_CpuTransport);
