@@ -79,7 +79,8 @@ __global__ void stencil_transpose_kernel(TransportStencil s, int64_t width, cons
 __global__ void velocity_terms_kernel(TransportStencil s, int axis, double tau, const double* c,
                                       const double* lam, double* G, double* Gout) {
   FK_CUDA_LOOP(i, s.grid.cells) {
-    velocity_terms_at(s, axis, i, tau, c, lam, G, Gout);
+    velocity_terms_at(s, axis, i, (i / s.grid.stride[axis]) % s.grid.size[axis], tau, c, lam, G,
+                      Gout);
   }
 }
 

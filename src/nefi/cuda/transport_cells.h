@@ -328,17 +328,17 @@ NEFI_HOST_DEVICE inline double velocity_face_term(double acc, double tau, double
   return rounded_add(acc, rounded_mul(tau, rounded_mul(lj - li, up)));
 }
 
-// Every face term of one factor application along axis a at cell i: the
+// Every face term of one factor application along axis a at cell i (its
+// index k along a): the
 // face above i into G[a cells + i], and on an open box face the upwind
 // outflow -|v| with v = v_i / h, taken on the last cell where v > 0 and on
 // the first where v < 0 (its derivative in v: -lam_i c_i and +lam_i c_i,
 // times tau; at v = 0 the mean of the two one-sided ones, as for a face)
 // into Gout[a cells + i].
 NEFI_HOST_DEVICE inline void velocity_terms_at(const TransportStencil& s, int a, int64_t i,
-                                               double tau, const double* c, const double* lam,
-                                               double* G, double* Gout) {
+                                               int64_t k, double tau, const double* c,
+                                               const double* lam, double* G, double* Gout) {
   const int64_t na = s.grid.size[a], stride = s.grid.stride[a], n = s.grid.cells;
-  const int64_t k = (i / stride) % na;
   const int64_t j = transport_upper_cell(i, k, na, stride, s.grid.periodic[a]);
   if (j >= 0)
     G[a * n + i] = velocity_face_term(G[a * n + i], tau, face_velocity(s, a, i, j), s.lax_wendroff,

@@ -243,9 +243,9 @@ std::vector<double> velocity_gradient(const CoefficientRun& kept, const Domain& 
         for (int a = 0; a < s.grid.axes; ++a) {
           if (axis >= 0 && a != axis) continue;
           const int64_t stride = s.grid.stride[a];
-          for_each_line(s.grid, a, [&](int64_t line, int64_t) {
+          for_each_line(s.grid, a, [&](int64_t line, int64_t k) {
             for (int64_t i = line * stride; i < (line + 1) * stride; ++i)
-              cuda::velocity_terms_at(s, a, i, tau, c.data(), lam.data(), G.data(), Gout.data());
+              cuda::velocity_terms_at(s, a, i, k, tau, c.data(), lam.data(), G.data(), Gout.data());
           });
         }
       });

@@ -481,7 +481,8 @@ TEST(EmulatedTransport, VelocityTermsAndChainEqualTheCpuLoop) {
     std::vector<double> G = G0, Gout = Gout0, dv(at(3 * n));
     for (int a = 0; a < 3; ++a)
       for (int64_t i = 0; i < n; ++i)
-        nc::velocity_terms_at(s, a, i, tau, c.data(), lam.data(), G.data(), Gout.data());
+        nc::velocity_terms_at(s, a, i, (i / s.grid.stride[a]) % s.grid.size[a], tau, c.data(),
+                              lam.data(), G.data(), Gout.data());
     for (int a = 0; a < 3; ++a)
       for (int64_t x = 0; x < n; ++x)
         dv[at(a * n + x)] = nc::velocity_gradient_cell(s, a, G.data(), Gout.data(), x);
