@@ -409,7 +409,10 @@ const TransportTablesOnDevice& AdvectionDiffusionOperator::tables_on(fk::Device 
   TransportTablesOnDevice t;
   if (coefficient_unknown()) {
     t.release = upload(plan_->release);
-    t.diffusivity = upload(std::vector<double>{options_.diffusivity});
+    // The velocity's stencils read the option's D; the diffusivity's, the
+    // known flow (the velocity unknown has none).
+    if (options_.unknown == TransportUnknown::kVelocity)
+      t.diffusivity = upload(std::vector<double>{options_.diffusivity});
     for (const std::vector<double>& v : plan_->flow.v) t.velocity.push_back(upload(v));
   } else {
     t.forward = transport::factor_rows_on(*plan_, false, device);

@@ -107,9 +107,9 @@ enum class TransportUnknown { kInitial, kSource, kDiffusivity, kVelocity };
 // per_tau the Lax-Wendroff part that scales with the substep, undefined for
 // upwind), the observed cells (undefined: every cell), and for a
 // coefficient unknown (whose stencils are built on the device for each
-// field, in rows of `width` entries) its known release, the diffusivity
-// option (one value) and the flow per axis (f64, one value or one per cell;
-// none for the velocity unknown).
+// field, in rows of `width` entries) its known release, and the velocity
+// unknown's diffusivity option (one value) or the diffusivity unknown's
+// flow per axis (f64, one value or one per cell).
 struct TransportTablesOnDevice {
   struct Rows {
     fk::Tensor row_start, col, weight, per_tau;
