@@ -61,10 +61,11 @@ std::string registry_default(const std::string& table_default) {
   return table_default;
 }
 
-// Registered only where the device code is built (fk/cuda/runtime.cpp and
-// minkowski/cuda/implicit_conv.cpp have CPU stubs without knobs).
-const std::set<std::string> kCudaOnly = {"ME_CONV_DATAFLOW", "ME_CONV_IMPLICIT_MMA",
-                                         "ME_LAZY_SYNC"};
+// Registered only where the device code is built (fk/cuda/runtime.cpp,
+// fk/cuda/cublas_library.cpp and minkowski/cuda/implicit_conv.cpp have no
+// CPU-build counterpart with their knobs).
+const std::set<std::string> kCudaOnly = {"FK_CUBLAS_LIBRARY", "ME_CONV_DATAFLOW",
+                                         "ME_CONV_IMPLICIT_MMA", "ME_LAZY_SYNC"};
 
 TEST(KnobTable, ReadsTheKnobsSection) {
   const std::vector<Row> rows = knob_table();

@@ -3,7 +3,8 @@
 // multiplies on the device: f32 (FP32, or TF32 tensor cores with
 // CUBLAS_COMPUTE_32F_FAST_TF32), f16 and bf16 (tensor cores, f32 accumulation),
 // f64, c64 and c128, with cuBLAS choosing the kernel. fk calls no cuBLASLt API
-// (libcublas loads libcublasLt for itself): what that API adds, epilogue fusion
+// (libcublas loads libcublasLt for itself; fk opens libcublas at its first
+// GEMM, cublas_library.h): what that API adds, epilogue fusion
 // (bias, activation) and explicit algorithm selection, fk does not use.
 #include "fk/cuda/blas.h"
 
@@ -19,6 +20,7 @@
 #include "fk/cuda/blas_layout.h"
 #include "fk/cuda/blas_stream.h"
 #include "fk/cuda/capture_marks.h"
+#include "fk/cuda/cublas_library.h"
 #include "fk/cuda/device_guard.h"
 #include "fk/cuda/graph.h"
 #include "fk/cuda/kernels.h"
@@ -36,7 +38,8 @@ constexpr size_t kWorkspaceBytes = size_t{32} << 20;  // cuBLAS's recommendation
 void check_blas(cublasStatus_t st, const char* what) {
   if (st != CUBLAS_STATUS_SUCCESS) {
     throw Error(what, "CUBLAS_STATUS_SUCCESS",
-                std::string(cublasGetStatusName(st)) + " (" + cublasGetStatusString(st) + ")");
+                std::string(cublas_library().status_name(st)) + " (" +
+                    cublas_library().status_string(st) + ")");
   }
 }
 
@@ -74,8 +77,9 @@ void bind(Handle& h, int device, cudaStream_t stream, bool capture, const char* 
     case BlasStreamStep::kBind:
       break;
   }
-  check_blas(cublasSetStream(h.handle, stream), "cublasSetStream");
-  check_blas(cublasSetWorkspace(h.handle, h.workspace, kWorkspaceBytes), "cublasSetWorkspace");
+  check_blas(cublas_library().set_stream(h.handle, stream), "cublasSetStream");
+  check_blas(cublas_library().set_workspace(h.handle, h.workspace, kWorkspaceBytes),
+             "cublasSetWorkspace");
   h.stream = key;
   h.bound = true;
 }
@@ -95,15 +99,16 @@ cublasHandle_t bound_handle(int device, cudaStream_t stream) {
   if (h.handle == nullptr) {
     // Refused inside a capture by bind, before anything is allocated.
     if (capture) bind(h, device, stream, capture, "cuda::gemm");
+    const CublasLibrary& lib = cublas_library();  // opened here, at the first GEMM
     check_cuda(cudaMalloc(&h.workspace, kWorkspaceBytes), "cuda::gemm workspace");
     cublasHandle_t made = nullptr;
-    cublasStatus_t st = cublasCreate(&made);
+    cublasStatus_t st = lib.create(&made);
     // f16/bf16 products with a 16-bit C keep f32 sums throughout (blas.h):
     // by default cuBLAS may add split-K partial sums in the output type.
     if (st == CUBLAS_STATUS_SUCCESS)
-      st = cublasSetMathMode(made, CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+      st = lib.set_math_mode(made, CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
     if (st != CUBLAS_STATUS_SUCCESS) {
-      if (made != nullptr) cublasDestroy(made);
+      if (made != nullptr) lib.destroy(made);
       cudaFree(h.workspace);
       h = Handle{};
       check_blas(st, "cublasCreate (f32 reductions)");
@@ -201,12 +206,12 @@ void gemm_strided_batched(int device, int dtype, bool ta, bool tb, int64_t m, in
   cublasHandle_t h = bound_handle(device, static_cast<cudaStream_t>(stream));
   // Column-major (blas_layout.h): B first, A second.
   if (batch == 1) {
-    check_blas(cublasGemmEx_64(h, op(g.trans_first), op(g.trans_second), g.m, g.n, g.k, t.alpha, b,
-                               t.data, g.ld_first, a, t.data, g.ld_second, t.beta, c, t.data, g.ldc,
-                               t.compute, CUBLAS_GEMM_DEFAULT),
+    check_blas(cublas_library().gemm(h, op(g.trans_first), op(g.trans_second), g.m, g.n, g.k,
+                                     t.alpha, b, t.data, g.ld_first, a, t.data, g.ld_second, t.beta,
+                                     c, t.data, g.ldc, t.compute, CUBLAS_GEMM_DEFAULT),
                "cublasGemmEx");
   } else {
-    check_blas(cublasGemmStridedBatchedEx_64(
+    check_blas(cublas_library().gemm_strided_batched(
                    h, op(g.trans_first), op(g.trans_second), g.m, g.n, g.k, t.alpha, b, t.data,
                    g.ld_first, stride_b, a, t.data, g.ld_second, stride_a, t.beta, c, t.data, g.ldc,
                    stride_c, batch, t.compute, CUBLAS_GEMM_DEFAULT),
@@ -277,7 +282,7 @@ bool gemm_grouped(int device, int dtype, const GemmList& list, void* stream, boo
       cudaMemcpyAsync(on_device, table.data(), bytes, cudaMemcpyHostToDevice, s);
   cublasStatus_t st = CUBLAS_STATUS_EXECUTION_FAILED;
   if (copied == cudaSuccess)
-    st = cublasGemmGroupedBatchedEx_64(
+    st = cublas_library().gemm_grouped_batched(
         h, op_first.data(), op_second.data(), m.data(), n.data(), k.data(), alpha.data(), ptrs,
         t.data, ld_first.data(), ptrs + count, t.data, ld_second.data(), beta.data(),
         const_cast<void* const*>(ptrs + 2 * count), t.data, ldc.data(), static_cast<int64_t>(count),
@@ -312,9 +317,9 @@ void gemm_f32_out(int device, int in_dtype, bool ta, bool tb, int64_t m, int64_t
   DeviceGuard guard(device);
   std::lock_guard<std::mutex> lock(g_mu);
   cublasHandle_t h = bound_handle(device, static_cast<cudaStream_t>(stream));
-  check_blas(cublasGemmEx_64(h, op(g.trans_first), op(g.trans_second), g.m, g.n, g.k, t.alpha, b,
-                             t.data, g.ld_first, a, t.data, g.ld_second, t.beta, c, CUDA_R_32F,
-                             g.ldc, t.compute, CUBLAS_GEMM_DEFAULT),
+  check_blas(cublas_library().gemm(h, op(g.trans_first), op(g.trans_second), g.m, g.n, g.k, t.alpha,
+                                   b, t.data, g.ld_first, a, t.data, g.ld_second, t.beta, c,
+                                   CUDA_R_32F, g.ldc, t.compute, CUBLAS_GEMM_DEFAULT),
              "cublasGemmEx (f32 result)");
 }
 
@@ -338,7 +343,7 @@ void blas_release() {
     Handle& h = g_handles[d];
     if (h.handle == nullptr) continue;
     DeviceGuard guard(d);
-    cublasDestroy(h.handle);
+    cublas_library().destroy(h.handle);
     cudaFree(h.workspace);
     h = Handle{};
   }

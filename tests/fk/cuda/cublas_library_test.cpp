@@ -1,0 +1,96 @@
+// fk opens libcublas at its first GEMM instead of linking it
+// (fk/cuda/cublas_library.h). These run without a GPU: opening the library
+// and asking it for a status's name need no device. The first test must run
+// before anything in its process opens the library (one process per test
+// under ctest; first in this file otherwise).
+#include "fk/cuda/cublas_library.h"
+
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "fk/error.h"
+#include "fk/knobs.h"
+
+namespace {
+
+const std::string kSoname = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
+
+bool cublas_is_loaded() {
+  void* h = dlopen(kSoname.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (h != nullptr) dlclose(h);  // drops only the reference NOLOAD took
+  return h != nullptr;
+}
+
+std::string cudart_directory() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&cudaGetDeviceCount), &info) == 0 || !info.dli_fname)
+    return "";
+  const std::string path = info.dli_fname;
+  return path.substr(0, path.rfind('/') + 1);
+}
+
+TEST(CublasLibrary, IsNotLoadedBeforeTheFirstGemm) {
+  EXPECT_FALSE(cublas_is_loaded()) << kSoname << " is mapped into a process that made no GEMM";
+}
+
+TEST(CublasLibrary, ABadPathIsRefusedNamingEachPlaceAndOpensOnceItIsGood) {
+  {
+    fk::KnobOverride bad("FK_CUBLAS_LIBRARY", "/nonexistent/libcublas-missing.so");
+    try {
+      fk::cuda::cublas_library();
+      FAIL() << "a missing library was opened";
+    } catch (const fk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("/nonexistent/libcublas-missing.so"), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("FK_CUBLAS_LIBRARY"), std::string::npos) << e.what();
+    }
+  }
+  // The failure is not kept: the default places are tried at the next call.
+  const fk::cuda::CublasLibrary& lib = fk::cuda::cublas_library();
+  EXPECT_EQ(lib.path, fk::cuda::cublas_library_candidates().front());
+  EXPECT_TRUE(cublas_is_loaded());
+  // Opened once: a later setting does not reopen it.
+  fk::KnobOverride later("FK_CUBLAS_LIBRARY", "/nonexistent/libcublas-missing.so");
+  EXPECT_EQ(&fk::cuda::cublas_library(), &lib);
+}
+
+TEST(CublasLibrary, TheCandidatesAreTheSettingElseBesideLibcudartThenTheSoname) {
+  fk::KnobOverride unset("FK_CUBLAS_LIBRARY", "");
+  const std::string dir = cudart_directory();
+  ASSERT_FALSE(dir.empty()) << "libcudart is not a shared library in this process";
+  EXPECT_EQ(fk::cuda::cublas_library_candidates(),
+            (std::vector<std::string>{dir + kSoname, kSoname}));
+  fk::KnobOverride chosen("FK_CUBLAS_LIBRARY", "/opt/cuda/libcublas.so.13");
+  EXPECT_EQ(fk::cuda::cublas_library_candidates(),
+            std::vector<std::string>{"/opt/cuda/libcublas.so.13"});
+}
+
+TEST(CublasLibrary, EveryEntryPointResolvesAndAnswers) {
+  const std::string path = fk::cuda::cublas_library_candidates().front();
+  const fk::cuda::CublasLibrary lib = fk::cuda::open_cublas_library(path);
+  EXPECT_EQ(lib.path, path);
+#define FK_CUBLAS_PRESENT(member, symbol) EXPECT_NE(lib.member, nullptr) << #symbol;
+  FK_CUBLAS_ENTRY_POINTS(FK_CUBLAS_PRESENT)
+#undef FK_CUBLAS_PRESENT
+  // Calls that need no device: the pointers are the functions they name.
+  EXPECT_STREQ(lib.status_name(CUBLAS_STATUS_NOT_SUPPORTED), "CUBLAS_STATUS_NOT_SUPPORTED");
+  EXPECT_EQ(lib.destroy(nullptr), CUBLAS_STATUS_NOT_INITIALIZED);
+}
+
+TEST(CublasLibrary, ALibraryWithoutTheEntryPointsIsRefusedNamingTheFirstMissing) {
+  // libcudart opens but exports no cuBLAS.
+  const std::string cudart =
+      cudart_directory() + "libcudart.so." + std::to_string(CUDART_VERSION / 1000);
+  try {
+    fk::cuda::open_cublas_library(cudart);
+    FAIL() << cudart << " was taken for cuBLAS";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cublasCreate_v2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(cudart), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
