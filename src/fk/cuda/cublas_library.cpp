@@ -4,8 +4,9 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include <link.h>
+
 #include <atomic>
-#include <memory>
 #include <mutex>
 
 #include "fk/error.h"
@@ -28,19 +29,31 @@ std::string loader_message(const std::string& path) {
   return message.find(path) != std::string::npos ? message : path + ": " + message;
 }
 
+// The directory of the libcudart this process loaded ("" when none is
+// loaded by that name: a static cudart). Asked of the loader by soname, not
+// by a symbol's address, which in a non-PIE program is its own PLT stub.
+std::string cudart_directory() {
+  const std::string soname = "libcudart.so." + std::to_string(CUDART_VERSION / 1000);
+  void* h = dlopen(soname.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (h == nullptr) return "";
+  link_map* map = nullptr;
+  std::string dir;
+  if (dlinfo(h, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr) {
+    const std::string path = map->l_name;
+    const size_t slash = path.rfind('/');
+    if (slash != std::string::npos) dir = path.substr(0, slash + 1);
+  }
+  dlclose(h);  // drops only the reference NOLOAD took
+  return dir;
+}
+
 }  // namespace
 
 std::vector<std::string> cublas_library_candidates() {
   const std::string chosen = kCublasLibrary.as_string();
   if (!chosen.empty()) return {chosen};
   std::vector<std::string> out;
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&cudaGetDeviceCount), &info) != 0 &&
-      info.dli_fname != nullptr) {
-    const std::string cudart = info.dli_fname;
-    const size_t slash = cudart.rfind('/');
-    if (slash != std::string::npos) out.push_back(cudart.substr(0, slash + 1) + kSoname);
-  }
+  if (const std::string dir = cudart_directory(); !dir.empty()) out.push_back(dir + kSoname);
   out.push_back(kSoname);
   return out;
 }
@@ -73,15 +86,16 @@ const CublasLibrary& cublas_library() {
   static std::atomic<const CublasLibrary*> ready{nullptr};
   if (const CublasLibrary* lib = ready.load(std::memory_order_acquire)) return *lib;
   static std::mutex mu;
-  static std::unique_ptr<const CublasLibrary> opened;
   std::lock_guard<std::mutex> lock(mu);
-  if (opened) return *opened;
+  if (const CublasLibrary* lib = ready.load(std::memory_order_relaxed)) return *lib;
   std::string tried;
   for (const std::string& path : cublas_library_candidates()) {
     try {
-      opened = std::make_unique<const CublasLibrary>(open_cublas_library(path));
-      ready.store(opened.get(), std::memory_order_release);
-      return *opened;
+      // Never freed: a GEMM or a handle's release in another thread or a
+      // static destructor may still read it at exit.
+      const auto* lib = new CublasLibrary(open_cublas_library(path));
+      ready.store(lib, std::memory_order_release);
+      return *lib;
     } catch (const Error& e) {
       tried += (tried.empty() ? "" : "; ") + e.given();
     }
