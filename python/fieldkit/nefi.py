@@ -17,7 +17,9 @@ prior in words, with every other choice made from the problem's size and data;
 ``operators`` holds the built-in forward models it solves natively (MRI's
 fourier_sampling, sampling, downsample, phase_retrieval, beer_lambert), and
 ``TimeStepper`` wraps a time loop written with torch as a forward model whose
-gradient replays the loop in blocks (memory as the square root of the steps).
+gradient replays the loop in blocks (memory as the square root of the steps);
+``wave_step``, ``advection_diffusion_step``, ``laplacian``, ``stable_dt``,
+``wave_energy`` and ``ricker`` are steps to write such a loop with.
 ``diagnose`` tells what the data can say about a field (the linearized
 operator's singular values, each cell's sensitivity, the null space, the
 misfit against the noise) for an instance or a from_forward problem;
@@ -32,13 +34,16 @@ from . import _operators as operators
 from ._byop import ForwardProblem, from_forward, lr_range_test, quick_report
 from ._custom_prior import register_prior, unregister_prior
 from ._time_stepper import TimeStepper
+from ._time_steps import (advection_diffusion_step, laplacian, ricker, stable_dt, wave_energy,
+                          wave_step)
 from ._core import nefi as _nefi
 
 __all__ = ["instances", "measurement", "invert", "ensemble", "EnsembleResult", "batch_invert",
            "Solver", "bench", "config_yaml", "set_num_threads", "get_num_threads",
            "from_forward", "ForwardProblem", "quick_report", "lr_range_test", "operators",
            "register_prior", "unregister_prior", "diagnose", "autotune", "sweep", "ablate",
-           "refine_edges", "TimeStepper"]
+           "refine_edges", "TimeStepper", "wave_step", "wave_energy", "ricker",
+           "advection_diffusion_step", "laplacian", "stable_dt"]
 
 
 def instances():

@@ -1,0 +1,360 @@
+"""Steps to write a TimeStepper's loop with: torch functions for the wave
+equation (leapfrog, its conserved energy, a Ricker source) and for a tracer
+carried by a flow and spreading (explicit upwind finite volumes), with the
+largest time step each stays stable at. The grid is the last len(spacing)
+axes of the state (leading axes: a batch, shots say); every coefficient may
+be a torch tensor that requires grad, so it can be the field being fitted."""
+import math
+
+from ._core import Error
+
+_BOUNDARIES = ("closed", "periodic", "dirichlet", "open")
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError:
+        raise Error("fieldkit.nefi step helpers: expected torch (they are torch code), but it is "
+                    "not installed") from None
+    return torch
+
+
+def _spacing(where, spacing):
+    if isinstance(spacing, (int, float)):
+        spacing = (spacing,)
+    try:
+        h = tuple(float(s) for s in spacing)
+    except (TypeError, ValueError):
+        raise Error(f"{where}: expected spacing as one positive cell size per grid axis, got "
+                    f"{spacing!r}") from None
+    if not 1 <= len(h) <= 3 or not all(math.isfinite(s) and s > 0 for s in h):
+        raise Error(f"{where}: expected spacing as 1 to 3 positive cell sizes, got {spacing!r}")
+    return h
+
+
+def _boundaries(where, boundary, ndim, allowed):
+    b = [boundary] * ndim if isinstance(boundary, str) else list(boundary)
+    if len(b) != ndim or any(x not in allowed for x in b):
+        raise Error(f"{where}: expected boundary one of {', '.join(allowed)} (one for all "
+                    f"{ndim} axes or one per axis), got {boundary!r}")
+    return b
+
+
+def _grid_of(where, u, h):
+    torch = _torch()
+    if not isinstance(u, torch.Tensor) or not u.is_floating_point():
+        raise Error(f"{where}: expected a floating-point torch tensor, got "
+                    f"{type(u).__name__}" + (f" of {u.dtype}" if hasattr(u, "dtype") else ""))
+    if u.dim() < len(h):
+        raise Error(f"{where}: expected a state with at least {len(h)} axes (the grid last), "
+                    f"got shape {tuple(u.shape)}")
+    for a in range(len(h)):
+        if u.shape[u.dim() - len(h) + a] < 2:
+            raise Error(f"{where}: expected at least 2 cells along each grid axis, got shape "
+                        f"{tuple(u.shape)}")
+    return [u.dim() - len(h) + a for a in range(len(h))]
+
+
+def _coefficient(where, name, value, u):
+    """A number or a tensor broadcastable to u's shape, as a tensor of u's
+    dtype and device (grad kept)."""
+    torch = _torch()
+    if isinstance(value, torch.Tensor):
+        t = value.to(dtype=u.dtype, device=u.device)
+    else:  # straight to u's dtype: a float32 detour would round it
+        t = torch.tensor(float(value), dtype=u.dtype, device=u.device)
+    try:
+        torch.broadcast_shapes(t.shape, u.shape)
+    except RuntimeError:
+        raise Error(f"{where}: expected {name} a number or a tensor broadcastable to the state's "
+                    f"shape {tuple(u.shape)}, got shape {tuple(t.shape)}") from None
+    return t.expand(u.shape)
+
+
+def _neighbours(u, axis, mode):
+    """(lower, upper) neighbour of every cell along axis: wrapped (periodic),
+    the cell itself (closed: zero flux) or 0 (dirichlet) past an edge."""
+    torch = _torch()
+    if mode == "periodic":
+        return torch.roll(u, 1, axis), torch.roll(u, -1, axis)
+    n = u.shape[axis]
+    if mode == "closed":
+        lo_edge, hi_edge = u.narrow(axis, 0, 1), u.narrow(axis, n - 1, 1)
+    else:
+        lo_edge = torch.zeros_like(u.narrow(axis, 0, 1))
+        hi_edge = lo_edge
+    return (torch.cat([lo_edge, u.narrow(axis, 0, n - 1)], axis),
+            torch.cat([u.narrow(axis, 1, n - 1), hi_edge], axis))
+
+
+def laplacian(u, spacing, boundary="closed"):
+    """The sum over the grid axes of u's second difference / h^2, on u's last
+    len(spacing) axes. ``boundary`` (one, or one per axis): "closed" (zero
+    flux: the edge cell is its own outer neighbour; the sum of the result is
+    0), "periodic" or "dirichlet" (u = 0 one cell past the edge). Symmetric
+    in every mode, as an energy argument needs."""
+    h = _spacing("laplacian", spacing)
+    axes = _grid_of("laplacian", u, h)
+    modes = _boundaries("laplacian", boundary, len(h), ("closed", "periodic", "dirichlet"))
+    out = None
+    for axis, ha, mode in zip(axes, h, modes):
+        lo, hi = _neighbours(u, axis, mode)
+        term = (lo - 2 * u + hi) / (ha * ha)
+        out = term if out is None else out + term
+    return out
+
+
+def wave_step(state, c, dt, spacing, boundary="dirichlet", source=None):
+    """One leapfrog step of u_tt = c^2 lap(u) + s: ``state`` is (u, u_prev),
+    the result (u_next, u) with u_next = 2 u - u_prev + dt^2 (c^2 lap(u) + s).
+    ``c`` the speed (a number or a tensor of the grid's shape, which may be
+    the fitted field); ``boundary`` as laplacian's ("dirichlet": a rigid
+    box). Second order in dt and h; stable while dt <= stable_dt(spacing,
+    c=c), where wave_energy(...) stays constant to rounding."""
+    where = "wave_step"
+    if not isinstance(state, (tuple, list)) or len(state) != 2:
+        raise Error(f"{where}: expected state as (u, u_prev), got {type(state).__name__}")
+    u, prev = state
+    h = _spacing(where, spacing)
+    _grid_of(where, u, h)
+    if tuple(prev.shape) != tuple(u.shape):
+        raise Error(f"{where}: expected u_prev of u's shape {tuple(u.shape)}, got "
+                    f"{tuple(prev.shape)}")
+    _positive_dt(where, dt)
+    speed = _coefficient(where, "c", c, u)
+    accel = speed * speed * laplacian(u, h, boundary)
+    if source is not None:
+        accel = accel + _coefficient(where, "source", source, u)
+    return 2 * u - prev + dt * dt * accel, u
+
+
+def wave_energy(state, c, dt, spacing, boundary="dirichlet"):
+    """The energy leapfrog conserves, of wave_step's state (u, u_prev): the
+    kinetic part sum(((u - u_prev) / (c dt))^2) / 2 plus the potential part
+    <u, -lap(u_prev)> / 2, times the cell volume, per batch row (the grid
+    axes summed). Constant to rounding over source-free steps while
+    dt < stable_dt(spacing, c=c); needs c > 0 in every cell."""
+    where = "wave_energy"
+    u, prev = state
+    h = _spacing(where, spacing)
+    axes = _grid_of(where, u, h)
+    _positive_dt(where, dt)
+    speed = _coefficient(where, "c", c, u)
+    kinetic = ((u - prev) / (speed * dt)) ** 2
+    potential = -u * laplacian(prev, h, boundary)
+    return 0.5 * (kinetic + potential).sum(dim=axes) * math.prod(h)
+
+
+def ricker(t, f0, t0=None):
+    """The Ricker wavelet (1 - 2 a) exp(-a), a = (pi f0 (t - t0))^2, of peak
+    frequency f0, centred at t0 (default 1 / f0, where it starts near 0):
+    a seismic or acoustic source's time signature, 1 at t0."""
+    torch = _torch()
+    if not (isinstance(f0, (int, float)) and math.isfinite(f0) and f0 > 0):
+        raise Error(f"ricker: expected a positive peak frequency f0, got {f0!r}")
+    t0 = 1.0 / f0 if t0 is None else t0
+    t = t if isinstance(t, torch.Tensor) else torch.as_tensor(t, dtype=torch.float64)
+    a = (math.pi * f0 * (t - t0)) ** 2
+    return (1 - 2 * a) * torch.exp(-a)
+
+
+def _positive_dt(where, dt):
+    if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not math.isfinite(dt) or \
+            dt <= 0:
+        raise Error(f"{where}: expected dt a positive number, got {dt!r}")
+
+
+def _velocity(where, velocity, u, ndim):
+    """One component per grid axis, each broadcast to u's shape: a sequence of
+    numbers or tensors, or one tensor whose first axis is the components."""
+    torch = _torch()
+    if velocity is None:
+        return [None] * ndim
+    if isinstance(velocity, torch.Tensor):
+        if velocity.dim() == 0 or velocity.shape[0] != ndim:
+            raise Error(f"{where}: expected the velocity's first axis to be its {ndim} "
+                        f"components, got shape {tuple(velocity.shape)}")
+        velocity = list(velocity.unbind(0))
+    elif isinstance(velocity, (int, float)) or len(velocity) != ndim:
+        raise Error(f"{where}: expected the velocity as one entry per grid axis ({ndim}), got "
+                    f"{velocity!r}")
+    return [_coefficient(where, "each velocity component", v, u) for v in velocity]
+
+
+def _faces(where, u, h, velocity, diffusivity, boundary):
+    """Per grid axis: (axis, h, mode, rate) where rate(c) gives each cell's
+    (flux through its upper face, flux through its lower face), positive
+    toward higher index, for the upwind advection and harmonic-mean
+    diffusion of the state c. One closure per axis keeps the coefficients'
+    face values computed once per step."""
+    torch = _torch()
+    axes = _grid_of(where, u, h)
+    modes = _boundaries(where, boundary, len(h), ("closed", "open", "periodic"))
+    v = _velocity(where, velocity, u, len(h))
+    D = None if diffusivity is None else _coefficient(where, "diffusivity", diffusivity, u)
+    out = []
+    for a, (axis, ha, mode) in enumerate(zip(axes, h, modes)):
+        n = u.shape[axis]
+
+        # A face's two cells, over the faces between cells (and, periodic,
+        # the face from the last cell to the first). Bound now: closures in
+        # a loop would otherwise all see the last axis.
+        def upper_of(t, axis=axis, n=n, mode=mode):
+            return torch.roll(t, -1, axis) if mode == "periodic" else t.narrow(axis, 1, n - 1)
+
+        def lower_of(t, axis=axis, n=n, mode=mode):
+            return t if mode == "periodic" else t.narrow(axis, 0, n - 1)
+        vf = None if v[a] is None else 0.5 * (lower_of(v[a]) + upper_of(v[a]))
+        Df = None
+        if D is not None:
+            lo, hi = lower_of(D), upper_of(D)
+            s = lo + hi
+            # Harmonic mean; 0 where both cells are 0 (no NaN, no gradient).
+            safe = torch.where(s > 0, s, torch.ones_like(s))
+            Df = torch.where(s > 0, 2 * lo * hi / safe, torch.zeros_like(s))
+        out.append((axis, ha, mode, n, vf, Df, v[a], lower_of, upper_of))
+    return out
+
+
+def _divergence(c, faces):
+    """-div F of c: sum over axes of (F_lower - F_upper) / h per cell."""
+    torch = _torch()
+    total = None
+    for axis, ha, mode, n, vf, Df, vcell, lower_of, upper_of in faces:
+        lo, hi = lower_of(c), upper_of(c)
+        flux = torch.zeros_like(lo)
+        if vf is not None:
+            # Upwind as central minus |v| / 2 times the jump: the same values,
+            # and at v_f = 0 the derivative in v_f is the mean of the two
+            # one-sided ones (so a fit of the flow can start from rest).
+            flux = flux + 0.5 * vf * (lo + hi) - 0.5 * vf.abs() * (hi - lo)
+        if Df is not None:
+            flux = flux - Df * (hi - lo) / ha
+        if mode == "periodic":
+            upper_flux, lower_flux = flux, torch.roll(flux, 1, axis)
+        else:
+            edge = torch.zeros_like(c.narrow(axis, 0, 1))
+            lo_edge, hi_edge = edge, edge
+            if mode == "open" and vcell is not None:
+                # Outflow leaves with the edge cell's own velocity; inflow
+                # brings none; no diffusive flux.
+                v0, vn = vcell.narrow(axis, 0, 1), vcell.narrow(axis, n - 1, 1)
+                lo_edge = 0.5 * (v0 - v0.abs()) * c.narrow(axis, 0, 1)
+                hi_edge = 0.5 * (vn + vn.abs()) * c.narrow(axis, n - 1, 1)
+            upper_flux = torch.cat([flux, hi_edge], axis)
+            lower_flux = torch.cat([lo_edge, flux], axis)
+        term = (lower_flux - upper_flux) / ha
+        total = term if total is None else total + term
+    return total
+
+
+def advection_diffusion_step(c, dt, spacing, velocity=None, diffusivity=None,
+                             boundary="closed", source=None):
+    """One explicit Euler step of c_t + div(v c) = div(D grad c) + s in finite
+    volumes: c_next = c + dt (-div F + s). Each face between two cells carries
+    the upwind flux of v_f, the mean of its cells' velocities, and
+    -D_f (c_hi - c_lo) / h, D_f the harmonic mean of its cells' (a cell of
+    D = 0 blocks the flux). ``velocity``: one entry per grid axis (a number or
+    a tensor broadcastable to c), or one tensor whose first axis is the
+    components; ``diffusivity`` a number or a tensor; either may be the
+    fitted field. ``boundary`` (one, or one per axis): "closed" (no flux:
+    without a source, sum(c) is conserved to rounding), "open" (outflow
+    leaves with the edge cell's velocity, inflow brings none, no diffusive
+    flux) or "periodic". First order and monotone: while dt <=
+    stable_dt(spacing, velocity=..., diffusivity=..., boundary=...) every
+    cell's new value mixes old ones with non-negative weights, so c stays
+    >= 0 from a non-negative start."""
+    where = "advection_diffusion_step"
+    h = _spacing(where, spacing)
+    _positive_dt(where, dt)
+    if velocity is None and diffusivity is None:
+        raise Error(f"{where}: expected a velocity, a diffusivity or both, got neither")
+    faces = _faces(where, c, h, velocity, diffusivity, boundary)
+    rate = _divergence(c, faces)
+    if source is not None:
+        rate = rate + _coefficient(where, "source", source, c)
+    return c + dt * rate
+
+
+def stable_dt(spacing, c=None, velocity=None, diffusivity=None, boundary=None, safety=1.0):
+    """The largest stable time step, times ``safety``.
+
+    With ``c`` (wave_step): 1 / (max|c| sqrt(sum 1 / h^2)), leapfrog's bound
+    for the largest eigenvalue 4 sum 1 / h^2 of -lap; ``boundary`` unused.
+
+    With ``velocity`` and/or ``diffusivity`` (advection_diffusion_step, same
+    arguments, boundary default "closed"): 1 / max over cells of the rate
+    at which the step takes a cell's own tracer away (its faces' upwind
+    outflow / h plus D_f / h^2 each), the bound under which the step is
+    monotone; computed from the coefficients' values, exactly."""
+    torch = _torch()
+    where = "stable_dt"
+    h = _spacing(where, spacing)
+    if not (isinstance(safety, (int, float)) and 0 < safety and math.isfinite(safety)):
+        raise Error(f"{where}: expected safety a positive number, got {safety!r}")
+    wave = c is not None
+    transport = velocity is not None or diffusivity is not None
+    if wave == transport:
+        raise Error(f"{where}: expected either c (a wave) or a velocity and/or diffusivity (a "
+                    f"tracer), got " + ("both" if wave else "neither"))
+    with torch.no_grad():
+        if wave:
+            cmax = float(torch.as_tensor(c, dtype=torch.float64).abs().max())
+            if not cmax > 0 or not math.isfinite(cmax):
+                raise Error(f"{where}: expected a wave speed c with a finite, positive largest "
+                            f"value, got {cmax!r}")
+            return safety / (cmax * math.sqrt(sum(1 / (s * s) for s in h)))
+        v = _detached(velocity)
+        parts = ([] if diffusivity is None else [_detached(diffusivity)]) + \
+            ([] if v is None or isinstance(v, (int, float)) else list(v))
+        try:
+            shape = torch.broadcast_shapes(*[torch.as_tensor(x).shape for x in parts])
+        except RuntimeError:
+            raise Error(f"{where}: expected the velocity's components and the diffusivity to "
+                        f"broadcast together, got shapes "
+                        f"{[tuple(torch.as_tensor(x).shape) for x in parts]}") from None
+        # The coefficients' own grid; an axis they are constant along (or a
+        # number's) taken as 3 cells, where a middle cell has both faces.
+        shape = (1,) * max(0, len(h) - len(shape)) + tuple(shape)
+        shape = shape[:-len(h)] + tuple(3 if s == 1 else s for s in shape[-len(h):])
+        probe = torch.zeros(shape, dtype=torch.float64)
+        faces = _faces(where, probe, h, v, _detached(diffusivity),
+                       "closed" if boundary is None else boundary)
+        # The loss rate of each cell: -div F of a unit tracer at that cell
+        # alone, read off the faces' coefficients directly.
+        loss = torch.zeros_like(probe)
+        for axis, ha, mode, n, vf, Df, vcell, lower_of, upper_of in faces:
+            up = torch.zeros_like(lower_of(probe))  # through each face, from its lower cell
+            down = torch.zeros_like(up)  # through each face, from its upper cell
+            if vf is not None:
+                up = up + vf.clamp(min=0) / ha
+                down = down + (-vf).clamp(min=0) / ha
+            if Df is not None:
+                up = up + Df / (ha * ha)
+                down = down + Df / (ha * ha)
+            if mode == "periodic":
+                loss = loss + up + torch.roll(down, 1, axis)
+            else:
+                edge = torch.zeros_like(probe.narrow(axis, 0, 1))
+                lo_edge, hi_edge = edge, edge
+                if mode == "open" and vcell is not None:
+                    lo_edge = (-vcell.narrow(axis, 0, 1)).clamp(min=0) / ha
+                    hi_edge = vcell.narrow(axis, n - 1, 1).clamp(min=0) / ha
+                loss = loss + torch.cat([up, hi_edge], axis) + torch.cat([lo_edge, down], axis)
+        worst = float(loss.max())
+        if not math.isfinite(worst):
+            raise Error(f"{where}: expected finite velocities and diffusivities, got a rate of "
+                        f"{worst!r}")
+        return math.inf if worst == 0 else safety / worst
+
+
+def _detached(x):
+    torch = _torch()
+    if x is None:
+        return None
+    if isinstance(x, torch.Tensor):
+        return x.detach().to(torch.float64)
+    if isinstance(x, (int, float)):
+        return x
+    return [v.detach().to(torch.float64) if isinstance(v, torch.Tensor) else v for v in x]
