@@ -85,9 +85,6 @@ class _Model:
             raise Error(f"from_forward: expected a callable or a matrix as forward, "
                         f"got {type(forward).__name__}")
         if isinstance(forward, TimeStepper) and adjoint is None and vjp is None:
-            if self.several:
-                raise Error(f"from_forward: expected one field for a TimeStepper (its step "
-                            f"reads one), got {len(self.names)}: {self.names}")
             vjp = forward.vjp  # its gradient by blocks, checked by the dry run
             if forward.params:  # fitted with the field, as a torch module's
                 self.params = forward.params

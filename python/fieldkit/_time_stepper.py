@@ -48,7 +48,11 @@ class TimeStepper:
     graph. Called first at the same field (as a fit does), the gradient
     reuses that run's block starts, so a fit step runs the loop twice up to
     the last observation. Pass it to from_forward as the forward (``vjp`` is
-    taken from it); one field only.
+    taken from it).
+
+    Several fields (from_forward's prior a dict: an initial state and a
+    coefficient, say): the steps, ``init`` (then required) and the call take
+    a dict {name: field}, and ``vjp`` returns a dict of gradients.
 
     ``params``: torch tensors (leaves with requires_grad) that the steps read,
     such as a reaction rate: ``vjp`` also leaves their gradients in
@@ -89,7 +93,12 @@ class TimeStepper:
         self._last = None  # (field, block length, params, block starts) of the last call
 
     def _start(self, field):
-        return field if self._init is None else self._init(field)
+        if self._init is not None:
+            return self._init(field)
+        if isinstance(field, dict):
+            raise Error(f"TimeStepper: expected init= to make the state from several fields "
+                        f"({sorted(field)}), got none")
+        return field
 
     def _measure(self, state):
         if self._observe is not None:
@@ -97,7 +106,10 @@ class TimeStepper:
         return _as_tuple(state)[0]
 
     def _field(self, x, grad):
+        """x (an array, or a dict of them for several fields) as f64 tensors."""
         torch = _torch()
+        if isinstance(x, dict):
+            return {k: self._field(v, grad) for k, v in x.items()}
         return torch.tensor(np.asarray(x, dtype=np.float64), dtype=torch.float64,
                             requires_grad=grad)
 
@@ -117,19 +129,27 @@ class TimeStepper:
                     out.append(self._measure(state))
         return torch.stack(out), starts
 
+    @staticmethod
+    def _arrays(x):
+        """The field's arrays by name ("" for a single field), f64 copies."""
+        items = x.items() if isinstance(x, dict) else [("", x)]
+        return {k: np.array(v, dtype=np.float64, copy=True) for k, v in items}
+
     def _key(self, x):
         """What a run's block starts depend on."""
-        return (np.array(x, dtype=np.float64, copy=True), self.checkpoint_every,
+        return (self._arrays(x), self.checkpoint_every,
                 [p.detach().numpy().copy() for p in self.params])
 
     def _same(self, key, x):
         x0, every, values = key
-        return every == self.checkpoint_every and x0.shape == np.shape(x) and \
-            np.array_equal(x0, x) and \
+        x1 = self._arrays(x)
+        return every == self.checkpoint_every and x0.keys() == x1.keys() and \
+            all(x0[k].shape == x1[k].shape and np.array_equal(x0[k], x1[k]) for k in x0) and \
             all(np.array_equal(v, p.detach().numpy()) for v, p in zip(values, self.params))
 
     def __call__(self, x):
-        """The observations of field x (numpy), stacked, in the steps' dtype."""
+        """The observations of field x (numpy; a dict of arrays for several
+        fields), stacked, in the steps' dtype."""
         y, starts = self._run(x)
         # A fit asks for the gradient at the field it just ran: keep the starts.
         self._last = (self._key(x), starts)
@@ -137,8 +157,9 @@ class TimeStepper:
 
     def vjp(self, x, g):
         """The gradient of <observations of x, g> in x, by blocks (g in the
-        observations' shape, or the data's: the same values); the params'
-        gradients go to param_grads."""
+        observations' shape, or the data's: the same values), a dict by
+        field for several fields; the params' gradients go to
+        param_grads."""
         torch = _torch()
         g = torch.tensor(np.asarray(g, dtype=np.float64),
                          dtype=torch.float64).reshape(len(self.observe_at), -1)
@@ -148,7 +169,8 @@ class TimeStepper:
             starts = self._run(x)[1]
         B = self.checkpoint_every
         field = self._field(x, True)
-        grad = torch.zeros_like(field)
+        fields = list(field.values()) if isinstance(field, dict) else [field]
+        grad = [torch.zeros_like(f) for f in fields]
         pgrad = [torch.zeros_like(p) for p in self.params]
         lam = None  # the adjoint of the state at the end of the block being run
         for b in range(len(starts) - 1, -1, -1):
@@ -160,7 +182,7 @@ class TimeStepper:
                     t.detach().requires_grad_(t.is_floating_point())
                     for t in _as_tuple(starts[b]))
                 state = self._start(field) if b == 0 else _like(parts, starts[b])
-                total = field.new_zeros(())
+                total = fields[0].new_zeros(())
                 for k in range(lo, hi):
                     state = self._step(state, field, k)
                     if k + 1 in self.observe_at:
@@ -173,17 +195,20 @@ class TimeStepper:
                 if not total.requires_grad:  # nothing observed depends on this block
                     lam = tuple(torch.zeros_like(t) if t.requires_grad else None for t in parts)
                     continue
-                d = torch.autograd.grad(total, leaves + [field] + self.params,
+                d = torch.autograd.grad(total, leaves + fields + self.params,
                                         allow_unused=True)
-            for i, v in enumerate(d[len(leaves) + 1:]):
+            nl, nf = len(leaves), len(fields)
+            for i, v in enumerate(d[nl + nf:]):
                 if v is not None:
                     pgrad[i] = pgrad[i] + v
-            d = d[:len(leaves) + 1]
-            found, lam = iter(d[:-1]), []
+            for i, v in enumerate(d[nl:nl + nf]):
+                if v is not None:
+                    grad[i] = grad[i] + v
+            found, lam = iter(d[:nl]), []
             for t in parts:
                 v = next(found) if t.requires_grad else None
                 lam.append(torch.zeros_like(t) if t.requires_grad and v is None else v)
-            if d[-1] is not None:
-                grad = grad + d[-1]
         self.param_grads = [v.detach().numpy().astype(np.float64) for v in pgrad]
-        return grad.numpy()
+        if isinstance(field, dict):
+            return {k: v.numpy() for k, v in zip(field, grad)}
+        return grad[0].numpy()

@@ -122,9 +122,8 @@ def test_one_observation_fits_data_without_its_leading_axis():
     y = stepper(x)[0]
     r = nefi.from_forward(stepper, y, shape=(N,), noise=1e-3, budget="20").solve()
     assert np.isfinite(r["reconstruction"]).all()
-    with pytest.raises(fieldkit.Error, match="one field for a TimeStepper"):
-        nefi.from_forward(stepper, y, shape=(N,), prior={"a": "unconstrained",
-                                                         "b": "unconstrained"})
+    with pytest.raises(fieldkit.Error, match=r"init= to make the state from several fields"):
+        stepper({"a": x, "b": x})
 
 
 def test_a_rate_the_steps_read_is_fitted_with_the_field():
@@ -162,6 +161,49 @@ def test_a_rate_the_steps_read_is_fitted_with_the_field():
     fitted = float(np.asarray(r["operator_parameters"][0]))
     assert 110 < np.exp(fitted) < 230, np.exp(fitted)
     assert log_rate.item() == pytest.approx(fitted)  # left in the tensor
+
+
+def test_several_fields_get_autograds_gradient_each_and_fit_together():
+    """A release and the diffusivity map that spreads it, both unknown: the
+    steps read the dict of fields, init makes the state from it, and vjp
+    gives each field autograd's gradient through the whole loop, whatever
+    the block length. from_forward fits both (a dict prior): 100 steps
+    bring the data loss down about 20x (measured 0.027 -> 0.0012; the
+    release's relative error is 0.53 there, 0.23 after the default budget
+    in 7 s, the pair being hard to tell apart)."""
+    n = 32
+    h = 1 / n
+    x = (np.arange(n) + 0.5) * h
+    truth = {"release": np.exp(-((x - 0.3) / 0.06) ** 2) + 0.6 * np.exp(-((x - 0.6) / 0.05) ** 2),
+             "D": 2e-3 * (1 + (x > 0.5))}
+    dt = nefi.stable_dt(h, velocity=[0.4], diffusivity=4e-3, safety=0.9)
+
+    def step(c, fields, k):
+        return nefi.advection_diffusion_step(c, dt, h, [0.4], fields["D"], "closed")
+
+    g = np.random.default_rng(5).standard_normal((3, n))
+    for every in (1, 4, None):
+        stepper = nefi.TimeStepper(step, 24, observe_at=[8, 16, 24],
+                                   init=lambda f: f["release"], checkpoint_every=every)
+        got = stepper.vjp(truth, g)
+        assert sorted(got) == ["D", "release"]
+        f = {k: torch.tensor(v, requires_grad=True) for k, v in truth.items()}
+        c, out = f["release"], []
+        for k in range(24):
+            c = step(c, f, k)
+            if k + 1 in (8, 16, 24):
+                out.append(c)
+        want = torch.autograd.grad((torch.stack(out) * torch.tensor(g)).sum(),
+                                   [f["release"], f["D"]])
+        np.testing.assert_allclose(got["release"], want[0].numpy(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(got["D"], want[1].numpy(), rtol=1e-12, atol=1e-12)
+    data = stepper(truth)
+    r = nefi.from_forward(stepper, data, shape=(n,), representation="grid", noise=1e-3,
+                          prior={"release": "nonnegative + smooth",
+                                 "D": "bounded(0.0005, 0.01)"}, budget="100").solve()
+    assert r["reconstruction"]["release"].shape == (n,) and r["reconstruction"]["D"].shape == (n,)
+    loss = r["history"]["data_loss"]
+    assert loss[-1] < 0.1 * loss[0], (loss[0], loss[-1])
 
 
 def test_bad_arguments_are_refused_by_name():
