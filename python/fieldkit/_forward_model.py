@@ -88,7 +88,8 @@ class _Model:
             vjp = forward.vjp  # its gradient by blocks, checked by the dry run
             if forward.params:  # fitted with the field, as a torch module's
                 self.params = forward.params
-                self.start = [p.detach().numpy().astype(np.float64) for p in self.params]
+                self.start = [p.detach().cpu().numpy().astype(np.float64)
+                              for p in self.params]
                 stepper = forward
 
                 def vjp(x, g):

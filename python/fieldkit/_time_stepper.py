@@ -58,10 +58,15 @@ class TimeStepper:
     such as a reaction rate: ``vjp`` also leaves their gradients in
     ``param_grads``, and from_forward fits them with the field, as it fits a
     torch module's parameters (the values found in
-    result["operator_parameters"], and left in the tensors)."""
+    result["operator_parameters"], and left in the tensors).
+
+    ``device``: the torch device the steps run on ("cuda", "cuda:1"; default
+    the params' device, else the CPU). The fields go there in float64 each
+    call, and the observations and gradients come back as numpy arrays;
+    params must already live there."""
 
     def __init__(self, step, n_steps, observe=None, observe_at=None, init=None,
-                 checkpoint_every=None, params=()):
+                 checkpoint_every=None, params=(), device=None):
         if not callable(step):
             raise Error(f"TimeStepper: expected a callable step(state, field, k), got "
                         f"{type(step).__name__}")
@@ -89,6 +94,16 @@ class TimeStepper:
                 raise Error("TimeStepper: expected params to be floating-point torch tensors "
                             "with requires_grad=True (leaves the steps read), got "
                             f"{type(p).__name__}")
+        try:
+            self.device = torch.device(device) if device is not None else \
+                self.params[0].device if self.params else torch.device("cpu")
+        except (RuntimeError, TypeError):
+            raise Error(f"TimeStepper: expected device a torch device (\"cpu\", \"cuda\", "
+                        f"\"cuda:1\"), got {device!r}") from None
+        for p in self.params:
+            if p.device != self.device:
+                raise Error(f"TimeStepper: expected every param on the steps' device "
+                            f"{self.device}, got one on {p.device}")
         self.param_grads = [np.zeros(tuple(p.shape)) for p in self.params]
         self._last = None  # (field, block length, params, block starts) of the last call
 
@@ -111,7 +126,7 @@ class TimeStepper:
         if isinstance(x, dict):
             return {k: self._field(v, grad) for k, v in x.items()}
         return torch.tensor(np.asarray(x, dtype=np.float64), dtype=torch.float64,
-                            requires_grad=grad)
+                            device=self.device, requires_grad=grad)
 
     def _run(self, x):
         """The observations and the state at each block's start (no graph),
@@ -138,14 +153,15 @@ class TimeStepper:
     def _key(self, x):
         """What a run's block starts depend on."""
         return (self._arrays(x), self.checkpoint_every,
-                [p.detach().numpy().copy() for p in self.params])
+                [p.detach().cpu().numpy().copy() for p in self.params])
 
     def _same(self, key, x):
         x0, every, values = key
         x1 = self._arrays(x)
         return every == self.checkpoint_every and x0.keys() == x1.keys() and \
             all(x0[k].shape == x1[k].shape and np.array_equal(x0[k], x1[k]) for k in x0) and \
-            all(np.array_equal(v, p.detach().numpy()) for v, p in zip(values, self.params))
+            all(np.array_equal(v, p.detach().cpu().numpy())
+                for v, p in zip(values, self.params))
 
     def __call__(self, x):
         """The observations of field x (numpy; a dict of arrays for several
@@ -153,7 +169,7 @@ class TimeStepper:
         y, starts = self._run(x)
         # A fit asks for the gradient at the field it just ran: keep the starts.
         self._last = (self._key(x), starts)
-        return y.numpy()
+        return y.cpu().numpy()
 
     def vjp(self, x, g):
         """The gradient of <observations of x, g> in x, by blocks (g in the
@@ -162,7 +178,7 @@ class TimeStepper:
         param_grads."""
         torch = _torch()
         g = torch.tensor(np.asarray(g, dtype=np.float64),
-                         dtype=torch.float64).reshape(len(self.observe_at), -1)
+                         dtype=torch.float64, device=self.device).reshape(len(self.observe_at), -1)
         if self._last is not None and self._same(self._last[0], x):
             starts = self._last[1]
         else:
@@ -208,7 +224,7 @@ class TimeStepper:
             for t in parts:
                 v = next(found) if t.requires_grad else None
                 lam.append(torch.zeros_like(t) if t.requires_grad and v is None else v)
-        self.param_grads = [v.detach().numpy().astype(np.float64) for v in pgrad]
+        self.param_grads = [v.detach().cpu().numpy().astype(np.float64) for v in pgrad]
         if isinstance(field, dict):
-            return {k: v.numpy() for k, v in zip(field, grad)}
-        return grad[0].numpy()
+            return {k: v.cpu().numpy() for k, v in zip(field, grad)}
+        return grad[0].cpu().numpy()

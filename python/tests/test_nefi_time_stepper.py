@@ -206,6 +206,29 @@ def test_several_fields_get_autograds_gradient_each_and_fit_together():
     assert loss[-1] < 0.1 * loss[0], (loss[0], loss[-1])
 
 
+def test_the_steps_run_on_the_device_they_are_given():
+    """device="cpu" is the default's path; on a CUDA device (scripts/gpu-check
+    runs this where torch sees one) the observations, the field's gradient
+    and a param's follow the CPU's (f64 throughout; the device's sums may
+    round in another order)."""
+    def run(device):
+        log_rate = torch.tensor(np.log(20.0), dtype=torch.float64, device=device,
+                                requires_grad=True)
+        stepper = nefi.TimeStepper(
+            lambda u, field, k: fisher_kpp(u, field, k, rate=torch.exp(log_rate)), 30,
+            observe_at=[10, 30], params=[log_rate], device=device)
+        g = np.random.default_rng(6).standard_normal((2, N))
+        return stepper(start()), stepper.vjp(start(), g), stepper.param_grads[0]
+
+    cpu = run(None)
+    for got, want in zip(run("cpu"), cpu):
+        np.testing.assert_array_equal(got, want)
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    for got, want in zip(run("cuda"), cpu):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13)
+
+
 def test_bad_arguments_are_refused_by_name():
     with pytest.raises(fieldkit.Error, match="n_steps an integer >= 1"):
         nefi.TimeStepper(fisher_kpp, 0)
@@ -215,6 +238,12 @@ def test_bad_arguments_are_refused_by_name():
         nefi.TimeStepper(fisher_kpp, 10, observe_at=[11])
     with pytest.raises(fieldkit.Error, match="checkpoint_every an integer >= 1"):
         nefi.TimeStepper(fisher_kpp, 10, checkpoint_every=0)
+    with pytest.raises(fieldkit.Error, match="device a torch device"):
+        nefi.TimeStepper(fisher_kpp, 10, device="gpu7")
+    rate = torch.tensor(1.0, dtype=torch.float64, requires_grad=True)
+    with pytest.raises(fieldkit.Error, match="every param on the steps' device meta, got one on "
+                                             "cpu"):
+        nefi.TimeStepper(fisher_kpp, 10, params=[rate], device="meta")
     with pytest.raises(fieldkit.Error, match="a callable step"):
         nefi.TimeStepper(3, 10)
     with pytest.raises(fieldkit.Error, match="params to be floating-point torch tensors"):
