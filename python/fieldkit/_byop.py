@@ -388,7 +388,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
       field; lr is where each L-BFGS line search starts, 1). lr, hidden, depth,
       n_octaves override the automatic choices.
     homogeneity: p with F(c x) = c^p F(x) when known (1 for adjoint/matrix).
-    check: dry-run the model first (shapes, finiteness, adjoint/vjp).
+    check: dry-run the model first (shapes, finiteness, adjoint/vjp), at
+      random fields within the values each field's prior allows.
     support: the field's known support, an array of its shape in [0, 1] (1
       inside; the field is 0 outside, or the low bound of a range that
       excludes 0), or a dict {field name: support}.
@@ -453,7 +454,9 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                     f"{'complex' if complex_data else 'real'} ones")
     data = _stack_complex(y)
     if check:
-        model.check(data.shape, np.random.default_rng(seed))
+        model.check(data.shape, np.random.default_rng(seed),
+                    [_nefi.prior_values(p, "" if names == ["x"] else n)
+                     for n, p in zip(names, priors)])
     w = None
     if mask is not None:
         w = np.asarray(mask, dtype=np.float64)

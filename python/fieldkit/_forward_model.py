@@ -219,18 +219,36 @@ class _Model:
         return [np.asarray(v, dtype=np.float64) for v in self._unpacked(out, "vjp")] + \
             list(self._param_grads)
 
-    def check(self, data_shape, rng):
-        """The dry run: shapes, finiteness, and the gradient against the model."""
+    def _dry_field(self, rng, values):
+        """A random field inside the values its prior's head gives, (head, lo,
+        hi) (prior_values), kept a tenth of the range (or 0.1) inside its
+        bounds so that the gradient check's steps stay there too."""
+        head, lo, hi = values
+        if head in ("bounded", "level_set", "phases"):
+            margin = 0.1 * (hi - lo)
+            return rng.uniform(lo + margin, hi - margin, self.shape)
+        if head == "nonnegative":
+            return 0.1 + np.abs(rng.standard_normal(self.shape))
+        if head == "positive":
+            return np.exp(rng.standard_normal(self.shape))
+        return rng.standard_normal(self.shape)
+
+    def check(self, data_shape, rng, values=None):
+        """The dry run: shapes, finiteness, and the gradient against the model,
+        at random fields within each field's prior values (``values``: one
+        (head, lo, hi) per field; default unconstrained)."""
         # A built-in operator's gradient is tested in C++; its dry run checks
         # shapes at a zero field, which every built-in takes (a random one is
         # outside some's domain: a diffusivity map must be >= 0).
-        xs = [(np.zeros if self.kind == "native" else rng.standard_normal)(self.shape)
-              for _ in self.names]
+        values = values or [("unconstrained", 0.0, 1.0)] * len(self.names)
+        xs = [np.zeros(self.shape) if self.kind == "native" else self._dry_field(rng, v)
+              for v in values]
         y = np.asarray(self.forward(xs))
         check_output_shape(y.shape, data_shape)
         if not np.all(np.isfinite(y)):
             raise Error("from_forward: expected finite forward outputs on a "
-                        f"{'zero' if self.kind == 'native' else 'random'} field, got NaN or inf")
+                        f"{'zero field' if self.kind == 'native' else 'random field within the prior'}"
+                        ", got NaN or inf")
         g = rng.standard_normal(y.shape)
         gxs = self.vjp(xs, g)
         for n, gx in zip(self.names, gxs):

@@ -6,6 +6,8 @@ axes of the state (leading axes: a batch, shots say); every coefficient may
 be a torch tensor that requires grad, so it can be the field being fitted."""
 import math
 
+import numpy as np
+
 from ._core import Error
 
 _BOUNDARIES = ("closed", "periodic", "dirichlet", "open")
@@ -34,8 +36,9 @@ def _spacing(where, spacing):
 
 
 def _boundaries(where, boundary, ndim, allowed):
-    b = [boundary] * ndim if isinstance(boundary, str) else list(boundary)
-    if len(b) != ndim or any(x not in allowed for x in b):
+    b = [boundary] * ndim if isinstance(boundary, str) else \
+        list(boundary) if isinstance(boundary, (list, tuple)) else None
+    if b is None or len(b) != ndim or any(x not in allowed for x in b):
         raise Error(f"{where}: expected boundary one of {', '.join(allowed)} (one for all "
                     f"{ndim} axes or one per axis), got {boundary!r}")
     return b
@@ -57,19 +60,36 @@ def _grid_of(where, u, h):
 
 
 def _coefficient(where, name, value, u):
-    """A number or a tensor broadcastable to u's shape, as a tensor of u's
-    dtype and device (grad kept)."""
+    """A number, an array or a tensor broadcastable to u's shape, as a tensor
+    of u's dtype and device (grad kept)."""
     torch = _torch()
-    if isinstance(value, torch.Tensor):
-        t = value.to(dtype=u.dtype, device=u.device)
-    else:  # straight to u's dtype: a float32 detour would round it
-        t = torch.tensor(float(value), dtype=u.dtype, device=u.device)
+    expected = f"{where}: expected {name} a number, array or tensor broadcastable to the " \
+        f"state's shape {tuple(u.shape)}, got "
+    try:  # straight to u's dtype: a float32 detour would round a number
+        t = value.to(dtype=u.dtype, device=u.device) if isinstance(value, torch.Tensor) else \
+            torch.as_tensor(value, dtype=u.dtype, device=u.device)
+    except (TypeError, ValueError, RuntimeError):
+        raise Error(expected + type(value).__name__) from None
     try:
-        torch.broadcast_shapes(t.shape, u.shape)
+        fits = torch.broadcast_shapes(t.shape, u.shape) == u.shape
     except RuntimeError:
-        raise Error(f"{where}: expected {name} a number or a tensor broadcastable to the state's "
-                    f"shape {tuple(u.shape)}, got shape {tuple(t.shape)}") from None
+        fits = False
+    if not fits:
+        raise Error(expected + f"shape {tuple(t.shape)}")
     return t.expand(u.shape)
+
+
+def _check_diffusivity(where, D):
+    """D >= 0 and finite, as the built-in operator demands. A check on a CUDA
+    tensor would wait for the device at every step: there stable_dt checks."""
+    torch = _torch()
+    if D.device.type != "cpu":
+        return
+    with torch.no_grad():
+        bad = ~(torch.isfinite(D) & (D >= 0))
+        if bool(bad.any()):
+            raise Error(f"{where}: expected a diffusivity >= 0 and finite in every cell, got "
+                        f"{float(D[bad].flatten()[0])!r}")
 
 
 def _neighbours(u, axis, mode):
@@ -110,23 +130,35 @@ def wave_step(state, c, dt, spacing, boundary="dirichlet", source=None):
     the result (u_next, u) with u_next = 2 u - u_prev + dt^2 (c^2 lap(u) + s).
     ``c`` the speed (a number or a tensor of the grid's shape, which may be
     the fitted field); ``boundary`` as laplacian's ("dirichlet": a rigid
-    box). Second order in dt and h; stable while dt <= stable_dt(spacing,
-    c=c), where wave_energy(...) stays constant to rounding."""
+    box). Second order in dt and h; stable while dt < stable_dt(spacing,
+    c=c) (take safety < 1: at the bound itself a periodic axis of an even
+    count grows its checkerboard linearly). wave_energy(...) stays constant
+    to rounding at any dt; under the bound it is also positive."""
     where = "wave_step"
-    if not isinstance(state, (tuple, list)) or len(state) != 2:
-        raise Error(f"{where}: expected state as (u, u_prev), got {type(state).__name__}")
-    u, prev = state
-    h = _spacing(where, spacing)
-    _grid_of(where, u, h)
-    if tuple(prev.shape) != tuple(u.shape):
-        raise Error(f"{where}: expected u_prev of u's shape {tuple(u.shape)}, got "
-                    f"{tuple(prev.shape)}")
+    u, prev, h = _wave_state(where, state, spacing)
     _positive_dt(where, dt)
     speed = _coefficient(where, "c", c, u)
     accel = speed * speed * laplacian(u, h, boundary)
     if source is not None:
         accel = accel + _coefficient(where, "source", source, u)
     return 2 * u - prev + dt * dt * accel, u
+
+
+def _wave_state(where, state, spacing):
+    """(u, u_prev, spacing) of a leapfrog state, checked."""
+    torch = _torch()
+    if not isinstance(state, (tuple, list)) or len(state) != 2:
+        raise Error(f"{where}: expected state as (u, u_prev), got {type(state).__name__}")
+    u, prev = state
+    h = _spacing(where, spacing)
+    _grid_of(where, u, h)
+    if not isinstance(prev, torch.Tensor) or tuple(prev.shape) != tuple(u.shape) or \
+            prev.device != u.device or prev.dtype != u.dtype:
+        raise Error(f"{where}: expected u_prev a tensor of u's shape {tuple(u.shape)}, dtype "
+                    f"{u.dtype} and device {u.device}, got " +
+                    (f"{tuple(prev.shape)}, {prev.dtype} on {prev.device}"
+                     if isinstance(prev, torch.Tensor) else type(prev).__name__))
+    return u, prev, h
 
 
 def wave_energy(state, c, dt, spacing, boundary="dirichlet"):
@@ -136,11 +168,13 @@ def wave_energy(state, c, dt, spacing, boundary="dirichlet"):
     axes summed). Constant to rounding over source-free steps while
     dt < stable_dt(spacing, c=c); needs c > 0 in every cell."""
     where = "wave_energy"
-    u, prev = state
-    h = _spacing(where, spacing)
+    u, prev, h = _wave_state(where, state, spacing)
     axes = _grid_of(where, u, h)
     _positive_dt(where, dt)
     speed = _coefficient(where, "c", c, u)
+    if bool((speed.detach() <= 0).any()):
+        raise Error(f"{where}: expected a wave speed c > 0 in every cell (the kinetic part "
+                    f"divides by it), got {float(speed.detach().min())!r}")
     kinetic = ((u - prev) / (speed * dt)) ** 2
     potential = -u * laplacian(prev, h, boundary)
     return 0.5 * (kinetic + potential).sum(dim=axes) * math.prod(h)
@@ -171,6 +205,8 @@ def _velocity(where, velocity, u, ndim):
     torch = _torch()
     if velocity is None:
         return [None] * ndim
+    if isinstance(velocity, np.ndarray):
+        velocity = torch.as_tensor(velocity)
     if isinstance(velocity, torch.Tensor):
         if velocity.dim() == 0 or velocity.shape[0] != ndim:
             raise Error(f"{where}: expected the velocity's first axis to be its {ndim} "
@@ -193,6 +229,8 @@ def _faces(where, u, h, velocity, diffusivity, boundary):
     modes = _boundaries(where, boundary, len(h), ("closed", "open", "periodic"))
     v = _velocity(where, velocity, u, len(h))
     D = None if diffusivity is None else _coefficient(where, "diffusivity", diffusivity, u)
+    if D is not None:
+        _check_diffusivity(where, D)
     out = []
     for a, (axis, ha, mode) in enumerate(zip(axes, h, modes)):
         n = u.shape[axis]
@@ -209,10 +247,12 @@ def _faces(where, u, h, velocity, diffusivity, boundary):
         Df = None
         if D is not None:
             lo, hi = lower_of(D), upper_of(D)
-            s = lo + hi
-            # Harmonic mean; 0 where both cells are 0 (no NaN, no gradient).
-            safe = torch.where(s > 0, s, torch.ones_like(s))
-            Df = torch.where(s > 0, 2 * lo * hi / safe, torch.zeros_like(s))
+            # The harmonic mean 2 a b / (a + b), as the built-in operator
+            # takes it: where a == b (both 0 included) the value a with half
+            # the gradient to each cell, so that a blocked face can open.
+            equal = lo == hi
+            s = torch.where(equal, torch.ones_like(lo), lo + hi)
+            Df = torch.where(equal, 0.5 * (lo + hi), 2 * lo * (hi / s))
         out.append((axis, ha, mode, n, vf, Df, v[a], lower_of, upper_of))
     return out
 
@@ -287,7 +327,10 @@ def stable_dt(spacing, c=None, velocity=None, diffusivity=None, boundary=None, s
     arguments, boundary default "closed"): 1 / max over cells of the rate
     at which the step takes a cell's own tracer away (its faces' upwind
     outflow / h plus D_f / h^2 each), the bound under which the step is
-    monotone; computed from the coefficients' values, exactly."""
+    monotone; computed from the coefficients' values, on their own grid
+    (an axis they are constant along taken as 3 cells: on a grid of 2 cells
+    there, the bound found is smaller than needed, never larger). Refuses a
+    diffusivity below 0 or not finite, wherever it lives."""
     torch = _torch()
     where = "stable_dt"
     h = _spacing(where, spacing)
@@ -306,6 +349,11 @@ def stable_dt(spacing, c=None, velocity=None, diffusivity=None, boundary=None, s
                             f"value, got {cmax!r}")
             return safety / (cmax * math.sqrt(sum(1 / (s * s) for s in h)))
         v = _detached(velocity)
+        if isinstance(v, torch.Tensor):
+            if v.dim() == 0 or v.shape[0] != len(h):
+                raise Error(f"{where}: expected the velocity's first axis to be its {len(h)} "
+                            f"components, got shape {tuple(v.shape)}")
+            v = list(v.unbind(0))
         parts = ([] if diffusivity is None else [_detached(diffusivity)]) + \
             ([] if v is None or isinstance(v, (int, float)) else list(v))
         try:
@@ -357,4 +405,6 @@ def _detached(x):
         return x.detach().to(torch.float64)
     if isinstance(x, (int, float)):
         return x
+    if isinstance(x, np.ndarray):
+        return torch.as_tensor(x, dtype=torch.float64)
     return [v.detach().to(torch.float64) if isinstance(v, torch.Tensor) else v for v in x]

@@ -10,6 +10,7 @@
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include "nefi/byop/auto_batch.h"
 #include "nefi/byop/auto_problem.h"
 #include "nefi/byop/custom_prior.h"
+#include "nefi/byop/prior.h"
 #include "nefi/byop/quick_report.h"
 #include "nefi/operators/function_operator.h"
 #include "nefi_operators.h"
@@ -339,6 +341,23 @@ void bind_nefi_byop(nb::module_& m) {
       },
       nb::arg("name"), nb::arg("fn"));
   m.def("unregister_prior", &nefi::unregister_prior_term, nb::arg("name"));
+  // The values a prior's head gives the field, (head, lo, hi): from_forward's
+  // dry run draws each field within them (a Python model of a diffusivity
+  // need not take negative values).
+  // A bad prior is refused as auto_problem refuses it (naming the field of
+  // a problem of several).
+  m.def(
+      "prior_values",
+      [](const std::string& text, const std::string& field) {
+        try {
+          const nefi::PriorSpec spec = nefi::parse_prior(text);
+          return std::make_tuple(spec.head, spec.lo, spec.hi);
+        } catch (const fk::Error& e) {
+          if (field.empty()) throw;
+          throw fk::Error("prior of field '" + field + "'", e.expected(), e.given());
+        }
+      },
+      nb::arg("prior"), nb::arg("field") = "");
   m.def("registered_priors", &nefi::registered_prior_terms);
   m.def(
       "auto_problem",

@@ -531,3 +531,48 @@ def test_a_torch_module_trains_its_own_parameters_with_the_field():
     out_fixed = nefi.from_forward(fixed, y, prior="nonnegative + smooth", support=support,
                                   noise=0.002).solve()
     assert psnr(out_fixed["reconstruction"], gt) < psnr(out["reconstruction"], gt) - 10
+
+
+def test_the_dry_run_draws_each_field_within_its_prior():
+    """A model defined only where its prior's head puts the field (a square
+    root, a diffusivity) passes the dry run: each field is drawn inside its
+    prior's values, a margin from the bounds for the gradient's steps; an
+    unconstrained field is drawn from a normal and such a model is refused by
+    name."""
+    n = 12
+    seen = []
+
+    def forward(x):
+        seen.append(np.array(x))
+        return np.sqrt(x)
+
+    def vjp(x, g):
+        return g / (2 * np.sqrt(x))
+
+    y = np.sqrt(np.linspace(1, 2, n))
+    for prior, lo, hi in [("positive", 0, np.inf), ("nonnegative + smooth", 0.1, np.inf),
+                          ("bounded(2, 3)", 2.1, 2.9), ("binary", 0.1, 0.9),
+                          ("phases(4, 1, 2)", 1.3, 3.7)]:
+        seen.clear()
+        nefi.from_forward(forward, y, vjp=vjp, prior=prior, noise=1e-3)
+        # The zero field at the model's making, then the dry run's field and
+        # its two steps (the later calls search constants for the start).
+        drawn = np.concatenate([s.ravel() for s in seen[1:4]])
+        assert drawn.min() > lo - 1e-5 and drawn.max() < hi + 1e-5, (prior, drawn.min(),
+                                                                      drawn.max())
+    with pytest.raises(fieldkit.Error, match="finite forward outputs on a random field within "
+                                             "the prior"):
+        with np.errstate(invalid="ignore"):
+            nefi.from_forward(forward, y, vjp=vjp, noise=1e-3)
+
+    def two(xs):
+        return np.concatenate([np.sqrt(xs["D"]), xs["c"]])
+
+    def two_vjp(xs, g):
+        return {"D": g[:n] / (2 * np.sqrt(xs["D"])), "c": g[n:]}
+
+    nefi.from_forward(two, np.ones(2 * n), shape=(n,), vjp=two_vjp, noise=1e-3,
+                      prior={"D": "bounded(0.001, 0.01)", "c": "unconstrained"})
+    with pytest.raises(fieldkit.Error, match="prior of field 'c'"):
+        nefi.from_forward(two, np.ones(2 * n), shape=(n,), vjp=two_vjp, noise=1e-3,
+                          prior={"D": "positive", "c": "wiggly"})

@@ -186,36 +186,42 @@ def test_the_spread_and_the_drift_follow_their_exact_laws():
     assert moments(c)[0] - moments(c0)[0] == pytest.approx(v * 60 * dt, rel=1e-9)
 
 
-@pytest.mark.parametrize("boundary", ["closed", "open", "periodic"])
+@pytest.mark.parametrize("boundary", ["closed", "open", "periodic", ("open", "closed"),
+                                      ("periodic", "open"), ("closed", "periodic")])
 @pytest.mark.parametrize("unknown", ["initial", "diffusivity"])
-def test_in_one_dimension_the_steps_are_the_built_in_operator(boundary, unknown):
-    """The built-in operator (upwind, one axis) steps the same finite
-    volumes by explicit Euler with the fewest equal substeps under courant
-    times this bound: the same substeps here give the same values."""
-    n = 40
-    x = (np.arange(n) + 0.5) / n
-    release = np.exp(-((x - 0.4) / 0.07) ** 2) + 0.5 * np.exp(-((x - 0.75) / 0.05) ** 2)
-    v = 0.6 * np.sin(2 * np.pi * x) + 0.2
-    D = 2e-3 * (1 + np.cos(3 * x)) if unknown == "diffusivity" else 1.5e-3
-    courant, substeps = 0.9, 37
-    bound = nefi.stable_dt(1 / n, velocity=[torch.tensor(v)], diffusivity=torch.tensor(D)
-                           if unknown == "diffusivity" else D, boundary=boundary, safety=courant)
+def test_the_steps_are_the_built_in_operator_at_its_substeps(boundary, unknown):
+    """The built-in operator's upwind scheme steps the same finite volumes by
+    unsplit explicit Euler with the fewest equal substeps under courant
+    times this bound: the same substeps here give the same values, in 1-D
+    and 2-D. The flows leave through both edges of the first axis (and
+    enter through the second's), so every open edge's outflow counts."""
+    shape = (40,) if isinstance(boundary, str) else (20, 14)
+    n = max(shape)  # the built-in operator's cells are 1 / max(shape)
+    axes = np.meshgrid(*[(np.arange(k) + 0.5) / n for k in shape], indexing="ij")
+    x = axes[0]
+    y = axes[1] if len(shape) == 2 else 0.5
+    release = np.exp(-((x - 0.4) ** 2 + (y - 0.3) ** 2) / 0.01) + \
+        0.5 * np.exp(-((x - 0.75) ** 2 + (y - 0.6) ** 2) / 0.005)
+    v = [0.8 * (x - 0.5) + 0.3 * np.sin(2 * np.pi * y), -0.4 + 0.2 * x][:len(shape)]
+    D = 2e-3 * (1 + np.cos(3 * x) * y) if unknown == "diffusivity" else 1.5e-3
+    h = (1 / n,) * len(shape)
+    courant, substeps = 0.9, 23
+    bound = nefi.stable_dt(h, velocity=[torch.tensor(a) for a in v],
+                           diffusivity=torch.tensor(D) if unknown == "diffusivity" else D,
+                           boundary=boundary, safety=courant)
     t = (substeps - 0.5) * bound  # ceil(t / bound) = substeps, far from a tie
+    kw = dict(velocity=v, boundary=boundary, courant=courant, scheme="upwind")
     if unknown == "initial":
-        op = nefi.operators.advection_diffusion((n,), [t], velocity=[v], diffusivity=D,
-                                                boundary=boundary, courant=courant,
-                                                scheme="upwind")
-        want = op(release)[0]
+        want = nefi.operators.advection_diffusion(shape, [t], diffusivity=D, **kw)(release)[0]
     else:
-        op = nefi.operators.advection_diffusion((n,), [t], velocity=[v], unknown="diffusivity",
-                                                release=release, boundary=boundary,
-                                                courant=courant, scheme="upwind")
-        want = op(D)[0]
+        want = nefi.operators.advection_diffusion(shape, [t], unknown="diffusivity",
+                                                  release=release, **kw)(D)[0]
     c = torch.tensor(release)
     Dt = torch.tensor(D) if unknown == "diffusivity" else D
     for _ in range(substeps):
-        c = nefi.advection_diffusion_step(c, t / substeps, 1 / n, [torch.tensor(v)], Dt, boundary)
-    np.testing.assert_allclose(c.numpy(), want, rtol=0, atol=1e-12)
+        c = nefi.advection_diffusion_step(c, t / substeps, h, [torch.tensor(a) for a in v], Dt,
+                                          boundary)
+    np.testing.assert_allclose(c.numpy(), want, rtol=0, atol=1e-13)
 
 
 def test_the_gradients_match_central_differences():
@@ -228,11 +234,30 @@ def test_the_gradients_match_central_differences():
 
     c = leaf(rng.random((2, n0, n1)))  # a batch of two
     v = leaf(np.stack([rng.standard_normal((n0, n1)) * 0.5, np.zeros((n0, n1))]))  # rest too
-    D = leaf(np.where(rng.random((n0, n1)) < 0.3, 0.0, rng.random((n0, n1)) * 0.1 + 0.01))
+    # Positive (a step down into a negative D is refused), with equal
+    # neighbours along both axes (the harmonic mean's a == b branch).
+    d = rng.random((n0, n1)) * 0.1 + 0.01
+    d[2, :] = d[1, :]
+    d[:, 3] = d[:, 2]
+    D = leaf(d)
     for boundary in (["closed", "open"], ["periodic", "closed"], "open"):
         torch.autograd.gradcheck(
             lambda c, v, D: nefi.advection_diffusion_step(c, 0.01, h, v, D, boundary),
             (c, v, D), eps=1e-6, atol=1e-8)
+    # From D = 0 everywhere (every face blocked), the gradient in D is the
+    # one-sided derivative along a uniform D: a face of equal cells has half
+    # of it to each, so a fit can open it.
+    zero = torch.zeros((n0, n1), dtype=torch.float64, requires_grad=True)
+    g = torch.tensor(rng.standard_normal((2, n0, n1)))
+
+    def spread(D):
+        return (nefi.advection_diffusion_step(c.detach(), 0.01, h, None, D, "closed") * g).sum()
+
+    grad = torch.autograd.grad(spread(zero), zero)[0]
+    eps = 1e-7
+    one_sided = (spread(torch.full((n0, n1), eps, dtype=torch.float64)) - spread(zero)) / eps
+    assert float(grad.abs().max()) > 0
+    assert float(grad.sum()) == pytest.approx(float(one_sided), rel=1e-6)
     u, prev, speed = leaf(rng.random((n0, n1))), leaf(rng.random((n0, n1))), \
         leaf(1 + rng.random((n0, n1)))
     for boundary in ("dirichlet", "closed", "periodic"):
@@ -263,6 +288,42 @@ def test_a_time_stepper_of_these_steps_finds_a_release():
     assert err < 0.12, err
 
 
+def test_coefficients_in_any_form_give_the_same_step_and_bound():
+    """Numbers, numpy arrays, tensors, a components-first velocity tensor and
+    coefficients constant along an axis (broadcast) are one step and one
+    bound; a float32 state steps in float32 and follows float64 to its
+    precision."""
+    rng = np.random.default_rng(7)
+    n0, n1 = 9, 7
+    h = (0.1, 0.15)
+    c = torch.tensor(rng.random((n0, n1)))
+    vx = rng.standard_normal((n0, 1)) * 0.3  # constant along axis 1
+    D = rng.random((n0, n1)) * 0.01
+    ref = nefi.advection_diffusion_step(c, 0.01, h, [torch.tensor(vx), 0.2], torch.tensor(D),
+                                        "open")
+    forms = [([vx, 0.2], D),
+             (np.stack([np.broadcast_to(vx, (n0, n1)), np.full((n0, n1), 0.2)]), D),
+             (torch.tensor(np.stack([np.broadcast_to(vx, (n0, n1)), np.full((n0, n1), 0.2)])),
+              torch.tensor(D))]
+    bound = nefi.stable_dt(h, velocity=[torch.tensor(vx), 0.2], diffusivity=torch.tensor(D),
+                           boundary="open")
+    for v, d in forms:
+        torch.testing.assert_close(nefi.advection_diffusion_step(c, 0.01, h, v, d, "open"), ref,
+                                   rtol=0, atol=0)
+        assert nefi.stable_dt(h, velocity=v, diffusivity=d, boundary="open") == bound
+    # The broadcast probe's bound is the full grid's.
+    full = [torch.tensor(np.broadcast_to(vx, (n0, n1)).copy()), torch.full((n0, n1), 0.2, dtype=torch.float64)]
+    assert nefi.stable_dt(h, velocity=full, diffusivity=torch.tensor(D), boundary="open") == \
+        pytest.approx(bound, rel=1e-15)
+    single = nefi.advection_diffusion_step(c.float(), 0.01, h, [torch.tensor(vx), 0.2],
+                                           torch.tensor(D), "open")
+    assert single.dtype == torch.float32
+    torch.testing.assert_close(single.double(), ref, rtol=1e-6, atol=1e-6)
+    u = c.float()
+    stepped = nefi.wave_step((u, u), 1.0, 0.01, h)
+    assert stepped[0].dtype == torch.float32
+
+
 def test_bad_arguments_are_refused_by_name():
     u = torch.zeros((4, 4), dtype=torch.float64)
     cases = [
@@ -271,10 +332,12 @@ def test_bad_arguments_are_refused_by_name():
         (lambda: nefi.laplacian(u, (0.1, 0.1, 0.1)), "at least 3 axes"),
         (lambda: nefi.laplacian(np.zeros((4, 4)), (0.1, 0.1)), "floating-point torch tensor"),
         (lambda: nefi.wave_step(u, 1.0, 0.1, 0.1), r"state as \(u, u_prev\)"),
-        (lambda: nefi.wave_step((u, u[:2]), 1.0, 0.1, (0.1, 0.1)), "u_prev of u's shape"),
+        (lambda: nefi.wave_step((u, u[:2]), 1.0, 0.1, (0.1, 0.1)),
+         r"u_prev a tensor of u's shape \(4, 4\), dtype torch.float64 and device cpu, got "
+         r"\(2, 4\)"),
         (lambda: nefi.wave_step((u, u), 1.0, -0.1, (0.1, 0.1)), "dt a positive number"),
         (lambda: nefi.wave_step((u, u), torch.ones(3), 0.1, (0.1, 0.1)),
-         "c a number or a tensor broadcastable"),
+         "c a number, array or tensor broadcastable"),
         (lambda: nefi.advection_diffusion_step(u, 0.1, (0.1, 0.1)), "got neither"),
         (lambda: nefi.advection_diffusion_step(u, 0.1, (0.1, 0.1), velocity=[1.0]),
          r"one entry per grid axis \(2\)"),
@@ -288,6 +351,21 @@ def test_bad_arguments_are_refused_by_name():
         (lambda: nefi.stable_dt((0.1,), c=0.0), "finite, positive largest value"),
         (lambda: nefi.stable_dt((0.1,), diffusivity=1.0, safety=0), "safety a positive number"),
         (lambda: nefi.ricker(0.0, -1.0), "positive peak frequency"),
+        (lambda: nefi.laplacian(u, (0.1, 0.1), None), "boundary one of closed"),
+        (lambda: nefi.advection_diffusion_step(u, 0.1, (0.1, 0.1), diffusivity=-1.0),
+         "diffusivity >= 0 and finite in every cell, got -1.0"),
+        (lambda: nefi.advection_diffusion_step(u, 0.1, (0.1, 0.1), diffusivity=float("nan")),
+         "diffusivity >= 0 and finite"),
+        (lambda: nefi.stable_dt((0.1,), diffusivity=-1.0), "diffusivity >= 0 and finite"),
+        (lambda: nefi.stable_dt((0.1,), velocity=torch.tensor(1.0)),
+         "first axis to be its 1 components"),
+        (lambda: nefi.advection_diffusion_step(u, 0.1, (0.1, 0.1),
+                                               diffusivity=torch.ones(3, 4, 4)),
+         r"diffusivity a number, array or tensor broadcastable to the state's shape \(4, 4\), "
+         r"got shape \(3, 4, 4\)"),
+        (lambda: nefi.advection_diffusion_step(u, 0.1, (0.1, 0.1), diffusivity="x"),
+         "diffusivity a number, array or tensor broadcastable .* got str"),
+        (lambda: nefi.wave_energy((u, u), 0.0, 0.1, (0.1, 0.1)), "wave speed c > 0"),
     ]
     for call, message in cases:
         with pytest.raises(fieldkit.Error, match=message):
