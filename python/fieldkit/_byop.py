@@ -447,16 +447,17 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
             adjoint is not None or hasattr(forward, "shape")):
         raise Error(f"from_forward: expected homogeneity 1 (or none) for a linear model (a "
                     f"matrix or an adjoint), got {homogeneity}")
-    model = _Model(forward, shape, names, adjoint, vjp, homogeneity)
+    # The values each field's prior gives it (a bad prior is refused here, by
+    # the parser auto_problem uses): the model is probed and dry-run inside.
+    values = [_nefi.prior_values(p, "" if names == ["x"] else n) for n, p in zip(names, priors)]
+    model = _Model(forward, shape, names, adjoint, vjp, homogeneity, values)
     if model.complex_out != complex_data:
         raise Error(f"from_forward: expected {'complex' if model.complex_out else 'real'} "
                     f"measurements (the model's output is), got "
                     f"{'complex' if complex_data else 'real'} ones")
     data = _stack_complex(y)
     if check:
-        model.check(data.shape, np.random.default_rng(seed),
-                    [_nefi.prior_values(p, "" if names == ["x"] else n)
-                     for n, p in zip(names, priors)])
+        model.check(data.shape, np.random.default_rng(seed))
     w = None
     if mask is not None:
         w = np.asarray(mask, dtype=np.float64)

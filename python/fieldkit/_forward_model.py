@@ -45,8 +45,11 @@ class _Model:
     from what the caller gave. The caller's functions see one array for a
     single field and a dict {name: array} for several."""
 
-    def __init__(self, forward, shape, names, adjoint, vjp, homogeneity):
+    def __init__(self, forward, shape, names, adjoint, vjp, homogeneity, values=None):
+        """values: per field, the (head, lo, hi) its prior gives it
+        (prior_values); the model is only ever called inside them."""
         self.shape, self.names, self.homogeneity = tuple(shape), list(names), homogeneity
+        self.values = list(values) if values else [("unconstrained", 0.0, 1.0)] * len(names)
         self.kind, self.complex_out, self.single_precision = None, False, False
         self.several = len(self.names) > 1
         # A torch module's trainable parameters, their values as given, and
@@ -119,7 +122,16 @@ class _Model:
             if torch is not None and isinstance(forward, torch.nn.Module):
                 self.params = [p for p in forward.parameters() if p.requires_grad]
                 self.start = [p.detach().cpu().numpy().astype(np.float64) for p in self.params]
-        y = self._f(self._packed([np.zeros(self.shape) for _ in self.names]))
+        # A probe for the output's type, at a constant inside each prior; the
+        # model's own failure named as a solve names it.
+        try:
+            y = self._f(self._packed([np.full(self.shape, _inside(v)) for v in self.values]))
+        except (Error, KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as e:
+            raise Error(f"from_forward (the model at a constant field inside its prior): "
+                        f"expected a model call that succeeds, got {type(e).__name__}: "
+                        f"{e}") from e
         self.complex_out = self.complex_out or np.iscomplexobj(y)
 
     def _packed(self, xs):
@@ -221,8 +233,8 @@ class _Model:
 
     def _dry_field(self, rng, values):
         """A random field inside the values its prior's head gives, (head, lo,
-        hi) (prior_values), kept a tenth of the range (or 0.1) inside its
-        bounds so that the gradient check's steps stay there too."""
+        hi): a tenth of the range inside a bounded one's bounds, >= 0.1 for
+        nonnegative, in [e^-2, e^2] for positive, a normal draw otherwise."""
         head, lo, hi = values
         if head in ("bounded", "level_set", "phases"):
             margin = 0.1 * (hi - lo)
@@ -230,19 +242,27 @@ class _Model:
         if head == "nonnegative":
             return 0.1 + np.abs(rng.standard_normal(self.shape))
         if head == "positive":
-            return np.exp(rng.standard_normal(self.shape))
+            return np.exp(np.clip(rng.standard_normal(self.shape), -2, 2))
         return rng.standard_normal(self.shape)
 
-    def check(self, data_shape, rng, values=None):
+    @staticmethod
+    def _room(x, values):
+        """How far x may move in any cell and stay inside its prior's values."""
+        head, lo, hi = values
+        if head in ("bounded", "level_set", "phases"):
+            return float(min((x - lo).min(), (hi - x).min()))
+        if head in ("nonnegative", "positive"):
+            return float(x.min())
+        return np.inf
+
+    def check(self, data_shape, rng):
         """The dry run: shapes, finiteness, and the gradient against the model,
-        at random fields within each field's prior values (``values``: one
-        (head, lo, hi) per field; default unconstrained)."""
+        at random fields inside each field's prior values (self.values)."""
         # A built-in operator's gradient is tested in C++; its dry run checks
         # shapes at a zero field, which every built-in takes (a random one is
         # outside some's domain: a diffusivity map must be >= 0).
-        values = values or [("unconstrained", 0.0, 1.0)] * len(self.names)
         xs = [np.zeros(self.shape) if self.kind == "native" else self._dry_field(rng, v)
-              for v in values]
+              for v in self.values]
         y = np.asarray(self.forward(xs))
         check_output_shape(y.shape, data_shape)
         if not np.all(np.isfinite(y)):
@@ -272,15 +292,31 @@ class _Model:
         ds = [rng.standard_normal(self.shape) for _ in self.names]
         step, tol = (1e-3, 2e-2) if self.single_precision else (1e-6, 1e-4)
         eps = step * max(1.0, max(float(np.abs(x).max()) for x in xs))
+        # Each field's direction shrunk to half its room, so that both steps
+        # stay inside its prior (the check holds for any direction).
+        ds = [d * min(1.0, 0.5 * self._room(x, v) / (eps * float(np.abs(d).max())))
+              for x, d, v in zip(xs, ds, self.values)]
         plus = self.forward([x + eps * d for x, d in zip(xs, ds)])
         minus = self.forward([x - eps * d for x, d in zip(xs, ds)])
         fd = (np.asarray(plus) - np.asarray(minus)) / (2 * eps)
+        if not np.all(np.isfinite(fd)):
+            raise Error("from_forward: expected finite forward outputs a small step from the "
+                        "dry run's field, got NaN or inf")
         lhs = float(np.vdot(fd.ravel(), g.ravel()))
         rhs = sum(float(np.vdot(gx.ravel(), d.ravel())) for gx, d in zip(gxs, ds))
         if abs(lhs - rhs) > tol * max(abs(lhs), abs(rhs), 1e-12):
             raise Error(f"from_forward: expected vjp(x, g) to be g^T dF/dx (checked against "
                         f"finite differences), got {rhs:.6g} against {lhs:.6g} (check=False "
                         "skips the dry run)")
+
+
+def _inside(values):
+    """A value inside a prior's (head, lo, hi): the middle of a range, 1 for
+    nonnegative and positive, 0 otherwise."""
+    head, lo, hi = values
+    if head in ("bounded", "level_set", "phases"):
+        return 0.5 * (lo + hi)
+    return 1.0 if head in ("nonnegative", "positive") else 0.0
 
 
 def _shaped(y, data_shape):

@@ -95,11 +95,14 @@ class TimeStepper:
                             "with requires_grad=True (leaves the steps read), got "
                             f"{type(p).__name__}")
         try:
-            self.device = torch.device(device) if device is not None else \
+            # Resolved by a tensor made there: "cuda" becomes "cuda:N" (the
+            # current device), which is what its tensors report; a device
+            # torch cannot use is refused here, not at the first step.
+            self.device = torch.empty(0, device=device).device if device is not None else \
                 self.params[0].device if self.params else torch.device("cpu")
-        except (RuntimeError, TypeError):
-            raise Error(f"TimeStepper: expected device a torch device (\"cpu\", \"cuda\", "
-                        f"\"cuda:1\"), got {device!r}") from None
+        except (RuntimeError, TypeError, AssertionError):
+            raise Error(f"TimeStepper: expected device a torch device this torch can use "
+                        f"(\"cpu\", \"cuda\", \"cuda:1\"), got {device!r}") from None
         for p in self.params:
             if p.device != self.device:
                 raise Error(f"TimeStepper: expected every param on the steps' device "

@@ -178,7 +178,7 @@ def test_the_start_skips_constants_the_model_refuses():
                           budget="50").solve()
     assert np.isfinite(r["reconstruction"]).all()
 
-    def constant_averse(x):  # (zeros pass: the wrapper's first probe)
+    def constant_averse(x):
         if np.ptp(x) == 0 and x.flat[0] != 0:
             raise ValueError("a flat field")
         return a @ x
@@ -535,44 +535,47 @@ def test_a_torch_module_trains_its_own_parameters_with_the_field():
 
 def test_the_dry_run_draws_each_field_within_its_prior():
     """A model defined only where its prior's head puts the field (a square
-    root, a diffusivity) passes the dry run: each field is drawn inside its
-    prior's values, a margin from the bounds for the gradient's steps; an
-    unconstrained field is drawn from a normal and such a model is refused by
-    name."""
+    root, a diffusivity) is called only there, probe, dry run and its
+    gradient's steps included: each field is drawn inside its prior's
+    values, each step kept within its room (a float32 model's steps are
+    1000x a float64 one's). An unconstrained field is drawn from a normal,
+    and such a model is refused by name."""
     n = 12
-    seen = []
+    inside = {}
 
     def forward(x):
-        seen.append(np.array(x))
-        return np.sqrt(x)
+        lo, hi = inside["x"]
+        assert lo <= x.min() and x.max() <= hi, (x.min(), x.max())
+        return np.sqrt(np.maximum(x, 0)).astype(inside["dtype"])
 
     def vjp(x, g):
         return g / (2 * np.sqrt(x))
 
     y = np.sqrt(np.linspace(1, 2, n))
-    for prior, lo, hi in [("positive", 0, np.inf), ("nonnegative + smooth", 0.1, np.inf),
-                          ("bounded(2, 3)", 2.1, 2.9), ("binary", 0.1, 0.9),
-                          ("phases(4, 1, 2)", 1.3, 3.7)]:
-        seen.clear()
-        nefi.from_forward(forward, y, vjp=vjp, prior=prior, noise=1e-3)
-        # The zero field at the model's making, then the dry run's field and
-        # its two steps (the later calls search constants for the start).
-        drawn = np.concatenate([s.ravel() for s in seen[1:4]])
-        assert drawn.min() > lo - 1e-5 and drawn.max() < hi + 1e-5, (prior, drawn.min(),
-                                                                      drawn.max())
+    for prior, lo, hi in [("positive", 0, np.inf), ("nonnegative + smooth", 0, np.inf),
+                          ("bounded(0.001, 0.01)", 0.001, 0.01), ("binary", 0, 1),
+                          ("phases(4, 1, 2)", 1, 4)]:
+        for dtype in (np.float64, np.float32):
+            inside.update(x=(lo, hi), dtype=dtype)
+            nefi.from_forward(forward, y.astype(dtype), vjp=vjp, prior=prior, noise=1e-3)
+    inside.update(x=(-np.inf, np.inf), dtype=np.float64)
     with pytest.raises(fieldkit.Error, match="finite forward outputs on a random field within "
                                              "the prior"):
         with np.errstate(invalid="ignore"):
-            nefi.from_forward(forward, y, vjp=vjp, noise=1e-3)
+            nefi.from_forward(lambda x: np.sqrt(x), y, vjp=vjp, noise=1e-3)
 
     def two(xs):
+        assert xs["D"].min() >= 0.001 and xs["D"].max() <= 0.01
         return np.concatenate([np.sqrt(xs["D"]), xs["c"]])
 
     def two_vjp(xs, g):
         return {"D": g[:n] / (2 * np.sqrt(xs["D"])), "c": g[n:]}
 
-    nefi.from_forward(two, np.ones(2 * n), shape=(n,), vjp=two_vjp, noise=1e-3,
-                      prior={"D": "bounded(0.001, 0.01)", "c": "unconstrained"})
+    # A wide unconstrained field beside a narrow one: the narrow one's steps
+    # keep to its own room.
+    nefi.from_forward(lambda xs: two({"D": xs["D"], "c": 1000 * xs["c"]}), np.ones(2 * n),
+                      shape=(n,), vjp=lambda xs, g: {**two_vjp(xs, g), "c": 1000 * g[n:]},
+                      noise=1e-3, prior={"D": "bounded(0.001, 0.01)", "c": "unconstrained"})
     with pytest.raises(fieldkit.Error, match="prior of field 'c'"):
         nefi.from_forward(two, np.ones(2 * n), shape=(n,), vjp=two_vjp, noise=1e-3,
                           prior={"D": "positive", "c": "wiggly"})

@@ -197,6 +197,14 @@ def test_several_fields_get_autograds_gradient_each_and_fit_together():
                                    [f["release"], f["D"]])
         np.testing.assert_allclose(got["release"], want[0].numpy(), rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(got["D"], want[1].numpy(), rtol=1e-12, atol=1e-12)
+        # After a call at the same fields, the gradient reuses its block
+        # starts (as a fit does) and is the same.
+        stepper(truth)
+        assert stepper._same(stepper._last[0], truth)
+        cached = stepper.vjp(truth, g)
+        for k in got:
+            np.testing.assert_array_equal(cached[k], got[k])
+        assert not stepper._same(stepper._last[0], {**truth, "D": truth["D"] * 1.01})
     data = stepper(truth)
     r = nefi.from_forward(stepper, data, shape=(n,), representation="grid", noise=1e-3,
                           prior={"release": "nonnegative + smooth",
@@ -211,9 +219,10 @@ def test_the_steps_run_on_the_device_they_are_given():
     runs this where torch sees one) the observations, the field's gradient
     and a param's follow the CPU's (f64 throughout; the device's sums may
     round in another order)."""
-    def run(device):
-        log_rate = torch.tensor(np.log(20.0), dtype=torch.float64, device=device,
-                                requires_grad=True)
+    def run(device, params_on=None):
+        """The stepper on `device`, its rate param made on `params_on`."""
+        log_rate = torch.tensor(np.log(20.0), dtype=torch.float64,
+                                device=params_on or device or "cpu", requires_grad=True)
         stepper = nefi.TimeStepper(
             lambda u, field, k: fisher_kpp(u, field, k, rate=torch.exp(log_rate)), 30,
             observe_at=[10, 30], params=[log_rate], device=device)
@@ -224,9 +233,14 @@ def test_the_steps_run_on_the_device_they_are_given():
     for got, want in zip(run("cpu"), cpu):
         np.testing.assert_array_equal(got, want)
     if not torch.cuda.is_available():
+        with pytest.raises(fieldkit.Error, match="device a torch device this torch can use"):
+            nefi.TimeStepper(fisher_kpp, 10, device="cuda")
         pytest.skip("torch sees no CUDA device")
-    for got, want in zip(run("cuda"), cpu):
-        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13)
+    # "cuda" resolves to the current device, as tensors made there report it;
+    # params on a device make it the default.
+    for got_run in (run("cuda"), run(None, params_on="cuda"), run("cuda:0", params_on="cuda")):
+        for got, want in zip(got_run, cpu):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-13)
 
 
 def test_bad_arguments_are_refused_by_name():
