@@ -186,7 +186,7 @@ void launch_convert(int src_dtype, const void* src, int dst_dtype, void* dst, in
 // [outer, inner] array (reduce.cu). Callers reduce other dims by permuting
 // them last and making the input contiguous, as fk's CPU reductions do.
 // Deterministic: one block per row (two fixed-shape passes for rows longer than
-// 64K elements), each thread accumulating a fixed stride of the row, then a
+// 16K elements), each thread accumulating a fixed stride of the row, then a
 // fixed-order shared-memory tree; no atomics. The block shape depends only on
 // `inner`, never on the GPU.
 

@@ -1,6 +1,6 @@
 // reduce.cu's kernels run on the emulated device (emulated_device.h): row
 // sum / prod / max / min of every dtype each takes (the two-pass path of rows
-// longer than one 64K chunk included), argmax / argmin, softmax and
+// longer than one 16K chunk included), argmax / argmin, softmax and
 // log-softmax with their backward, against fk's CPU sum / prod / amax / amin /
 // argmax / argmin / softmax over the same bytes, in both thread orders.
 //
@@ -54,7 +54,7 @@ using fk_emu_test::Buffer;
 using fk_emu_test::code;
 namespace emu = fk::cuda::emu;
 
-constexpr int64_t kChunk = 65536;  // reduce.cu's piece of a long row
+constexpr int64_t kChunk = 16384;  // reduce.cu's piece of a long row (its kChunk)
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 

@@ -160,6 +160,23 @@ TEST_P(MinkowskiCudaConvImplicitMma, SubmanifoldWithinRoundingOfTheCpuF64) {
     }
 }
 
+// A network's stem and head widths (3 channels: rows of neither 16-byte
+// chunks nor whole fragments, loaded element by element through the real
+// dispatch) on a small map: what the emulated run keeps of the test above.
+TEST_P(MinkowskiCudaConvImplicitMma, StemWidthsWithinRoundingOfTheCpuF64) {
+  MK_SKIP_WITHOUT_GPU();
+  KnobOverride implicit("ME_CONV_DATAFLOW", "implicit");
+  const Precision p = GetParam();
+  const Tf32Scope tf32(p);
+  auto m = make_map(random_rows(3, 300, 6, 1, 1, 107), 3, 1);
+  for (const auto& [cin, cout] :
+       std::vector<std::pair<int64_t, int64_t>>{{3, 16}, {16, 3}, {3, 3}}) {
+    const Operands o = operands(*m, *m, KernelRegion::cube({3}), cin, cout, dtype_of(p), 141);
+    expect_mma_within_rounding(
+        o, p, label(p) + " stem 3^3 " + std::to_string(cin) + " -> " + std::to_string(cout));
+  }
+}
+
 // Stride 2 (kernel 2 and 3) and its transposed map (inputs and outputs
 // swapped), at widths that take both tile shapes.
 TEST_P(MinkowskiCudaConvImplicitMma, StridedAndTransposedWithinRounding) {

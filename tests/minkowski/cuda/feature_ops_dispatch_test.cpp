@@ -44,11 +44,14 @@ SparseTensor on(const SparseTensor& x, fk::Device device) {
 }
 
 // The module's affine parameters as fresh leaves on `device`, from `seed`.
+// In the module's own parameter dtype (f16 and bf16 modules keep theirs).
 template <typename Norm>
 void set_parameters(Norm& norm, fk::Device device, uint64_t seed) {
   const int64_t c = norm.channels();
-  norm.weight = fk::add(random_values({c}, 0.5, seed), 1.0).to(device).set_requires_grad(true);
-  norm.bias = random_values({c}, 0.5, seed + 1).to(device).set_requires_grad(true);
+  const fk::DType dt = norm.weight.defined() ? norm.weight.dtype() : fk::DType::F32;
+  norm.weight =
+      fk::add(random_values({c}, 0.5, seed), 1.0).to(dt).to(device).set_requires_grad(true);
+  norm.bias = random_values({c}, 0.5, seed + 1).to(dt).to(device).set_requires_grad(true);
 }
 
 // norm on CPU and GPU operands (parameters from one seed): output and the
@@ -118,6 +121,33 @@ TEST(MinkowskiCudaFeatureOpsDispatch, NormalizationIsTheCpusBitForBit) {
   ASSERT_EQ(mg.running_mean().device(), kGpu);
   expect_close(mg.running_mean(), mc.running_mean(), 0.0, "module running mean");
   expect_close(mg.running_var(), mc.running_var(), 0.0, "module running var");
+}
+
+// f16 and bf16 features (and parameters) normalize in f32 on both sides, the
+// statistics from the same sums in the same order, each value rounded to the
+// feature dtype once: the device's outputs, gradients and running statistics
+// are the CPU's bit for bit, in training and in eval.
+TEST(MinkowskiCudaFeatureOpsDispatch, HalfFeaturesNormalizeAsTheCpuBitForBit) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor x32 = cpu_input(2600, 7, 3, 51);
+  auto forward = [](auto& norm, const SparseTensor& s) { return norm.forward(s); };
+  for (const fk::DType dt : {fk::DType::F16, fk::DType::BF16}) {
+    const std::string name = fk::name(dt);
+    const SparseTensor x(x32.F().to(dt), x32.key(), x32.manager());
+    BatchNorm bc(7, 1e-5, 0.1, true, true, dt), bg(7, 1e-5, 0.1, true, true, dt);
+    expect_norm_matches(x, bc, bg, forward, name + " batch norm, training", 0.0);
+    ASSERT_EQ(bg.running_mean.dtype(), bc.running_mean.dtype()) << name;
+    expect_close(bg.running_mean, bc.running_mean, 0.0, name + " running mean");
+    expect_close(bg.running_var, bc.running_var, 0.0, name + " running var");
+    bc.eval();
+    bg.eval();
+    expect_norm_matches(x, bc, bg, forward, name + " batch norm, eval", 0.0);
+    InstanceNorm ic(7, 1e-5, true, dt), ig(7, 1e-5, true, dt);
+    expect_norm_matches(x, ic, ig, forward, name + " instance norm", 0.0);
+    const SparseTensor y = ig.forward(on(x, kGpu));
+    EXPECT_EQ(y.F().dtype(), dt);
+    EXPECT_EQ(y.F().device(), kGpu);
+  }
 }
 
 // A BatchNorm module on the device reads nothing back to the host: under
