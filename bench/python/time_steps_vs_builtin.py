@@ -11,22 +11,12 @@ here); the ratios say what writing the loop in Python costs. Best of
         .venv/bin/python bench/python/time_steps_vs_builtin.py [--side 64]
 """
 import argparse
-import time
 
 import numpy as np
 import torch
 
 import fieldkit.nefi as nefi
-
-
-def best_ms(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return 1e3 * min(times)
+from best_time import best_ms
 
 
 def main():

@@ -10,21 +10,11 @@ costs, comparable across machines. Best of --repeat wall times, in ms.
         .venv/bin/python bench/python/transport_apply.py [--side 256]
 """
 import argparse
-import time
 
 import numpy as np
 
 import fieldkit.nefi as nefi
-
-
-def best_ms(fn, repeat):
-    fn()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return 1e3 * min(times)
+from best_time import best_ms
 
 
 def main():
