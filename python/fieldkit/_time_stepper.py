@@ -73,8 +73,13 @@ class TimeStepper:
         if isinstance(n_steps, bool) or int(n_steps) != n_steps or n_steps < 1:
             raise Error(f"TimeStepper: expected n_steps an integer >= 1, got {n_steps!r}")
         self.n_steps = int(n_steps)
-        at = [self.n_steps] if observe_at is None else [int(k) for k in observe_at]
-        if not at or any(b <= a for a, b in zip(at, at[1:])) or at[0] < 1 or \
+        try:
+            at = [self.n_steps] if observe_at is None else [
+                int(k) if not isinstance(k, (bool, np.bool_)) and int(k) == k else None
+                for k in observe_at]
+        except (TypeError, ValueError, OverflowError):
+            at = [None]
+        if not at or None in at or any(b <= a for a, b in zip(at, at[1:])) or at[0] < 1 or \
                 at[-1] > self.n_steps:
             raise Error(f"TimeStepper: expected observe_at increasing step counts in [1, "
                         f"{self.n_steps}], got {observe_at!r}")

@@ -22,8 +22,24 @@ def _torch():
     return torch
 
 
+def _number(x):
+    """x as a float when it is one real number (a Python or numpy scalar, a
+    0-d array or tensor; not a bool), else None."""
+    torch = _torch()
+    if isinstance(x, (bool, np.bool_)):
+        return None
+    if isinstance(x, (int, float, np.integer, np.floating)):
+        return float(x)
+    if isinstance(x, torch.Tensor) and x.dim() == 0 and x.dtype != torch.bool and \
+            not x.is_complex():
+        return float(x)
+    if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iuf":
+        return float(x)
+    return None
+
+
 def _spacing(where, spacing):
-    if isinstance(spacing, (int, float)):
+    if _number(spacing) is not None:
         spacing = (spacing,)
     try:
         h = tuple(float(s) for s in spacing)
@@ -136,7 +152,7 @@ def wave_step(state, c, dt, spacing, boundary="dirichlet", source=None):
     to rounding at any dt; under the bound it is also positive."""
     where = "wave_step"
     u, prev, h = _wave_state(where, state, spacing)
-    _positive_dt(where, dt)
+    dt = _positive_dt(where, dt)
     speed = _coefficient(where, "c", c, u)
     accel = speed * speed * laplacian(u, h, boundary)
     if source is not None:
@@ -170,7 +186,7 @@ def wave_energy(state, c, dt, spacing, boundary="dirichlet"):
     where = "wave_energy"
     u, prev, h = _wave_state(where, state, spacing)
     axes = _grid_of(where, u, h)
-    _positive_dt(where, dt)
+    dt = _positive_dt(where, dt)
     speed = _coefficient(where, "c", c, u)
     if bool((speed.detach() <= 0).any()):
         raise Error(f"{where}: expected a wave speed c > 0 in every cell (the kinetic part "
@@ -185,8 +201,10 @@ def ricker(t, f0, t0=None):
     frequency f0, centred at t0 (default 1 / f0, where it starts near 0):
     a seismic or acoustic source's time signature, 1 at t0."""
     torch = _torch()
-    if not (isinstance(f0, (int, float)) and math.isfinite(f0) and f0 > 0):
+    f = _number(f0)
+    if f is None or not math.isfinite(f) or f <= 0:
         raise Error(f"ricker: expected a positive peak frequency f0, got {f0!r}")
+    f0 = f
     t0 = 1.0 / f0 if t0 is None else t0
     t = t if isinstance(t, torch.Tensor) else torch.as_tensor(t, dtype=torch.float64)
     a = (math.pi * f0 * (t - t0)) ** 2
@@ -194,9 +212,11 @@ def ricker(t, f0, t0=None):
 
 
 def _positive_dt(where, dt):
-    if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not math.isfinite(dt) or \
-            dt <= 0:
+    """dt as a float, checked positive and finite."""
+    value = _number(dt)
+    if value is None or not math.isfinite(value) or value <= 0:
         raise Error(f"{where}: expected dt a positive number, got {dt!r}")
+    return value
 
 
 def _velocity(where, velocity, u, ndim):
@@ -212,7 +232,7 @@ def _velocity(where, velocity, u, ndim):
             raise Error(f"{where}: expected the velocity's first axis to be its {ndim} "
                         f"components, got shape {tuple(velocity.shape)}")
         velocity = list(velocity.unbind(0))
-    elif isinstance(velocity, (int, float)) or len(velocity) != ndim:
+    elif _number(velocity) is not None or len(velocity) != ndim:
         raise Error(f"{where}: expected the velocity as one entry per grid axis ({ndim}), got "
                     f"{velocity!r}")
     return [_coefficient(where, "each velocity component", v, u) for v in velocity]
@@ -307,7 +327,7 @@ def advection_diffusion_step(c, dt, spacing, velocity=None, diffusivity=None,
     >= 0 from a non-negative start."""
     where = "advection_diffusion_step"
     h = _spacing(where, spacing)
-    _positive_dt(where, dt)
+    dt = _positive_dt(where, dt)
     if velocity is None and diffusivity is None:
         raise Error(f"{where}: expected a velocity, a diffusivity or both, got neither")
     faces = _faces(where, c, h, velocity, diffusivity, boundary)
@@ -334,8 +354,10 @@ def stable_dt(spacing, c=None, velocity=None, diffusivity=None, boundary=None, s
     torch = _torch()
     where = "stable_dt"
     h = _spacing(where, spacing)
-    if not (isinstance(safety, (int, float)) and 0 < safety and math.isfinite(safety)):
+    factor = _number(safety)
+    if factor is None or not 0 < factor or not math.isfinite(factor):
         raise Error(f"{where}: expected safety a positive number, got {safety!r}")
+    safety = factor
     wave = c is not None
     transport = velocity is not None or diffusivity is not None
     if wave == transport:
@@ -355,7 +377,7 @@ def stable_dt(spacing, c=None, velocity=None, diffusivity=None, boundary=None, s
                             f"components, got shape {tuple(v.shape)}")
             v = list(v.unbind(0))
         parts = ([] if diffusivity is None else [_detached(diffusivity)]) + \
-            ([] if v is None or isinstance(v, (int, float)) else list(v))
+            ([] if v is None or _number(v) is not None else list(v))
         try:
             shape = torch.broadcast_shapes(*[torch.as_tensor(x).shape for x in parts])
         except RuntimeError:
@@ -403,8 +425,8 @@ def _detached(x):
         return None
     if isinstance(x, torch.Tensor):
         return x.detach().to(torch.float64)
-    if isinstance(x, (int, float)):
-        return x
+    if _number(x) is not None:
+        return _number(x)
     if isinstance(x, np.ndarray):
         return torch.as_tensor(x, dtype=torch.float64)
     return [v.detach().to(torch.float64) if isinstance(v, torch.Tensor) else v for v in x]

@@ -250,6 +250,9 @@ def test_bad_arguments_are_refused_by_name():
         nefi.TimeStepper(fisher_kpp, 10, observe_at=[5, 3])
     with pytest.raises(fieldkit.Error, match=r"observe_at increasing step counts in \[1, 10\]"):
         nefi.TimeStepper(fisher_kpp, 10, observe_at=[11])
+    for bad in ([1.5], [2, "x"], [True], 3):
+        with pytest.raises(fieldkit.Error, match=r"observe_at increasing step counts"):
+            nefi.TimeStepper(fisher_kpp, 10, observe_at=bad)
     with pytest.raises(fieldkit.Error, match="checkpoint_every an integer >= 1"):
         nefi.TimeStepper(fisher_kpp, 10, checkpoint_every=0)
     with pytest.raises(fieldkit.Error, match="device a torch device"):

@@ -370,5 +370,15 @@ def test_bad_arguments_are_refused_by_name():
     for call, message in cases:
         with pytest.raises(fieldkit.Error, match=message):
             call()
+    # Numbers in any form: numpy scalars, 0-d arrays and tensors.
+    h32 = np.float32(0.1)
+    stepped = nefi.wave_step((u, u), torch.tensor(1.0), np.float32(0.01), (h32, np.float64(0.1)))
+    torch.testing.assert_close(stepped[0], nefi.wave_step((u, u), 1.0, float(np.float32(0.01)),
+                                                          (float(h32), 0.1))[0], rtol=0, atol=0)
+    assert nefi.ricker(0.1, np.float32(10)) == nefi.ricker(0.1, 10.0)
+    assert nefi.stable_dt(np.array(0.1), diffusivity=np.float64(1.0), safety=np.float32(0.5)) == \
+        nefi.stable_dt(0.1, diffusivity=1.0, safety=float(np.float32(0.5)))
+    with pytest.raises(fieldkit.Error, match="dt a positive number, got True"):
+        nefi.wave_step((u, u), 1.0, True, (0.1, 0.1))
     # No motion at all: any step is stable.
     assert nefi.stable_dt((0.1,), velocity=[0.0]) == math.inf
