@@ -131,6 +131,8 @@ double mse(const fk::Tensor& x, const fk::Tensor& gt) {
 double psnr(const fk::Tensor& x, const fk::Tensor& gt) {
   const double m = mse(x, gt);
   const double r = range_of(gt.to_vector<double>());
+  // A NaN field scores NaN, never the cap for an exact match.
+  if (std::isnan(m)) return m;
   return m > 0 ? 10.0 * std::log10(r * r / m) : 99.0;
 }
 

@@ -1,14 +1,15 @@
 #include "nefi/solve/solver.h"
 
-#include "nefi/solve/lr_groups.h"
-
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
 #include <optional>
 
 #include "fk/error.h"
 #include "nefi/solve/checkpoint.h"
 #include "nefi/solve/final_fields.h"
+#include "nefi/solve/lr_groups.h"
 #include "nefi/solve/parameter_buffers.h"
 #include "nefi/solve/stage_run.h"
 
@@ -169,6 +170,19 @@ Result Solver::run() {
   const double final_progress = best.final_progress;
   const OperatorPtr final_op = best.final_op;
   detail::record_final_fields(res, problem_, *final_op, final_domain, final_progress);
+  // The NaN guard checks each step's loss, which the step's own update
+  // follows unchecked: a last update that overflowed would hand back NaN.
+  for (const auto& [name, v] : res.raw_fields) {
+    const std::vector<double> values = v.to_vector<double>();
+    const auto bad =
+        std::find_if(values.begin(), values.end(), [](double x) { return !std::isfinite(x); });
+    FK_CHECK(bad == values.end(), "nefi::Solver",
+             "finite fields at the end of the solve (the last step's update diverged: a smaller "
+             "lr)",
+             "a non-finite field '" + name + "' (" + std::to_string(*bad) + " at cell " +
+                 std::to_string(bad - values.begin()) + ") after " +
+                 std::to_string(res.total_steps()) + " steps");
+  }
   res.total_s = seconds_since(t_run);
   return res;
 }

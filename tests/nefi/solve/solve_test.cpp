@@ -141,6 +141,10 @@ TEST(NefiMetrics, AgainstHandValues) {
   EXPECT_NEAR(nefi::ssim(gt, gt), 1.0, 1e-12);
   EXPECT_LT(nefi::ssim(x, gt), 1.0);
   EXPECT_THROW(nefi::mse(x, fk::zeros({3})), fk::Error);
+  // A NaN field scores NaN: never the 99 dB cap of an exact match.
+  const fk::Tensor nan = fk::from_vector(std::vector<double>{0, std::nan(""), 0, 1});
+  EXPECT_TRUE(std::isnan(nefi::psnr(nan, gt)));
+  EXPECT_EQ(nefi::psnr(gt, gt), 99.0);
 }
 
 // Identity-operator problem on a grid field: easy to reason about.
@@ -207,6 +211,22 @@ TEST(NefiSolver, NanGuardRollsBackAndHalvesLr) {
     FAIL();
   } catch (const fk::Error& e) {
     EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos);
+  }
+}
+
+// An update that overflows on the last step is never evaluated by the NaN
+// guard (it checks each step's loss before its update): the solve refuses
+// to hand back the non-finite field, naming it, rather than return it.
+TEST(NefiSolver, ALastUpdateThatDivergedIsRefusedByName) {
+  auto p = identity_problem({1, 2, 3, 4}, -1);
+  nefi::Curriculum c = nefi::Curriculum::single({4}, 1, 1e300);
+  c.stages[0].anneal = false;
+  try {
+    nefi::Solver(p, c).run();
+    FAIL() << "a field of non-finite values was returned";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a non-finite field 'x'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("after 1 steps"), std::string::npos) << e.what();
   }
 }
 
