@@ -273,3 +273,78 @@ def test_map_key_has_the_references_accessors():
     assert key.get_tensor_stride() == [2, 2]
     assert key.get_key() == ([2, 2], key.tag)
     assert key.get_coordinate_size() == 3 and key.is_key_set()
+
+
+# -- slicing a field by a coarser tensor (ModelNet40's multi-scale FCNN) ----------
+def test_slice_and_cat_slice_take_a_coarser_map_through_each_points_parent():
+    g = torch.Generator().manual_seed(0)
+    points = torch.cat([torch.zeros(400, 1), torch.rand(400, 3, generator=g) * 10], 1)
+    tf = ME.TensorField(torch.rand(400, 4, generator=g), points)
+    pool = ME.MinkowskiMaxPooling(3, 2, dimension=3)
+    y2 = pool(tf.sparse())
+    for y in (y2, pool(y2)):
+        ts = y.tensor_stride[0]
+        # Each point's voxel at stride ts, found by coordinates, not by the maps.
+        voxel = torch.floor(points[:, 1:] / ts) * ts
+        rows = [int(((y.C[:, 1:].float() - v).abs().sum(1) == 0).nonzero()[0]) for v in voxel]
+        assert torch.equal(y.slice(tf).F, y.F[rows])
+        assert torch.equal(y.cat_slice(tf).F, torch.cat([y.F[rows], tf.F], 1))
+    # A map that does not hold every point's parent, and a field never quantized.
+    other = ME.SparseTensor(torch.ones(1, 1), torch.tensor([[0, 0, 0, 0]], dtype=torch.int32),
+                            tensor_stride=3, coordinate_manager=tf.coordinate_manager)
+    with pytest.raises(ValueError, match="every input row's parent"):
+        other.slice(tf)
+    fresh = ME.TensorField(tf.F, points, coordinate_manager=tf.coordinate_manager)
+    with pytest.raises(ValueError, match="no quantization onto the map .* no finer one"):
+        y2.slice(fresh)
+
+
+# -- modules copy and pickle (EMA and teacher models, torch.save, spawn) ---------------
+@pytest.mark.parametrize("make", [
+    lambda: ME.MinkowskiConvolution(2, 3, kernel_size=3, stride=2, dimension=3),
+    lambda: ME.MinkowskiConvolutionTranspose(2, 3, kernel_size=2, stride=2, dimension=3),
+    lambda: ME.MinkowskiGenerativeConvolutionTranspose(2, 3, kernel_size=2, stride=2,
+                                                        dimension=3),
+    lambda: ME.MinkowskiChannelwiseConvolution(3, kernel_size=3, dimension=3),
+    lambda: ME.MinkowskiMaxPooling(3, 2, dimension=3),
+    lambda: ME.MinkowskiPoolingTranspose(2, 2, dimension=3),
+    lambda: ME.MinkowskiConvolution(
+        2, 3, kernel_generator=ME.KernelGenerator(3, region_type=ME.RegionType.HYPER_CROSS,
+                                                  dimension=3), dimension=3),
+])
+def test_modules_with_a_kernel_deep_copy_and_pickle(make):
+    import copy
+    import io
+    import pickle
+
+    m = make()
+    x = ME.SparseTensor(torch.rand(5, m.in_channels if hasattr(m, "in_channels") else 3),
+                        torch.tensor([[0, 0, 0, 0], [0, 2, 2, 2], [0, 4, 0, 2], [0, 2, 4, 4],
+                                      [0, 0, 2, 0]], dtype=torch.int32), tensor_stride=2)
+    want = m(x).F
+    buffer = io.BytesIO()
+    torch.save(m, buffer)
+    buffer.seek(0)
+    for twin in (copy.deepcopy(m), pickle.loads(pickle.dumps(m)),
+                 torch.load(buffer, weights_only=False)):
+        assert twin.kernel_generator.kernel_volume == m.kernel_generator.kernel_volume
+        assert torch.equal(twin(x).F, want)
+
+
+# -- region types as the reference's integers, strides as arrays -------------------
+def test_region_type_takes_the_references_integers_and_refuses_the_rest():
+    assert ME.KernelGenerator(kernel_size=3, region_type=1, dimension=3).kernel_volume == 7
+    assert ME.KernelGenerator(kernel_size=3, region_type=0, dimension=3).kernel_volume == 27
+    for bad in ("bogus", 5, True, 1.0):
+        with pytest.raises(ValueError, match="region_type a RegionType"):
+            ME.KernelGenerator(kernel_size=3, region_type=bad, dimension=3)
+
+
+def test_strides_and_kernel_sizes_take_numpy_arrays():
+    coords = torch.tensor([[0, 0, 0, 0], [0, 2, 2, 2]], dtype=torch.int32)
+    x = ME.SparseTensor(torch.ones(2, 1), coords, tensor_stride=np.array([2, 2, 2]))
+    assert x.tensor_stride == [2, 2, 2]
+    conv = ME.MinkowskiConvolution(1, 2, kernel_size=np.array([3, 3, 1]), dimension=3)
+    assert conv.kernel_generator.kernel_volume == 9
+    assert ME.convert_to_int_list(np.array([1, 2, 3]), 3) == [1, 2, 3]
+    assert ME.convert_to_int_list(np.int64(2), 3) == [2, 2, 2]

@@ -3,6 +3,7 @@ batching) on fieldkit's C++ coordinate machinery."""
 import enum
 import warnings
 
+import numpy as np
 import torch
 
 from .._core import minkowski as _mk
@@ -332,8 +333,9 @@ class CoordsManager:
 
 
 def _axes(v):
-    """An int or a sequence of ints as a list (one value means every axis)."""
-    if isinstance(v, torch.Tensor):
+    """An int or a sequence of ints (a list, tuple, numpy array or tensor) as
+    a list (one value means every axis)."""
+    if isinstance(v, (torch.Tensor, np.ndarray)):
         v = v.tolist()
     if isinstance(v, (list, tuple)):
         return [int(x) for x in v]
@@ -344,7 +346,7 @@ def convert_to_int_list(arg, dimension):
     """The reference's helper: an int (every axis alike) or D values as a list
     of D ints."""
     values = _axes(arg)
-    if len(values) == 1 and not isinstance(arg, (list, tuple, torch.Tensor)):
+    if len(values) == 1 and not isinstance(arg, (list, tuple, torch.Tensor, np.ndarray)):
         values = values * dimension
     if len(values) != dimension:
         raise ValueError(f"expected an int or {dimension} values, got {arg!r}")

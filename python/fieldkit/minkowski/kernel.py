@@ -20,24 +20,49 @@ class KernelGenerator:
         self.kernel_size = _axes(kernel_size)
         self.kernel_stride = _axes(stride)
         self.kernel_dilation = _axes(dilation)
-        self.region_type = region_type
+        self.region_type = _region_type(region_type)
         self.region_offsets = region_offsets
         self.expand_coordinates = expand_coordinates
         self.dimension = dimension
-        if region_type == RegionType.CUSTOM:
-            if region_offsets is None:
-                raise ValueError("KernelGenerator: a CUSTOM region needs region_offsets (K x D)")
-            offsets = torch.as_tensor(region_offsets, dtype=torch.int32).flatten().tolist()
-            self.region = _mk.KernelRegion.custom(offsets, dimension, self.kernel_dilation)
-        elif region_type == RegionType.HYPER_CROSS:
-            self.region = _mk.KernelRegion.cross(self.kernel_size, self.kernel_dilation)
-        else:
-            self.region = _mk.KernelRegion.cube(self.kernel_size, self.kernel_dilation)
+        if self.region_type == RegionType.CUSTOM and region_offsets is None:
+            raise ValueError("KernelGenerator: a CUSTOM region needs region_offsets (K x D)")
+        self.region = self._region()
         self.kernel_volume = self.region.volume(dimension)
+
+    def _region(self):
+        """The C++ KernelRegion this generator describes."""
+        if self.region_type == RegionType.CUSTOM:
+            offsets = torch.as_tensor(self.region_offsets, dtype=torch.int32).flatten().tolist()
+            return _mk.KernelRegion.custom(offsets, self.dimension, self.kernel_dilation)
+        if self.region_type == RegionType.HYPER_CROSS:
+            return _mk.KernelRegion.cross(self.kernel_size, self.kernel_dilation)
+        return _mk.KernelRegion.cube(self.kernel_size, self.kernel_dilation)
+
+    # Copies and pickles (deepcopy of a model, torch.save, spawned workers)
+    # carry the description; the C++ region is made again from it.
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        del state["region"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.region = self._region()
 
     @property
     def unit_stride(self):
         return all(s == 1 for s in self.kernel_stride)
+
+
+def _region_type(value):
+    """A RegionType from itself or the reference's integers (0 HYPER_CUBE,
+    1 HYPER_CROSS, 2 CUSTOM); anything else is refused, not taken as a cube."""
+    if isinstance(value, RegionType):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2:
+        return RegionType(value)
+    raise ValueError("KernelGenerator: expected region_type a RegionType (HYPER_CUBE, "
+                     f"HYPER_CROSS, CUSTOM) or 0, 1, 2, got {value!r}")
 
 
 def make_generator(kernel_generator, kernel_size, stride, dilation, dimension,

@@ -568,6 +568,22 @@ class TensorField(_Tensor):
         return SparseTensor._on_map(out, splat_map.key, self._manager)
 
     def inverse_mapping(self, key):
-        if key not in self._inverse:
-            raise ValueError(f"TensorField: no quantization onto the map {key} (call sparse())")
-        return self._inverse[key]
+        """Each point's row of the map `key`: the row sparse() gave it there,
+        else (a map of a coarser stride, a strided conv's or pooling's output)
+        the row of its voxel's parent, through the finest map this field was
+        quantized onto whose tensor stride divides key's."""
+        if key in self._inverse:
+            return self._inverse[key]
+        mgr = self._manager
+        if isinstance(key, _mk.MapKey) and mgr.has(key):
+            ts = list(key.tensor_stride)
+            finer = [k for k in self._inverse
+                     if mgr.has(k) and all(t % f == 0 for t, f in zip(ts, k.tensor_stride))]
+            if finer:
+                fine = min(finer, key=lambda k: list(k.tensor_stride))
+                _, parent = mgr.stride_map(fine, key)
+                rows = parent.to(self._inverse[fine].device)[self._inverse[fine]]
+                self._inverse[key] = rows
+                return rows
+        raise ValueError(f"TensorField: no quantization onto the map {key} and no finer one it "
+                         f"strides (call sparse())")
