@@ -379,3 +379,20 @@ def test_the_loss_hessian_of_a_linear_model_on_a_grid_field():
         p.hessian_spectrum(at={"reconstruction": np.zeros(32)})
     with pytest.raises(fieldkit.Error, match="a solve's field_parameters"):
         p.hessian_spectrum(at=np.zeros(5))
+
+
+def test_repeated_singular_values_are_each_reported():
+    """Sampling and Fourier sampling have every singular value 1: the
+    bidiagonalisation restarts past each breakdown, so diagnose reports k
+    ones and a condition of 1 (it reported [1, 0] and a condition of 1e160
+    before), as numpy's SVD of the dense matrix says."""
+    rng = np.random.default_rng(0)
+    A = np.eye(16)[:6]
+    d = nefi.from_forward(A, A @ rng.random(16), noise=0.01).diagnose(k=4, n_iter=8)
+    np.testing.assert_allclose(d["singular_values"], np.ones(4), atol=1e-12)
+    assert d["condition"] == pytest.approx(1.0)
+    F = nefi.operators.fourier_sampling(rng.random((12, 12)) < 0.3)
+    d = nefi.from_forward(F, F(rng.random((12, 12))), noise=0.01).diagnose(k=8, n_iter=24)
+    dense = np.stack([F(e.reshape(12, 12)).ravel() for e in np.eye(144)], 1)
+    np.testing.assert_allclose(d["singular_values"], np.linalg.svd(dense, compute_uv=False)[:8],
+                               atol=1e-10)

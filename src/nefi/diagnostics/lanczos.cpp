@@ -56,55 +56,87 @@ Spectrum leading_singular_values(const LinearMap& J, int k, int n_iter, uint64_t
            "k >= 1 and n_iter >= k",
            "k " + std::to_string(k) + ", n_iter " + std::to_string(n_iter));
   const int steps = static_cast<int>(std::min<int64_t>({n_iter, J.n, J.m}));
+  // B = U^T J V entry by entry: (row of u, column of v, value).
+  struct Entry {
+    int row, col;
+    double value;
+  };
+  std::vector<Entry> B;
   std::vector<Vec> vs{random_unit(J.n, seed)}, us;
-  std::vector<double> alpha, beta;
   Spectrum out;
   double scale = 0;
+  int restarts = 0;
+  bool restarted = false;
   Vec p = J.apply(vs.front());
   check_length(p, J.m, "J v");
-  for (int j = 0; j < steps; ++j) {
+  // A breakdown: the Krylov space of the start is exhausted (it is invariant
+  // under J^T J), so every later direction is orthogonal to it and the
+  // blocks decouple. Restart from a random vector orthogonal to every v
+  // (another copy of a repeated value lies there); false when none is left.
+  auto restart = [&]() {
+    Vec v = random_unit(J.n, seed + static_cast<uint64_t>(++restarts));
+    reorthogonalise(v, vs);
+    const double v_norm = norm(v);
+    if (v_norm <= 1e-8) return false;  // the v's span the whole input space
+    for (double& x : v) x /= v_norm;
+    vs.push_back(std::move(v));
+    p = J.apply(vs.back());
+    check_length(p, J.m, "J v");
+    restarted = true;
+    return true;
+  };
+  while (static_cast<int>(us.size()) < steps) {
     reorthogonalise(p, us);
     const double a = norm(p);
     scale = std::max(scale, a);
     if (a <= 1e-13 * scale || a == 0) {
-      out.invariant = true;
-      break;
+      // J v lies in span(u). Right after a restart, the random direction's
+      // image is zero: J vanishes on everything left (with probability one),
+      // so the values found are all there are.
+      if (restarted || !restart()) {
+        out.invariant = true;
+        break;
+      }
+      continue;
     }
-    alpha.push_back(a);
+    restarted = false;
     for (double& x : p) x /= a;
     us.push_back(p);
-    if (j + 1 == steps) break;
+    const int row = static_cast<int>(us.size()) - 1;
+    B.push_back({row, static_cast<int>(vs.size()) - 1, a});
+    if (static_cast<int>(us.size()) == steps) break;
     Vec r = J.adjoint(us.back());
     check_length(r, J.n, "J^T u");
     for (size_t i = 0; i < r.size(); ++i) r[i] -= a * vs.back()[i];
     reorthogonalise(r, vs);
     const double b = norm(r);
     if (b <= 1e-13 * scale) {
-      out.invariant = true;
-      break;
+      if (!restart()) {
+        out.invariant = true;
+        break;
+      }
+      continue;
     }
-    beta.push_back(b);
     for (double& x : r) x /= b;
     vs.push_back(r);
+    B.push_back({row, static_cast<int>(vs.size()) - 1, b});
     p = J.apply(r);
     check_length(p, J.m, "J v");
     for (size_t i = 0; i < p.size(); ++i) p[i] -= b * us.back()[i];
   }
-  const int d = static_cast<int>(alpha.size());
+  const int d = static_cast<int>(us.size());
   out.iterations = d;
   if (d == 0) {
     out.singular_values.assign(1, 0.0);  // J annihilates the start vector's Krylov space
     return out;
   }
-  // A breakdown on the data side (J v_{d+1} in span(u)) leaves b_d: B is then
-  // d x (d + 1), its last column b_d (the null-space part of the start).
-  const int cols = beta.size() == alpha.size() ? d + 1 : d;
-  std::vector<double> B(static_cast<size_t>(d) * cols, 0.0);
-  for (int i = 0; i < d; ++i) {
-    B[i * cols + i] = alpha[i];
-    if (i < static_cast<int>(beta.size())) B[i * cols + i + 1] = beta[i];
-  }
-  std::vector<double> s = dense_singular_values(std::move(B), d, cols);
+  // Columns are the v's that entered B (a trailing v without an entry, the
+  // last restart's, is left out).
+  int cols = 0;
+  for (const Entry& e : B) cols = std::max(cols, e.col + 1);
+  std::vector<double> dense(static_cast<size_t>(d) * cols, 0.0);
+  for (const Entry& e : B) dense[static_cast<size_t>(e.row) * cols + e.col] = e.value;
+  std::vector<double> s = dense_singular_values(std::move(dense), d, cols);
   s.resize(std::min<size_t>(s.size(), k));
   out.singular_values = std::move(s);
   return out;
@@ -168,13 +200,27 @@ Eigenvalues extreme_eigenvalues(const SymmetricMap& H, int k, int n_iter, uint64
     out.iterations = j + 1;
     if (j + 1 == steps) break;
     if (b <= 1e-13 * scale) {
-      out.invariant = true;
-      break;
+      // The start's Krylov space is invariant: it holds one copy of each
+      // eigenvalue it meets. Restart orthogonally to it (the next copies lie
+      // there; the tridiagonal's blocks decouple: a zero coupling), unless
+      // the q's already span everything.
+      Vec q = random_unit(H.n, seed + static_cast<uint64_t>(j + 1));
+      reorthogonalise(q, qs);
+      const double q_norm = norm(q);
+      if (q_norm <= 1e-8) {
+        out.invariant = true;
+        break;
+      }
+      for (double& x : q) x /= q_norm;
+      beta.push_back(0.0);
+      qs.push_back(std::move(q));
+      continue;
     }
     beta.push_back(b);
     for (double& x : w) x /= b;
     qs.push_back(std::move(w));
   }
+  if (static_cast<int64_t>(qs.size()) == H.n) out.invariant = true;  // the whole space
   const int m = static_cast<int>(alpha.size());
   std::vector<double> t(static_cast<size_t>(m) * m, 0.0);
   for (int i = 0; i < m; ++i) {

@@ -6,20 +6,22 @@
 //   b_j v_{j+1} = J^T u_j - a_j v_j;  a_{j+1} u_{j+1} = J v_{j+1} - b_j u_j,
 // each new vector re-orthogonalised against all earlier ones (full
 // reorthogonalisation, two passes), so n_iter steps cost n_iter products each
-// way and O(n_iter^2 (n + m)) flops. A repeated singular value is found once
-// per copy only after the Krylov space of the start is exhausted (round-off
-// then opens the other copies), so with few steps multiplicities can be
-// under-reported. The singular values of the n_iter x
-// n_iter upper-bidiagonal B = [a on the diagonal, b above] (one-sided Jacobi)
-// converge to J's largest first; with n_iter >= rank(J) they are exact to
-// round-off. A breakdown (a or b below 1e-13 of the largest seen) means an
-// invariant subspace was found and ends the iteration early.
+// way and O(n_iter^2 (n + m)) flops. The singular values of B = U^T J V
+// (a on the diagonal, b above; one-sided Jacobi) converge to J's largest
+// first; with n_iter >= rank(J) they are exact to round-off. A breakdown (a
+// or b below 1e-13 of the largest seen) means the start's Krylov space is
+// invariant under J^T J: it holds one copy of each singular value it meets,
+// so the iteration restarts from a random vector orthogonal to every v so
+// far (the next copies of a repeated value lie there; the blocks of B
+// decouple). A restart whose image is zero means J vanishes on all that is
+// left (with probability one): that ends the iteration, every value found.
 // Vectors are host f64; the start vector comes from std::mt19937_64(seed).
 // For a symmetric map (a Hessian, hessian.h), extreme_eigenvalues runs the
-// symmetric Lanczos recurrence with the same full reorthogonalisation and
-// reads the Ritz values of its tridiagonal by cyclic Jacobi rotations: both
-// ends of the spectrum converge first. Memory: n_iter vectors of length n
-// (and m) in either.
+// symmetric Lanczos recurrence with the same full reorthogonalisation (and
+// the same orthogonal restart on a breakdown, so repeated eigenvalues are
+// found once per copy) and reads the Ritz values of its tridiagonal by
+// cyclic Jacobi rotations: both ends of the spectrum converge first. Memory: n_iter vectors of
+// length n (and m) in either.
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -38,7 +40,7 @@ struct LinearMap {
 struct Spectrum {
   std::vector<double> singular_values;  // the k largest Ritz values, descending
   int iterations = 0;                   // bidiagonalisation steps taken
-  bool invariant = false;               // ended on a breakdown (values exact)
+  bool invariant = false;               // J exhausted: the values are all there are
 };
 
 Spectrum leading_singular_values(const LinearMap& J, int k, int n_iter, uint64_t seed);
@@ -57,7 +59,7 @@ struct Eigenvalues {
   std::vector<double> largest;   // up to k, descending
   std::vector<double> smallest;  // up to k, ascending
   int iterations = 0;
-  bool invariant = false;  // ended on a breakdown (the Ritz values are exact)
+  bool invariant = false;  // the q's span the whole space (the Ritz values are exact)
 };
 
 // The extreme eigenvalues of H by symmetric Lanczos (q1 random unit from

@@ -65,6 +65,46 @@ TEST(Lanczos, GeometricSpectrumConvergesAtTheTop) {
   for (int i = 0; i < 6; ++i) EXPECT_NEAR(s.singular_values[i], want[i], 1e-9) << i;
 }
 
+// Repeated values: the start's Krylov space holds one copy of each, so a
+// breakdown restarts orthogonally to find the others (a sampling operator's
+// values are all 1; a diagonal with a pair). Before restarts these came back
+// as [1, 0] and [3, 2, 1].
+TEST(Lanczos, RepeatedValuesAreFoundOncePerCopy) {
+  std::vector<double> sampled(16, 0.0);
+  for (int i : {1, 4, 5, 9, 12, 15}) sampled[i] = 1.0;
+  Spectrum s = leading_singular_values(diagonal(sampled), 4, 8, 3);
+  ASSERT_EQ(s.singular_values.size(), 4u);
+  for (double v : s.singular_values) EXPECT_NEAR(v, 1.0, 1e-12);
+  s = leading_singular_values(diagonal(sampled), 6, 16, 3);
+  ASSERT_EQ(s.singular_values.size(), 6u);
+  for (double v : s.singular_values) EXPECT_NEAR(v, 1.0, 1e-12);
+  EXPECT_TRUE(s.invariant);  // six copies found, then the rest of J is zero
+  EXPECT_EQ(s.iterations, 6);
+  s = leading_singular_values(diagonal({3, 2, 2, 1}), 4, 4, 5);
+  ASSERT_EQ(s.singular_values.size(), 4u);
+  const std::vector<double> want{3, 2, 2, 1};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(s.singular_values[i], want[i], 1e-12) << i;
+}
+
+// The symmetric recurrence restarts the same way: an identity's eigenvalue 1
+// once per copy (before: one 1), a pair among others.
+TEST(Lanczos, SymmetricRepeatedEigenvaluesAreFoundOncePerCopy) {
+  SymmetricMap I;
+  I.n = 10;
+  I.apply = [](const Vec& v) { return v; };
+  Eigenvalues e = extreme_eigenvalues(I, 3, 6, 1);
+  ASSERT_EQ(e.largest.size(), 3u);
+  for (double v : e.largest) EXPECT_NEAR(v, 1.0, 1e-12);
+  for (double v : e.smallest) EXPECT_NEAR(v, 1.0, 1e-12);
+  SymmetricMap D;
+  D.n = 4;
+  D.apply = [](const Vec& v) { return Vec{5 * v[0], -1 * v[1], -1 * v[2], 2 * v[3]}; };
+  e = extreme_eigenvalues(D, 4, 4, 2);
+  EXPECT_TRUE(e.invariant);
+  const std::vector<double> want{5, 2, -1, -1};
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(e.largest[i], want[i], 1e-12) << i;
+}
+
 TEST(Lanczos, RefusesBadSettings) {
   const LinearMap J = diagonal({1, 2, 3});
   EXPECT_THROW(leading_singular_values(J, 0, 5, 0), fk::Error);
