@@ -59,7 +59,7 @@ class ForwardProblem:
               device="cpu"):
         """Solves the problem; returns a dict: reconstruction (numpy, the field's
         shape), prediction (the model on it), data_fit (rmse, data_psnr,
-        discrepancy_ratio = chi), history, stages, timings and ``report``
+        discrepancy_ratio = chi), history, stages, total_s, ms_per_step and ``report``
         (quick_report's markdown; with ``ground_truth``, its PSNR too: an
         array, or a dict {field: array} for several fields). ``steps`` and
         ``lr`` replace the decided ones for this solve. ``callback(info)`` is
@@ -83,8 +83,11 @@ class ForwardProblem:
             truths = {self._model.names[0]: ground_truth}
         truths = {str(k): np.ascontiguousarray(v, dtype=np.float64) for k, v in truths.items()}
         try:
-            out = self._core.solve(None if seed is None else int(seed), truths,
-                                   None if steps is None else int(steps),
+            out = self._core.solve(None if seed is None else
+                                   _whole("ForwardProblem.solve", "seed", seed, 0, _SEED_MAX),
+                                   truths,
+                                   None if steps is None else
+                                   _whole("ForwardProblem.solve", "steps", steps, 1),
                                    None if lr is None else float(lr), callback, str(device))
         except BaseException:
             if self._model.params:  # not a mid-solve value
@@ -282,6 +285,19 @@ class ForwardProblem:
         return report
 
 
+def _whole(where, name, value, lo=0, hi=None):
+    """A whole number in [lo, hi] (2.0 taken as 2), else a fieldkit.Error
+    naming it, never a truncation or a binding's TypeError."""
+    v = _operators._integer(where, name, value)
+    if v < lo or (hi is not None and v > hi):
+        raise Error(f"{where}: expected {name} a whole number in [{lo}, "
+                    f"{'inf' if hi is None else hi}], got {value!r}")
+    return v
+
+
+_SEED_MAX = 2 ** 64 - 1
+
+
 def lr_range_test(problem, lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), steps=20, seed=0,
                   device="cpu"):
     """Short solves of a ForwardProblem at each learning rate (the
@@ -289,6 +305,9 @@ def lr_range_test(problem, lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), steps
     with the best the lowest finite data loss after `steps` steps (a
     diverged solve counts as inf). ``device``: where they train (as
     ``solve``'s)."""
+    lrs = list(lrs)
+    if not lrs:
+        raise Error("lr_range_test: expected at least one learning rate in lrs, got none")
     rows = []
     model = problem._model
     for lr in lrs:
@@ -410,6 +429,7 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         shape = (np.asarray(forward).shape[1],) if hasattr(forward, "shape") and \
             not callable(forward) else y.shape
     shape = tuple(int(s) for s in np.atleast_1d(shape))
+    seed = _whole("from_forward", "seed", seed, 0, _SEED_MAX)
     if isinstance(prior, dict):
         if not prior:
             raise Error("from_forward: expected at least one field in the prior dict, got none")
@@ -496,7 +516,9 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         list(shape), np.ascontiguousarray(data), None if w is None else np.ascontiguousarray(w),
         model.homogeneity, str(name), names, priors, sigma, [float(e) for e in (extent or [])],
         str(representation), str(budget), None if lr is None else float(lr),
-        hidden, depth, n_octaves, bool(discrepancy), float(discrepancy_tau), int(seed),
+        *[None if v is None else _whole("from_forward", name, v, 1)
+          for name, v in (("hidden", hidden), ("depth", depth), ("n_octaves", n_octaves))],
+        bool(discrepancy), float(discrepancy_tau), seed,
         bool(multiscale), 8 if rank is None else int(rank), 4 if shapes is None else int(shapes),
         6 if harmonics is None else int(harmonics), 3 if layers is None else int(layers),
         0 if layer_axis is None else int(layer_axis), 0 if modes is None else int(modes),

@@ -266,9 +266,9 @@ class _Model:
         y = np.asarray(self.forward(xs))
         check_output_shape(y.shape, data_shape)
         if not np.all(np.isfinite(y)):
-            raise Error("from_forward: expected finite forward outputs on a "
-                        f"{'zero field' if self.kind == 'native' else 'random field within the prior'}"
-                        ", got NaN or inf")
+            where = "zero field" if self.kind == "native" else "random field within the prior"
+            raise Error(f"from_forward: expected finite forward outputs on a {where}, got NaN "
+                        "or inf")
         g = rng.standard_normal(y.shape)
         gxs = self.vjp(xs, g)
         for n, gx in zip(self.names, gxs):

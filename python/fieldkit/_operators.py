@@ -20,6 +20,26 @@ from ._core import Error
 from ._core import nefi as _nefi
 
 
+
+def _integer(where, name, value):
+    """value as an int when it is a whole number (2 or 2.0); anything else
+    (2.5, True, "2") is refused by name rather than truncated."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and np.isfinite(value) and value == int(value):
+        return int(value)
+    raise Error(f"{where}: expected {name} a whole number, got {value!r}")
+
+
+def _shape(where, shape):
+    """A grid's shape as a tuple of whole numbers."""
+    try:
+        values = list(np.atleast_1d(shape).tolist()) if not isinstance(shape, (list, tuple)) \
+            else list(shape)
+    except TypeError:
+        values = [shape]
+    return tuple(_integer(where, "shape's sizes", s) for s in values)
+
 class Operator:
     """A built-in forward model: ``kind``, ``linear``, ``homogeneity``,
     ``output_shape(shape)``, ``op(x)``, ``vjp(x, g)``, ``adjoint(y)``
@@ -38,7 +58,7 @@ class Operator:
     def output_shape(self, shape):
         """The measurement's shape for a field of `shape` (complex outputs:
         the complex array's shape)."""
-        out = tuple(self._core.output_shape([int(s) for s in shape]))
+        out = tuple(self._core.output_shape(list(_shape("output_shape", shape))))
         return out[1:] if self.complex_out else out
 
     def _stacked(self, g):
@@ -94,7 +114,7 @@ def fourier_sampling(mask, centered=False):
 def downsample(factors):
     """The mean over blocks of ``factors`` cells (one per axis): a detector
     that bins pixels."""
-    factors = [int(f) for f in np.atleast_1d(factors)]
+    factors = [_integer("downsample", "factors", f) for f in np.atleast_1d(factors).tolist()]
     return Operator(_nefi.downsample_operator(factors))
 
 
@@ -102,15 +122,17 @@ def phase_retrieval(ndim, oversample=2.0):
     """|DFT|^2 (orthonormal) of the field zero-padded to ceil(oversample n)
     per axis: a far-field diffraction pattern. Fix its ambiguities (shift,
     point reflection) with the prior: nonnegative, a known support."""
-    return Operator(_nefi.phase_retrieval_operator(int(ndim), float(oversample)))
+    return Operator(_nefi.phase_retrieval_operator(_integer("phase_retrieval", "ndim", ndim),
+                                                   float(oversample)))
 
 
 def axis_integral(shape, axis=0, length=None):
     """The integral along ``axis`` (a parallel projection); ``length`` is a
     cell's path length, by default from_forward's domain (longest axis 1)."""
-    shape = tuple(int(s) for s in shape)
+    shape = _shape("axis_integral", shape)
     length = 1.0 / max(shape) if length is None else float(length)  # isotropic_domain's cell
-    return Operator(_nefi.axis_integral_operator(list(shape), int(axis), length), shape)
+    axis = _integer("axis_integral", "axis", axis)
+    return Operator(_nefi.axis_integral_operator(list(shape), axis, length), shape)
 
 
 def beer_lambert(path=None, i0=1.0, *, shape=None, axis=0):
@@ -131,7 +153,7 @@ def gaussian_blur(shape, sigma, periodic=False):
     """A Gaussian blur of ``sigma`` cells (std), its kernel cut at 4 sigma and
     normalised to unit sum; zero-padded (no wrap-around), or circular with
     ``periodic``. Its kind is fft_convolution (the deconvolution instances')."""
-    shape = tuple(int(s) for s in shape)
+    shape = _shape("gaussian_blur", shape)
     return Operator(_nefi.blur_operator(list(shape), float(sigma), bool(periodic)), shape)
 
 
@@ -140,9 +162,11 @@ def radon(shape, n_views=16, angle_range=np.pi, det_per_pixel=1):
     (n, n, nz) volume: ``n_views`` angles over ``angle_range`` radians, line
     integrals on from_forward's default domain (cells of 1 / max(shape), so
     an image's side is 1), output (n_views, n_det[, nz])."""
-    shape = tuple(int(s) for s in shape)
-    return Operator(_nefi.radon_operator(list(shape), int(n_views), float(angle_range),
-                                         int(det_per_pixel)), shape)
+    shape = _shape("radon", shape)
+    return Operator(_nefi.radon_operator(list(shape), _integer("radon", "n_views", n_views),
+                                         float(angle_range),
+                                         _integer("radon", "det_per_pixel", det_per_pixel)),
+                    shape)
 
 
 def advection_diffusion(shape, times, velocity=None, diffusivity=0.0, unknown="initial",
@@ -195,7 +219,7 @@ def advection_diffusion(shape, times, velocity=None, diffusivity=0.0, unknown="i
     diffusivity's or a velocity's stencils are built for each field on the
     device, which reads back only what its substeps follow, so their steps
     run eagerly rather than as one captured graph."""
-    shape = tuple(int(s) for s in shape)
+    shape = _shape("advection_diffusion", shape)
     if velocity is None:
         velocity = []
     if np.isscalar(velocity) or (isinstance(velocity, np.ndarray) and velocity.ndim == 0):
@@ -239,7 +263,7 @@ def stack(parts, shape=None):
         shape = next((p.shape for p in parts if p.shape is not None), None)
     if shape is None:
         raise Error("stack: expected the field's shape (no part knows it), got none")
-    shape = tuple(int(s) for s in shape)
+    shape = _shape("stack", shape)
     return Operator(_nefi.stack_operator([p._core for p in parts], list(shape)), shape)
 
 

@@ -379,3 +379,34 @@ def test_advection_diffusion_refusals_name_what_was_expected():
         ops.advection_diffusion((8, 8), [1.0], velocity=0.5)
     with pytest.raises(fieldkit.Error, match="real velocity"):
         ops.advection_diffusion((8, 8), [1.0], velocity=(1.0, np.ones((8, 8)) * 1j))
+
+
+def test_counts_and_sizes_must_be_whole_numbers():
+    """A fractional count, size or axis is refused by name, not truncated
+    (downsample((2, 1.9)) binned nothing along axis 1); a whole float is
+    taken as its integer."""
+    cases = [(lambda: ops.downsample((2, 1.9)), "downsample: expected factors"),
+             (lambda: ops.axis_integral((4, 6), axis=0.9), "axis_integral: expected axis"),
+             (lambda: ops.radon((8, 8), n_views=2.5), "radon: expected n_views"),
+             (lambda: ops.radon((8, 8), det_per_pixel=True), "radon: expected det_per_pixel"),
+             (lambda: ops.phase_retrieval(2.7), "phase_retrieval: expected ndim"),
+             (lambda: ops.gaussian_blur((4.7,), 1.0), "gaussian_blur: expected shape's sizes"),
+             (lambda: ops.sampling(np.ones(4)).output_shape((4.5,)), "output_shape")]
+    for call, message in cases:
+        with pytest.raises(fieldkit.Error, match=message + ".* a whole number"):
+            call()
+    x = np.arange(16.0).reshape(4, 4)
+    np.testing.assert_array_equal(ops.downsample((2, 2.0))(x), ops.downsample((2, 2))(x))
+    A = np.eye(8)[:5]
+    y = A @ np.linspace(0, 1, 8)
+    for call, message in [(lambda: nefi.from_forward(A, y, hidden=2.5), "hidden a whole"),
+                          (lambda: nefi.from_forward(A, y, depth="3"), "depth a whole"),
+                          (lambda: nefi.from_forward(A, y, seed=-1), r"seed a whole number in"),
+                          (lambda: nefi.from_forward(A, y).solve(seed=2 ** 70), "seed a whole"),
+                          (lambda: nefi.from_forward(A, y).solve(steps=2.7), "steps a whole"),
+                          (lambda: nefi.lr_range_test(nefi.from_forward(A, y), lrs=()),
+                           "at least one learning rate")]:
+        with pytest.raises(fieldkit.Error, match=message):
+            call()
+    r = nefi.from_forward(A, y, hidden=16.0, depth=2, representation="neural").solve(steps=2.0)
+    assert r["reconstruction"].shape == (8,)

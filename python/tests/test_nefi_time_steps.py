@@ -312,7 +312,8 @@ def test_coefficients_in_any_form_give_the_same_step_and_bound():
                                    rtol=0, atol=0)
         assert nefi.stable_dt(h, velocity=v, diffusivity=d, boundary="open") == bound
     # The broadcast probe's bound is the full grid's.
-    full = [torch.tensor(np.broadcast_to(vx, (n0, n1)).copy()), torch.full((n0, n1), 0.2, dtype=torch.float64)]
+    full = [torch.tensor(np.broadcast_to(vx, (n0, n1)).copy()),
+            torch.full((n0, n1), 0.2, dtype=torch.float64)]
     assert nefi.stable_dt(h, velocity=full, diffusivity=torch.tensor(D), boundary="open") == \
         pytest.approx(bound, rel=1e-15)
     single = nefi.advection_diffusion_step(c.float(), 0.01, h, [torch.tensor(vx), 0.2],
