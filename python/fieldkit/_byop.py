@@ -463,6 +463,10 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
             hidden is not None or depth is not None):
         raise Error("from_forward: expected hidden/depth only with a network (neural or hash), "
                     f"got them with representation={representation!r}")
+    if homogeneity is not None and not (isinstance(homogeneity, (int, float, np.number)) and
+                                        np.isfinite(homogeneity)):
+        raise Error(f"from_forward: expected homogeneity a finite number (or none), got "
+                    f"{homogeneity!r}")
     if homogeneity is not None and homogeneity != 1 and not native and (
             adjoint is not None or hasattr(forward, "shape")):
         raise Error(f"from_forward: expected homogeneity 1 (or none) for a linear model (a "
@@ -484,6 +488,9 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         if w.shape != y.shape:
             raise Error(f"from_forward: expected a mask of the measurement's shape {y.shape}, "
                         f"got {w.shape}")
+        if not np.all((w >= 0) & (w <= 1)):  # NaN fails both
+            bad = w[~((w >= 0) & (w <= 1))].flat[0]
+            raise Error(f"from_forward: expected mask weights in [0, 1], got {bad!r}")
         w = np.stack([w, w]) if complex_data else w
     if isinstance(noise, str):
         if noise != "auto":

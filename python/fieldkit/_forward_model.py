@@ -125,7 +125,8 @@ class _Model:
         # A probe for the output's type, at a constant inside each prior; the
         # model's own failure named as a solve names it.
         try:
-            y = self._f(self._packed([np.full(self.shape, _inside(v)) for v in self.values]))
+            y = self._f(self._packed(self._inputs(
+                [np.full(self.shape, _inside(v)) for v in self.values])))
         except (Error, KeyboardInterrupt, SystemExit):
             raise
         except Exception as e:

@@ -146,6 +146,9 @@ def beer_lambert(path=None, i0=1.0, *, shape=None, axis=0):
     if not isinstance(path, Operator):
         raise Error(f"beer_lambert: expected a built-in operator as path, got "
                     f"{type(path).__name__}")
+    if path.complex_out:
+        raise Error(f"beer_lambert: expected a real path (line integrals), got the complex "
+                    f"{path.kind}")
     return Operator(_nefi.beer_lambert_operator(path._core, float(i0)), path.shape)
 
 

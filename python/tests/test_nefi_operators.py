@@ -410,3 +410,27 @@ def test_counts_and_sizes_must_be_whole_numbers():
             call()
     r = nefi.from_forward(A, y, hidden=16.0, depth=2, representation="neural").solve(steps=2.0)
     assert r["reconstruction"].shape == (8,)
+
+
+def test_what_the_operator_hunt_found_is_refused_by_name():
+    """A complex path for beer_lambert (it split Re and Im into two real
+    transmissions), mask weights outside [0, 1], a NaN homogeneity; the
+    model's first call gets a read-only array as every later one does."""
+    with pytest.raises(fieldkit.Error, match="beer_lambert: expected a real path"):
+        ops.beer_lambert(ops.fourier_sampling(np.ones((4, 4))), 2.0)
+    A = np.eye(6)
+    y = A @ np.linspace(0, 1, 6)
+    for mask, bad in [(2 * np.ones(6), "2.0"), (np.full(6, np.nan), "nan"), (-np.ones(6), "-1.0")]:
+        with pytest.raises(fieldkit.Error, match=f"mask weights in \\[0, 1\\], got {bad}"):
+            nefi.from_forward(A, y, mask=mask)
+    with pytest.raises(fieldkit.Error, match="homogeneity a finite number"):
+        nefi.from_forward(lambda x: x ** 2, y, vjp=lambda x, g: 2 * x * g,
+                          homogeneity=float("nan"))
+    writable = []
+
+    def forward(x):
+        writable.append(x.flags.writeable)
+        return x
+
+    nefi.from_forward(forward, y, vjp=lambda x, g: g, check=False)
+    assert writable and not any(writable)
