@@ -321,7 +321,11 @@ class SparseTensor(_Tensor):
                 raise ValueError("expected a min_coordinate with negative coordinates")
             lo = torch.zeros(self.D, dtype=torch.long)
         else:
-            lo = torch.as_tensor(min_coordinate, dtype=torch.long).expand(self.D)
+            lo = torch.as_tensor(min_coordinate, dtype=torch.long).reshape(-1)
+            if lo.numel() not in (1, self.D):  # one value, D, or (1, D) as dense() returns it
+                raise ValueError(f"expected a min coordinate of 1 or {self.D} values, got "
+                                 f"{tuple(torch.as_tensor(min_coordinate).shape)}")
+            lo = lo.expand(self.D)
             below = (spatial < lo).any(0)
             if below.any():
                 a = int(below.nonzero()[0])
@@ -345,7 +349,11 @@ class SparseTensor(_Tensor):
                                  "it), got none")
             sizes = (cell.max(0).values + 1).tolist()
             shape = [batches, self._F.shape[1], *sizes]
-        shape = list(shape)
+        shape = [int(v) for v in shape]
+        if len(shape) != self.D + 2:
+            raise ValueError(f"dense: expected a shape of B, C and {self.D} spatial sizes, got "
+                             f"{shape}")
+        shape[1] = self._F.shape[1]  # as the reference: the channels are the features'
         if len(cell) and ((cell.max(0).values >= torch.tensor(shape[2:])).any() or
                           int(batch.max()) >= shape[0]):
             raise ValueError(f"dense: expected a shape holding every coordinate, got {shape} for "
