@@ -57,7 +57,8 @@ Command add_autotune(CLI::App& app, const Context& ctx) {
   sub->add_flag("--compare", r.compare, "also solve the default and the tuned config in full");
   sub->add_flag("--smoke", r.run.smoke, "tune the smoke config (its own budget, no step cap)");
   sub->add_option("--set", r.run.sets, "override KEY=VALUE before tuning (repeatable)");
-  o->seed_opt = sub->add_option("--seed", o->seed, "measurement and initialisation seed");
+  o->seed_opt = sub->add_option("--seed", o->seed, "measurement and initialisation seed")
+                    ->check(non_negative_seed());
   sub->add_option("--method,-m", r.run.methods, "the method to tune (default neural)")->expected(1);
   sub->add_option("--out,-o", r.run.out,
                   "output directory (default runs/<instance>-autotune-<hash>)");

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 #include <fmt/format.h>
@@ -40,6 +41,7 @@ Command add_bench(CLI::App& app, const Context& ctx) {
     std::string batch_device = "cpu";
     bool by_class = false, batched = false, smoke = false;
     int64_t smoke_steps = 40;
+    CLI::Option* smoke_steps_opt = nullptr;
   };
   auto o = std::make_shared<Opts>();
   auto* sub = app.add_subcommand(
@@ -49,7 +51,9 @@ Command add_bench(CLI::App& app, const Context& ctx) {
                   "comma list (default: the config's run.methods, else all)")
       ->delimiter(',');
   sub->add_option("--n,-n", o->spec.n_samples, "measurements per class (default 4)");
-  sub->add_option("--seeds", o->spec.seeds, "comma list of seeds (default 0,1,2)")->delimiter(',');
+  sub->add_option("--seeds", o->spec.seeds, "comma list of seeds (default 0,1,2)")
+      ->delimiter(',')
+      ->check(non_negative_seed());
   sub->add_option("--classes", o->spec.classes, "comma list of scenes, or all (default)")
       ->delimiter(',');
   sub->add_option("--budget-scale", o->spec.budget_scale, "multiply every stage's steps");
@@ -67,11 +71,13 @@ Command add_bench(CLI::App& app, const Context& ctx) {
   sub->add_option("--batch-device", o->batch_device,
                   "where --batched batches train: cpu (default), cuda or cuda:N (needs "
                   "--batched; a method the device batch refuses runs sequentially on the CPU)");
-  sub->add_flag("--smoke", o->smoke,
-                "apply configs/<instance>_smoke.yaml and cap every run at --smoke-steps");
-  sub->add_option("--smoke-steps", o->smoke_steps,
-                  "total steps of each run under --smoke (default 40, stages scaled alike; 0: "
-                  "the smoke config's own budget)");
+  sub->add_flag(
+      "--smoke", o->smoke,
+      "apply configs/<instance>_smoke.yaml (over a config file's own settings) and cap every "
+      "run at --smoke-steps");
+  o->smoke_steps_opt = sub->add_option(
+      "--smoke-steps", o->smoke_steps,
+      "cap each run's total steps (stages scaled alike; default 40 with --smoke; 0: no cap)");
   sub->footer(
       "Examples:\n  nefi bench toy1d --n 2 --seeds 0,1\n"
       "  nefi bench configs/deconvolution_smoke.yaml --methods neural,wiener --shard 0/4 -o "
@@ -88,6 +94,11 @@ Command add_bench(CLI::App& app, const Context& ctx) {
                   std::filesystem::exists(t) || t.ends_with(".yaml") || t.ends_with(".yml");
               const std::string instance = is_file ? load_run_config_file(t).instance : t;
               o->spec.smoke_config = smoke_config_path(instance, ctx.config_dirs).string();
+            }
+            if (o->smoke || o->smoke_steps_opt->count()) {  // as `nefi run` takes it
+              FK_CHECK(o->smoke_steps >= 0 && o->smoke_steps <= std::numeric_limits<int>::max(),
+                       "--smoke-steps", "a step count in [0, 2147483647] (0: no cap)",
+                       std::to_string(o->smoke_steps));
               o->spec.max_total_steps = o->smoke_steps;
             }
             const bench::Shard shard = bench::parse_shard(o->shard);

@@ -82,7 +82,8 @@ Command add_diagnose(CLI::App& app, const Context& ctx) {
   o->smoke_steps_opt = sub->add_option("--smoke-steps", o->smoke_steps,
                                        "step cap of --solve under --smoke (default 40; 0: none)");
   sub->add_option("--set", r.run.sets, "override KEY=VALUE (repeatable)");
-  o->seed_opt = sub->add_option("--seed", o->seed, "measurement and initialisation seed");
+  o->seed_opt = sub->add_option("--seed", o->seed, "measurement and initialisation seed")
+                    ->check(non_negative_seed());
   sub->add_option("--method,-m", r.run.methods, "the method whose problem to diagnose")
       ->expected(1);
   sub->add_option("--out,-o", r.run.out,

@@ -292,7 +292,7 @@ Command add_fit(CLI::App& app, const Context&) {
                   "levelset | voxels | tv_sharpen | phasefield: after the fit, sharpen it into "
                   "phases, kept only when the data allow; writes <out>/refine/");
   sub->add_option("--refine-levels", r->refine_levels, "--refine's phase count (0: auto)");
-  sub->add_option("--seed", r->seed, "the field's initialisation seed");
+  sub->add_option("--seed", r->seed, "the field's initialisation seed")->check(non_negative_seed());
   sub->add_option("--out,-o", r->out, "output directory (default runs/fit)");
   sub->add_option("--threads", r->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
   sub->add_option("--device", r->device,

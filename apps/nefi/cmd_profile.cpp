@@ -56,7 +56,8 @@ Command add_profile(CLI::App& app, const Context&) {
   sub->add_option("--config", o->config, "config file applied to the instance's defaults");
   sub->add_option("--set", o->sets, "override KEY=VALUE (repeatable)");
   sub->add_option("--method,-m", o->p.method, "method (default: the instance's first)");
-  sub->add_option("--seed", o->p.seed, "measurement and initialisation seed (default 0)");
+  sub->add_option("--seed", o->p.seed, "measurement and initialisation seed (default 0)")
+      ->check(non_negative_seed());
   sub->add_option("--steps", o->p.steps, "timed steps (default 20)");
   sub->add_option("--warmup", o->p.warmup, "untimed steps first (default 5)");
   sub->add_option("--stage", o->p.stage, "curriculum stage; negative from the end (default -1)");

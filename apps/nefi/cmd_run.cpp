@@ -186,8 +186,10 @@ Command add_run(CLI::App& app, const Context& ctx) {
   RunRequest& r = o->req;
   auto* run = app.add_subcommand("run", "solve an instance and write runs/<name>-<hash>/");
   run->add_option("target", r.target, "instance name or config file")->required();
-  run->add_flag("--smoke", r.smoke,
-                "apply configs/<instance>_smoke.yaml and cap the steps at --smoke-steps");
+  run->add_flag(
+      "--smoke", r.smoke,
+      "apply configs/<instance>_smoke.yaml (over a config file's own settings) and cap the "
+      "steps at --smoke-steps");
   o->smoke_steps_opt = run->add_option(
       "--smoke-steps", o->smoke_steps,
       "cap each method's total steps (stages scaled alike; default 40 with --smoke; 0: no cap)");
@@ -197,7 +199,7 @@ Command add_run(CLI::App& app, const Context& ctx) {
   run->add_option("--metrics", r.metrics, "metrics to report and write (default: all)")
       ->delimiter(',');
   run->add_option("--set", r.sets, "override KEY=VALUE (repeatable)");
-  o->seed_opt = run->add_option("--seed", o->seed, "random seed");
+  o->seed_opt = run->add_option("--seed", o->seed, "random seed")->check(non_negative_seed());
   run->add_option("--method,-m", r.methods, "method(s) to run (default: the config's)");
   run->add_option("--baseline,-b", r.baseline,
                   "run this baseline alone (a method other than the neural field)");

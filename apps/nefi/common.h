@@ -17,6 +17,16 @@ struct Context {
 
 using Command = std::pair<CLI::App*, std::function<int()>>;
 
+// A seed option's check: CLI11 would read "-1" into an unsigned seed as
+// 2^64 - 1 and run with it.
+inline CLI::Validator non_negative_seed() {
+  return CLI::Validator(
+      [](std::string& s) {
+        return !s.empty() && s.front() == '-' ? "expected a seed >= 0, got " + s : std::string();
+      },
+      "SEED>=0");
+}
+
 Command add_list(CLI::App& app, const Context& ctx);
 Command add_run(CLI::App& app, const Context& ctx);
 Command add_profile(CLI::App& app, const Context& ctx);

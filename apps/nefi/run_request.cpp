@@ -1,3 +1,5 @@
+#include <limits>
+
 #include "run_request.h"
 
 #include <algorithm>
@@ -32,6 +34,12 @@ nefi::RunConfig resolve_config(const RunRequest& r, const std::vector<fs::path>&
       fs::exists(r.target) || r.target.ends_with(".yaml") || r.target.ends_with(".yml");
   nefi::RunConfig cfg =
       is_file ? nefi::load_run_config_file(r.target) : nefi::default_run_config(r.target);
+  // The file's own methods are checked before --smoke's preset replaces
+  // them: a bad one is still an error, not hidden by the preset.
+  if (r.smoke && is_file) {
+    const InstancePtr inst = find_instance(cfg.instance);
+    for (const auto& m : cfg.methods) (void)canonical_method(*inst, m, r.target);
+  }
   if (r.smoke) apply_smoke_config(cfg, r, is_file, dirs);
   if (!r.scene.empty()) {
     FK_CHECK(cfg.config.has("scene"), "--scene", "an instance with scene classes",
@@ -39,7 +47,8 @@ nefi::RunConfig resolve_config(const RunRequest& r, const std::vector<fs::path>&
     nefi::apply_set(cfg, "scene=" + r.scene);
   }
   if (r.smoke_steps) {
-    FK_CHECK(*r.smoke_steps >= 0, "--smoke-steps", "a step count >= 0 (0: no cap)",
+    FK_CHECK(*r.smoke_steps >= 0 && *r.smoke_steps <= std::numeric_limits<int>::max(),
+             "--smoke-steps", "a step count in [0, 2147483647] (0: no cap)",
              std::to_string(*r.smoke_steps));
     if (!r.smoke) cfg.max_total_steps = *r.smoke_steps;
   }

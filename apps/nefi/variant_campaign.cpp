@@ -20,7 +20,9 @@ void add_variant_options(CLI::App* sub, VariantRequest& r) {
   sub->add_option("target", r.spec.target, "instance name or config file")->required();
   sub->add_option("--base", r.base, "the method to vary (default neural, else the first)");
   sub->add_option("--n,-n", r.spec.n_samples, "measurements per class (default 4)");
-  sub->add_option("--seeds", r.spec.seeds, "comma list of seeds (default 0,1,2)")->delimiter(',');
+  sub->add_option("--seeds", r.spec.seeds, "comma list of seeds (default 0,1,2)")
+      ->delimiter(',')
+      ->check(non_negative_seed());
   sub->add_option("--classes", r.spec.classes, "comma list of scenes, or all (default)")
       ->delimiter(',');
   sub->add_option("--budget-scale", r.spec.budget_scale, "multiply every stage's steps");

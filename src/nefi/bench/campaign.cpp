@@ -227,6 +227,11 @@ Protocol make_protocol(const CampaignSpec& spec) {
   FK_CHECK(spec.n_samples >= 1, "--n", "at least 1 sample per class",
            std::to_string(spec.n_samples));
   FK_CHECK(!spec.seeds.empty(), "--seeds", "at least one seed", "none");
+  // A seed twice would count its runs twice and narrow the intervals.
+  for (size_t i = 0; i < spec.seeds.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      FK_CHECK(spec.seeds[i] != spec.seeds[j], "--seeds", "distinct seeds",
+               std::to_string(spec.seeds[i]) + " twice");
   p.n_samples = spec.n_samples;
   p.seeds = spec.seeds;
   FK_CHECK(std::isfinite(spec.budget_scale) && spec.budget_scale > 0, "--budget-scale",

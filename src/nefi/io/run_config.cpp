@@ -198,14 +198,26 @@ void apply_instance_section(RunConfig& cfg, const YAML::Node& c, const std::stri
   }
 }
 
+// A count the solver keeps as an int, in [lo, 2^31 - 1]: beyond it it would
+// wrap (4294967296 read as 0).
+int64_t int_count(int64_t v, int64_t lo, const std::string& where) {
+  FK_CHECK(v >= lo && v <= std::numeric_limits<int>::max(), where,
+           "an integer in [" + std::to_string(lo) + ", 2147483647]" + (lo == 0 ? " (0: none)" : ""),
+           std::to_string(v));
+  return v;
+}
+
 void apply_solver_section(RunConfig& cfg, const YAML::Node& s, const std::string& path) {
   check_keys(s, path, "solver", {"nan_guard", "checkpoint_every", "max_bad_steps", "cuda_graph"});
   if (s["nan_guard"]) cfg.nan_guard = scalar_as<bool>(s["nan_guard"], path, "nan_guard", "a bool");
   if (s["checkpoint_every"])
     cfg.checkpoint_every =
-        scalar_as<int64_t>(s["checkpoint_every"], path, "checkpoint_every", "an integer");
+        int_count(scalar_as<int64_t>(s["checkpoint_every"], path, "checkpoint_every", "an integer"),
+                  1, path + ": key 'checkpoint_every'");
   if (s["max_bad_steps"])
-    cfg.max_bad_steps = scalar_as<int64_t>(s["max_bad_steps"], path, "max_bad_steps", "an integer");
+    cfg.max_bad_steps =
+        int_count(scalar_as<int64_t>(s["max_bad_steps"], path, "max_bad_steps", "an integer"), 0,
+                  path + ": key 'max_bad_steps'");
   if (s["cuda_graph"])
     cfg.cuda_graph = scalar_as<bool>(s["cuda_graph"], path, "cuda_graph", "a bool");
 }
@@ -224,12 +236,10 @@ void apply_run_section(RunConfig& cfg, const YAML::Node& r, const std::string& p
   if (r["device"])
     set_device(cfg, scalar_as<std::string>(r["device"], path, "device", "cpu or cuda[:N]"),
                path + ": key 'device'");
-  if (r["max_total_steps"]) {
-    cfg.max_total_steps =
-        scalar_as<int64_t>(r["max_total_steps"], path, "max_total_steps", "an integer >= 0");
-    FK_CHECK(cfg.max_total_steps >= 0, path + ": key 'max_total_steps'", "an integer >= 0",
-             std::to_string(cfg.max_total_steps));
-  }
+  if (r["max_total_steps"])
+    cfg.max_total_steps = int_count(
+        scalar_as<int64_t>(r["max_total_steps"], path, "max_total_steps", "an integer >= 0"), 0,
+        path + ": key 'max_total_steps'");
   if (const YAML::Node m = r["methods"]) {
     FK_CHECK(m.IsSequence(), path + ": key 'methods'", "a list of method names", flow(m));
     cfg.methods.clear();
@@ -348,9 +358,10 @@ void set_solver(RunConfig& cfg, const std::string& attr, const std::string& valu
   if (attr == "nan_guard") {
     cfg.nan_guard = YAML::Load(value).as<bool>();
   } else if (attr == "checkpoint_every") {
-    cfg.checkpoint_every = YAML::Load(value).as<int64_t>();
+    cfg.checkpoint_every =
+        int_count(YAML::Load(value).as<int64_t>(), 1, "--set solver.checkpoint_every");
   } else if (attr == "max_bad_steps") {
-    cfg.max_bad_steps = YAML::Load(value).as<int64_t>();
+    cfg.max_bad_steps = int_count(YAML::Load(value).as<int64_t>(), 0, "--set solver.max_bad_steps");
   } else if (attr == "cuda_graph") {
     cfg.cuda_graph = YAML::Load(value).as<bool>();
   } else {
@@ -366,9 +377,8 @@ void set_run(RunConfig& cfg, const std::string& attr, const std::string& value) 
   } else if (attr == "init_seed") {
     cfg.init_seed = YAML::Load(value).as<uint64_t>();
   } else if (attr == "max_total_steps") {
-    cfg.max_total_steps = YAML::Load(value).as<int64_t>();
-    FK_CHECK(cfg.max_total_steps >= 0, "--set run.max_total_steps", "an integer >= 0",
-             "'" + value + "'");
+    cfg.max_total_steps =
+        int_count(YAML::Load(value).as<int64_t>(), 0, "--set run.max_total_steps");
   } else if (attr == "device") {
     set_device(cfg, value, "--set run.device");
   } else if (attr == "data" || attr == "mask" || attr == "noise_std") {

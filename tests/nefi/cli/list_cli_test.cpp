@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "nefi/cli/cli_output.h"
@@ -86,3 +87,28 @@ TEST(RunCli, BaselineRunsThatMethodAlone) {
 }
 
 }  // namespace
+
+// What a bug hunt found the CLI accepting: a negative seed (read into an
+// unsigned one as 2^64 - 1), a seed twice in a campaign (its runs counted
+// twice), step counts past an int (wrapped: 4294967296 lifted the cap), and
+// a config file's bad method hidden by --smoke's preset. Each refused in one
+// line.
+TEST(RunCli, SeedsAndCountsAreCheckedBeforeAnyRun) {
+  if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path dir = nefi::test::scratch();
+  {
+    std::ofstream f(dir / "bogus_method.yaml");
+    f << "instance: toy1d\nrun: {methods: [bogus]}\n";
+  }
+  nefi::test::expect_one_line_errors(
+      {{"run toy1d --smoke --seed -1", "--seed: expected a seed >= 0, got -1"},
+       {"bench toy1d --smoke --n 1 --seeds 0,0", "--seeds: expected distinct seeds, got 0 twice"},
+       {"bench toy1d --smoke --n 1 --seeds 1,-2", "--seeds: expected a seed >= 0, got -2"},
+       {"run toy1d --smoke --set run.max_total_steps=4294967296",
+        "run.max_total_steps: expected an integer in [0, 2147483647]"},
+       {"run toy1d --smoke --set solver.checkpoint_every=4294967296",
+        "solver.checkpoint_every: expected an integer in [1, 2147483647], got 4294967296"},
+       {"run toy1d --smoke-steps 4294967297", "--smoke-steps: expected a step count in"},
+       {"run " + (dir / "bogus_method.yaml").string() + " --smoke", "bogus"}},
+      dir);
+}
