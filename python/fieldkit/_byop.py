@@ -430,6 +430,14 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
             not callable(forward) else y.shape
     shape = tuple(int(s) for s in np.atleast_1d(shape))
     seed = _whole("from_forward", "seed", seed, 0, _SEED_MAX)
+    # A built-in's output up to axes of length 1, as a Python model's is
+    # taken (a measurement of (1, m) for an output of (m,)); a mask given in
+    # the measurement's layout follows it.
+    given_layout = None
+    if native:
+        out = tuple(forward.output_shape(shape))
+        if y.shape != out and [n for n in y.shape if n != 1] == [n for n in out if n != 1]:
+            given_layout, y = y.shape, y.reshape(out)
     if isinstance(prior, dict):
         if not prior:
             raise Error("from_forward: expected at least one field in the prior dict, got none")
@@ -485,6 +493,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     w = None
     if mask is not None:
         w = np.asarray(mask, dtype=np.float64)
+        if given_layout is not None and w.shape == given_layout:
+            w = w.reshape(y.shape)
         if w.shape != y.shape:
             raise Error(f"from_forward: expected a mask of the measurement's shape {y.shape}, "
                         f"got {w.shape}")

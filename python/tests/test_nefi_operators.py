@@ -434,3 +434,16 @@ def test_what_the_operator_hunt_found_is_refused_by_name():
 
     nefi.from_forward(forward, y, vjp=lambda x, g: g, check=False)
     assert writable and not any(writable)
+
+
+def test_a_built_in_takes_a_measurement_up_to_axes_of_length_one():
+    """As a Python model's output is taken: a (1, m) measurement (and its
+    mask) of a built-in whose output is (m,) solves as the (m,) one does."""
+    rng = np.random.default_rng(0)
+    op = ops.sampling(rng.random(64) < 0.5)
+    s = op(rng.random(64))
+    r1 = nefi.from_forward(op, s[None], noise=0.01, budget="30", mask=np.ones((1, len(s))))
+    r2 = nefi.from_forward(op, s, noise=0.01, budget="30", mask=np.ones(len(s)))
+    np.testing.assert_array_equal(r1.solve()["reconstruction"], r2.solve()["reconstruction"])
+    with pytest.raises(fieldkit.Error, match="measurement"):
+        nefi.from_forward(op, np.concatenate([s, s])[None], noise=0.01)
