@@ -68,8 +68,7 @@ struct Ct3dConfig {
              std::to_string(ss));
     c.rays_per_bin = 2 * ss;  // data: 2 detector sub-bins per pixel, ss rays each
     c.z_per_row = ss;
-    c.noise_std = p.d("noise_std");
-    FK_CHECK(c.noise_std >= 0, "config key 'noise_std'", ">= 0", std::to_string(c.noise_std));
+    c.noise_std = noise_std_key(p);
     c.iou_tau = p.d("iou_tau");
     FK_CHECK(c.iou_tau > 0 && c.iou_tau < 1, "config key 'iou_tau'", "a fraction in (0, 1)",
              std::to_string(c.iou_tau));

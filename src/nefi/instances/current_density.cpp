@@ -80,8 +80,7 @@ struct CurrentDensityConfig {
     FK_CHECK(c.width_px.size() == 2 && c.width_px[0] > 0 && c.width_px[1] >= c.width_px[0],
              "config key 'width_px'", "a range [lo, hi] with 0 < lo <= hi (pixels)",
              Params::render(c.width_px));
-    c.noise_std = p.d("noise_std");
-    FK_CHECK(c.noise_std >= 0, "config key 'noise_std'", ">= 0", std::to_string(c.noise_std));
+    c.noise_std = noise_std_key(p);
     c.fourier_reg = p.d("fourier_reg");
     FK_CHECK(c.fourier_reg > 0, "config key 'fourier_reg'", "> 0", std::to_string(c.fourier_reg));
     c.fourier_cutoff = p.d("fourier_cutoff");

@@ -17,6 +17,7 @@
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/elliptic_common.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/regularizer_keys.h"
 #include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -68,8 +69,7 @@ struct DarcyConfig {
     FK_CHECK(c.log_k_min < 0 && 0 < c.log_k_max && c.log_k_max - c.log_k_min <= 40,
              "config keys 'log_k_min', 'log_k_max'", "log_k_min < 0 < log_k_max (span <= 40)",
              Params::render(c.log_k_min) + ", " + Params::render(c.log_k_max));
-    c.noise_std = p.d("noise_std");
-    FK_CHECK(c.noise_std >= 0, "config key 'noise_std'", ">= 0", Params::render(c.noise_std));
+    c.noise_std = noise_std_key(p);
     const std::vector<double> w = p.list("channel_width");
     FK_CHECK(w.size() == 2 && w[0] > 0 && w[1] >= w[0] && w[1] < 1, "config key 'channel_width'",
              "a range [lo, hi] of fractions of L in (0, 1)", Params::render(w));
@@ -83,7 +83,7 @@ struct DarcyConfig {
     c.grid_curriculum = elliptic_curriculum(p, c.n, "grid_lr");
     c.tv.eps = p.d("tv_eps");
     c.tv.use_spacing = true;
-    c.tv_weight = p.d("tv");
+    c.tv_weight = weight_key(p, "tv");
     return c;
   }
 };

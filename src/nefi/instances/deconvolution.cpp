@@ -24,6 +24,7 @@
 #include "nefi/instances/deconvolution_scene.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/numpy_rng.h"
+#include "nefi/instances/regularizer_keys.h"
 #include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -204,7 +205,7 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   c.inversion_psf = inversion_psf_of(c);
   const std::string& noise = p.choice("noise", {"gaussian", "poisson"});
   c.poisson = noise == "poisson";
-  c.noise_std = p.d("noise_std");
+  c.noise_std = noise_std_key(p);
   c.peak_counts = p.d("peak_counts");
   c.background_counts = background_counts_of(p);
   c.poisson_nll = poisson_nll_from(p, noise);
@@ -228,8 +229,8 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
            "a count in [1, 4096]", std::to_string(c.splat_primitives));
   c.tv.eps = p.d("tv_eps");
   c.tv.use_spacing = true;  // gradients per unit length: the weight holds at every stage
-  c.tv_weight = p.d("tv");
-  c.l1 = p.d("l1");
+  c.tv_weight = weight_key(p, "tv");
+  c.l1 = weight_key(p, "l1");
   c.wiener_snr = p.d("wiener_snr");
   c.wiener_tau = p.d("wiener_tau");
   c.admm.tv = p.d("admm_tv") >= 0 ? p.d("admm_tv") : c.tv_weight;

@@ -107,8 +107,7 @@ struct Deconvolution3dConfig {
     c.axial_ratio = p.d("axial_ratio");
     FK_CHECK(c.axial_ratio > 0, "config key 'axial_ratio'", "a ratio > 0",
              std::to_string(c.axial_ratio));
-    c.noise_std = p.d("noise_std");
-    FK_CHECK(c.noise_std >= 0, "config key 'noise_std'", ">= 0", std::to_string(c.noise_std));
+    c.noise_std = noise_std_key(p);
     c.psf_extent = deconv3d::psf_extent_from(p.s("psf_extent"));
     c.poisson = p.choice("noise", {"gaussian", "poisson"}) == "poisson";
     c.wiener_boundary = p.choice("wiener_boundary", {"reflect", "periodic"}) == "periodic"

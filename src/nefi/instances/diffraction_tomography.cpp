@@ -148,8 +148,7 @@ struct DtConfig {
     c.contrast = p.d("contrast");
     FK_CHECK(std::abs(c.contrast) < 1, "config key 'contrast'", "|contrast| < 1",
              Params::render(c.contrast));
-    c.noise_std = p.d("noise_std");
-    FK_CHECK(c.noise_std >= 0, "config key 'noise_std'", ">= 0", Params::render(c.noise_std));
+    c.noise_std = noise_std_key(p);
     c.chi_min = p.d("chi_min");
     c.chi_max = p.d("chi_max");
     FK_CHECK(c.chi_min < 0 && c.chi_max > 0, "config key 'chi_min'",

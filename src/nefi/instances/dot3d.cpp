@@ -28,6 +28,7 @@
 #include "nefi/instances/elliptic_common.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/refine_stage.h"
+#include "nefi/instances/regularizer_keys.h"
 #include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -100,7 +101,7 @@ struct Dot3dConfig {
     check_deep_decoder_keys(p);
     c.tv.eps = p.d("tv_eps");
     c.tv.use_spacing = true;
-    c.tv_weight = p.d("tv");
+    c.tv_weight = weight_key(p, "tv");
     FK_CHECK(c.tv_weight >= 0, "config key 'tv'", ">= 0", Params::render(c.tv_weight));
     c.depth_compensation = p.d("depth_compensation");
     FK_CHECK(c.depth_compensation >= 0 && c.depth_compensation <= 2,

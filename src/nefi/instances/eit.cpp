@@ -28,6 +28,7 @@
 #include "nefi/instances/eit_model.h"
 #include "nefi/instances/elliptic_common.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/regularizer_keys.h"
 #include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -78,8 +79,7 @@ struct EitConfig {
     FK_CHECK(con.size() == 2 && con[0] >= 1 && con[1] >= con[0], "config key 'contrast'",
              "a range [lo, hi] with 1 <= lo <= hi", Params::render(con));
     c.contrast_lo = con[0], c.contrast_hi = con[1];
-    c.noise_std = p.d("noise_std");
-    FK_CHECK(c.noise_std >= 0, "config key 'noise_std'", ">= 0", Params::render(c.noise_std));
+    c.noise_std = noise_std_key(p);
     c.scene = p.choice("scene", {"single", "multi", "contrast"});
     c.electrodes = {p.i("electrodes"), p.d("electrode_coverage")};
     eit::check_electrodes(c.electrodes, c.n_patterns);
@@ -104,7 +104,7 @@ struct EitConfig {
       for (Stage& s : cur->stages) s.lr_min_ratio = floor;
     c.tv.eps = p.d("tv_eps");
     c.tv.use_spacing = true;
-    c.tv_weight = p.d("tv");
+    c.tv_weight = weight_key(p, "tv");
     c.tv_mirrored = p.choice("tv_of", {"sigma", "mirrored"}) == "mirrored";
     return c;
   }

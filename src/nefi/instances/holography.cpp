@@ -74,8 +74,7 @@ struct HolographyConfig {
     c.phase_bound = p.d("phase_bound");
     FK_CHECK(c.phase_bound > 0, "config key 'phase_bound'", "> 0 (rad)",
              std::to_string(c.phase_bound));
-    c.noise_std = p.d("noise_std");
-    FK_CHECK(c.noise_std >= 0, "config key 'noise_std'", ">= 0", std::to_string(c.noise_std));
+    c.noise_std = noise_std_key(p);
     c.gs_iterations = p.i("gs_iterations");
     FK_CHECK(c.gs_iterations >= 1 && c.gs_iterations <= 100000, "config key 'gs_iterations'",
              "an iteration count in [1, 100000]", std::to_string(c.gs_iterations));

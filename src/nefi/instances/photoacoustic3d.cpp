@@ -27,6 +27,7 @@
 #include "nefi/instances/instance.h"
 #include "nefi/instances/photoacoustic3d_data.h"
 #include "nefi/instances/refine_stage.h"
+#include "nefi/instances/regularizer_keys.h"
 #include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -81,8 +82,8 @@ struct PhotoacousticConfig {
     c.neural_curriculum = curriculum_from(p, c.shape, "lr");
     c.grid_curriculum = curriculum_from(p, c.shape, "grid_lr");
     c.tv.eps = p.d("tv_eps");
-    c.tv_weight = p.d("tv");
-    c.l1 = p.d("l1");
+    c.tv_weight = weight_key(p, "tv");
+    c.l1 = weight_key(p, "l1");
     c.refine = p.b("refine");
     c.refine_options = refine_options_from(p);
     c.refine_options.floor = 0.0;  // p0 >= 0, as the softplus head holds it

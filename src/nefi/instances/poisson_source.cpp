@@ -65,8 +65,7 @@ struct PoissonSourceConfig {
     c.boundary_width = p.i("boundary_width");
     FK_CHECK(c.boundary_width >= 1 && 2 * c.boundary_width <= c.n, "config key 'boundary_width'",
              "cells in [1, n/2]", std::to_string(c.boundary_width));
-    c.noise_std = p.d("noise_std");
-    FK_CHECK(c.noise_std >= 0, "config key 'noise_std'", ">= 0", std::to_string(c.noise_std));
+    c.noise_std = noise_std_key(p);
     c.scene = p.choice("scene", {"blobs", "points", "smooth"});
     c.point_cells = p.d("point_cells");
     FK_CHECK(c.point_cells > 0, "config key 'point_cells'", "> 0", std::to_string(c.point_cells));

@@ -23,6 +23,7 @@
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/numpy_rng.h"
+#include "nefi/instances/regularizer_keys.h"
 #include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -125,7 +126,7 @@ struct ReactionDiffusionConfig {
     c.grid_curriculum = scaled_curriculum_from(p, {c.n, c.n}, "lr", "grid_lr_mult");
     c.tv.eps = p.d("tv_eps");
     c.tv.use_spacing = true;
-    c.tv_weight = p.d("tv");
+    c.tv_weight = weight_key(p, "tv");
     return c;
   }
 };

@@ -13,6 +13,13 @@ double weight_key(const Params& p, const std::string& key) {
   return w;
 }
 
+double noise_std_key(const Params& p) {
+  const double sigma = p.d("noise_std");
+  FK_CHECK(std::isfinite(sigma) && sigma >= 0, "config key 'noise_std'", "a noise level >= 0",
+           Params::render(sigma));
+  return sigma;
+}
+
 TVOptions tv_options_from(const Params& p) {
   TVOptions tv;
   tv.eps = p.d("tv_eps");

@@ -1,7 +1,8 @@
 #pragma once
 // Reading the regulariser keys the imaging instances share (tv, tv_eps, l1,
-// grid_tv, ...): each value is checked, and an error names the key, so a
-// negative weight or a zero smoothing never reaches a solve.
+// grid_tv, ...) and their measurement noise (noise_std): each value is
+// checked, and an error names the key, so a negative weight or noise level or
+// a zero smoothing never reaches a solve.
 #include <string>
 
 #include "nefi/losses/regularizers.h"
@@ -11,6 +12,8 @@ namespace nefi {
 
 // The finite value >= 0 under `key` (a loss weight).
 double weight_key(const Params& p, const std::string& key);
+// The finite noise_std >= 0 (the measurement's noise; 0: noise-free).
+double noise_std_key(const Params& p);
 // Isotropic TV per unit length with the smoothing under tv_eps (finite, > 0:
 // at 0 the gradient is 0/0 on every flat patch).
 TVOptions tv_options_from(const Params& p);

@@ -56,8 +56,7 @@ struct SparseViewCtConfig {
     FK_CHECK(dd >= 1 && dd <= 16, "config key 'data_det_per_pixel'", "an integer in [1, 16]",
              std::to_string(dd));
     c.rays_per_bin = ss * dd;
-    c.noise_std = p.d("noise_std");
-    FK_CHECK(c.noise_std >= 0, "config key 'noise_std'", ">= 0", std::to_string(c.noise_std));
+    c.noise_std = noise_std_key(p);
     c.scene = p.choice("scene", {"shepp", "blobs", "piecewise"});
     c.init_value = p.d("init_value");
     FK_CHECK(c.init_value > 0 && c.init_value < 1, "config key 'init_value'",

@@ -16,6 +16,7 @@
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
 #include "nefi/instances/numpy_rng.h"
+#include "nefi/instances/regularizer_keys.h"
 #include "nefi/instances/run_method.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/losses/regularizers.h"
@@ -81,14 +82,14 @@ struct Toy1DConfig {
     FK_CHECK(c.supersample >= 1 && c.supersample <= 64, "config key 'supersample'",
              "a refinement in [1, 64]", std::to_string(c.supersample));
     c.sigma = p.d("sigma");
-    c.noise_std = p.d("noise_std");
+    c.noise_std = noise_std_key(p);
     c.scene = p.choice("scene", {"bumps", "spikes", "mixed"});
     c.init_value = p.d("init_value");
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, {c.n}, "lr");
     c.grid_curriculum = curriculum_from(p, {c.n}, "grid_lr");
-    c.tv = p.d("tv");
-    c.l1 = p.d("l1");
+    c.tv = weight_key(p, "tv");
+    c.l1 = weight_key(p, "l1");
     return c;
   }
 };

@@ -16,6 +16,7 @@
 #include "fk/factory.h"
 #include "nefi/instances/datagen.h"
 #include "nefi/instances/instance.h"
+#include "nefi/instances/regularizer_keys.h"
 #include "nefi/instances/run_method.h"
 #include "nefi/instances/wave_fwi_data.h"
 #include "nefi/losses/band_limited_mse.h"
@@ -94,7 +95,7 @@ struct WaveFwiConfig {
       }
     }
     c.tv.eps = p.d("tv_eps");
-    c.tv_weight = p.d("tv");
+    c.tv_weight = weight_key(p, "tv");
     return c;
   }
 

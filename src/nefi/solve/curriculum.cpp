@@ -62,6 +62,9 @@ void Curriculum::validate() const {
   if (optim.ema)
     FK_CHECK(*optim.ema > 0 && *optim.ema < 1, "nefi::OptimConfig", "ema in (0, 1)",
              std::to_string(*optim.ema));
+  FK_CHECK(optim.weight_decay >= 0 && std::isfinite(optim.weight_decay), "nefi::OptimConfig",
+           "weight_decay >= 0 (a negative decay grows every weight)",
+           std::to_string(optim.weight_decay));
   FK_CHECK(optim.beta1 >= 0 && optim.beta1 < 1 && optim.beta2 >= 0 && optim.beta2 < 1,
            "nefi::OptimConfig", "betas in [0, 1)",
            std::to_string(optim.beta1) + ", " + std::to_string(optim.beta2));

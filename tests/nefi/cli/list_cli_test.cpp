@@ -109,6 +109,11 @@ TEST(RunCli, SeedsAndCountsAreCheckedBeforeAnyRun) {
        {"run toy1d --smoke --set solver.checkpoint_every=4294967296",
         "solver.checkpoint_every: expected an integer in [1, 2147483647], got 4294967296"},
        {"run toy1d --smoke-steps 4294967297", "--smoke-steps: expected a step count in"},
-       {"run " + (dir / "bogus_method.yaml").string() + " --smoke", "bogus"}},
+       {"run " + (dir / "bogus_method.yaml").string() + " --smoke", "bogus"},
+       // Instances that read these without a check took them (toy1d's noise,
+       // deconvolution's tv); a negative decay was taken everywhere.
+       {"run toy1d --smoke --set noise_std=-1", "'noise_std': expected a noise level >= 0"},
+       {"run deconvolution --smoke --set tv=-1", "'tv': expected a weight >= 0"},
+       {"run toy1d --smoke --set weight_decay=-1", "weight_decay >= 0"}},
       dir);
 }

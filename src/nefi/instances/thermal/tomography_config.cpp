@@ -1,4 +1,5 @@
 #include "nefi/instances/thermal/tomography_config.h"
+#include "nefi/instances/regularizer_keys.h"
 
 #include <algorithm>
 #include <cmath>
@@ -219,9 +220,7 @@ void read_scene_and_data(const Params& p, TomographyConfig& c) {
   c.sim_supersample = p.i("sim_supersample");
   FK_CHECK(c.sim_supersample >= 1, "config key 'sim_supersample'", "an integer >= 1",
            std::to_string(c.sim_supersample));
-  c.noise_std = p.d("noise_std");
-  FK_CHECK(c.noise_std >= 0, "config key 'noise_std'", "noise_std >= 0",
-           std::to_string(c.noise_std));
+  c.noise_std = noise_std_key(p);
 }
 
 // The schedule keys both optimising methods share, read once.
