@@ -63,6 +63,7 @@ int fit_cmd(const FitRequest& r) {
   set_threads(r.threads);
   FK_CHECK(r.matrix.empty() != r.op.kind.empty(), "nefi fit", "one model: --matrix or --operator",
            r.matrix.empty() ? "neither" : "both");
+  check_operator_options(r.op);
   const fk::Device device = fk::parse_device(r.device);
   fk::check_usable(device, "--device");  // before any work
   Measurement m;

@@ -1,5 +1,6 @@
 #include "fit_operators.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -100,42 +101,95 @@ void add_operator_options(CLI::App* sub, OperatorRequest& r) {
   sub->add_option("--operator", r.kind,
                   "a built-in forward model instead: sampling | fourier_sampling | downsample | "
                   "phase_retrieval | beer_lambert | gaussian_blur | radon | advection_diffusion");
-  sub->add_option("--pattern", r.pattern,
-                  "sampling / fourier_sampling: the mask .npy (the field's shape; k-space in "
-                  "numpy.fft order, DC first); advection_diffusion: the sensors (observed > 0)");
-  sub->add_flag("--centered", r.centered, "fourier_sampling: the mask has DC in the middle");
-  sub->add_option("--factors", r.factors, "downsample: cells per block, e.g. 2,2 (default 2)");
-  sub->add_option("--oversample", r.oversample, "phase_retrieval: padded over field grid (2)");
-  sub->add_option("--axis", r.axis, "beer_lambert: the axis the rays run along (0)");
-  sub->add_option("--i0", r.i0, "beer_lambert: the unattenuated intensity (1)");
-  sub->add_option("--sigma", r.sigma, "gaussian_blur: the blur's std in cells");
-  sub->add_flag("--periodic", r.periodic, "gaussian_blur: circular, not zero-padded");
-  sub->add_option("--views", r.views, "radon: projection angles over 180 degrees (16)");
-  sub->add_option("--times", r.times, "advection_diffusion: observation times, e.g. 0.1,0.2,0.3");
-  sub->add_option("--velocity", r.velocity,
-                  "advection_diffusion: the flow, one number (uniform) or .npy (per cell) per "
-                  "axis, e.g. 0.5,0 or u.npy,w.npy (default none)");
-  sub->add_option("--diffusivity", r.diffusivity, "advection_diffusion: D >= 0 (default 0)");
-  sub->add_option("--boundary", r.boundary,
-                  "advection_diffusion: closed | open | periodic, one or one per axis (closed)");
-  sub->add_option("--courant", r.courant,
-                  "advection_diffusion: each substep's share of the stability bound, (0, 1] "
-                  "(0.9)");
-  sub->add_option("--scheme", r.scheme,
-                  "advection_diffusion: lax_wendroff (accurate; wiggles at sharp fronts; with D "
-                  "near 0 in a converging or reversing flow use upwind) | upwind (monotone, "
-                  "first order) (lax_wendroff)");
-  sub->add_option("--unknown", r.unknown,
-                  "advection_diffusion: the field is the initial release, a source rate, the "
-                  "diffusivity map, or the velocity (--shape axes,*grid), the last two with the "
-                  "release given (initial | source | diffusivity | velocity)");
-  sub->add_option("--release", r.release,
-                  "advection_diffusion --unknown diffusivity or velocity: the known release "
-                  "(.npy, the grid's shape); give the fit a bounded prior, e.g. \"bounded(0, "
-                  "0.02) + tv\"");
-  sub->add_option("--release-is", r.release_is,
-                  "advection_diffusion --unknown diffusivity or velocity: the release is the "
-                  "initial concentration or a source rate (initial | source)");
+  r.kind_options.push_back(
+      {sub->add_option(
+           "--pattern", r.pattern,
+           "sampling / fourier_sampling: the mask .npy (the field's shape; k-space in "
+           "numpy.fft order, DC first); advection_diffusion: the sensors (observed > 0)"),
+       {"sampling", "fourier_sampling", "advection_diffusion"}});
+  r.kind_options.push_back(
+      {sub->add_flag("--centered", r.centered, "fourier_sampling: the mask has DC in the middle"),
+       {"fourier_sampling"}});
+  r.kind_options.push_back(
+      {sub->add_option("--factors", r.factors, "downsample: cells per block, e.g. 2,2 (default 2)"),
+       {"downsample"}});
+  r.kind_options.push_back(
+      {sub->add_option("--oversample", r.oversample, "phase_retrieval: padded over field grid (2)"),
+       {"phase_retrieval"}});
+  r.kind_options.push_back(
+      {sub->add_option("--axis", r.axis, "beer_lambert: the axis the rays run along (0)"),
+       {"beer_lambert"}});
+  r.kind_options.push_back(
+      {sub->add_option("--i0", r.i0, "beer_lambert: the unattenuated intensity (1)"),
+       {"beer_lambert"}});
+  r.kind_options.push_back(
+      {sub->add_option("--sigma", r.sigma, "gaussian_blur: the blur's std in cells"),
+       {"gaussian_blur"}});
+  r.kind_options.push_back(
+      {sub->add_flag("--periodic", r.periodic, "gaussian_blur: circular, not zero-padded"),
+       {"gaussian_blur"}});
+  r.kind_options.push_back(
+      {sub->add_option("--views", r.views, "radon: projection angles over 180 degrees (16)"),
+       {"radon"}});
+  r.kind_options.push_back(
+      {sub->add_option("--times", r.times,
+                       "advection_diffusion: observation times, e.g. 0.1,0.2,0.3"),
+       {"advection_diffusion"}});
+  r.kind_options.push_back(
+      {sub->add_option("--velocity", r.velocity,
+                       "advection_diffusion: the flow, one number (uniform) or .npy (per cell) per "
+                       "axis, e.g. 0.5,0 or u.npy,w.npy (default none)"),
+       {"advection_diffusion"}});
+  r.kind_options.push_back(
+      {sub->add_option("--diffusivity", r.diffusivity, "advection_diffusion: D >= 0 (default 0)"),
+       {"advection_diffusion"}});
+  r.kind_options.push_back(
+      {sub->add_option(
+           "--boundary", r.boundary,
+           "advection_diffusion: closed | open | periodic, one or one per axis (closed)"),
+       {"advection_diffusion"}});
+  r.kind_options.push_back(
+      {sub->add_option("--courant", r.courant,
+                       "advection_diffusion: each substep's share of the stability bound, (0, 1] "
+                       "(0.9)"),
+       {"advection_diffusion"}});
+  r.kind_options.push_back(
+      {sub->add_option(
+           "--scheme", r.scheme,
+           "advection_diffusion: lax_wendroff (accurate; wiggles at sharp fronts; with D "
+           "near 0 in a converging or reversing flow use upwind) | upwind (monotone, "
+           "first order) (lax_wendroff)"),
+       {"advection_diffusion"}});
+  r.kind_options.push_back(
+      {sub->add_option(
+           "--unknown", r.unknown,
+           "advection_diffusion: the field is the initial release, a source rate, the "
+           "diffusivity map, or the velocity (--shape axes,*grid), the last two with the "
+           "release given (initial | source | diffusivity | velocity)"),
+       {"advection_diffusion"}});
+  r.kind_options.push_back(
+      {sub->add_option("--release", r.release,
+                       "advection_diffusion --unknown diffusivity or velocity: the known release "
+                       "(.npy, the grid's shape); give the fit a bounded prior, e.g. \"bounded(0, "
+                       "0.02) + tv\""),
+       {"advection_diffusion"}});
+  r.kind_options.push_back(
+      {sub->add_option("--release-is", r.release_is,
+                       "advection_diffusion --unknown diffusivity or velocity: the release is the "
+                       "initial concentration or a source rate (initial | source)"),
+       {"advection_diffusion"}});
+}
+
+void check_operator_options(const OperatorRequest& r) {
+  for (const auto& [option, kinds] : r.kind_options) {
+    if (option->count() == 0 || std::find(kinds.begin(), kinds.end(), r.kind) != kinds.end())
+      continue;
+    std::string names;
+    for (const std::string& k : kinds) names += (names.empty() ? "" : ", ") + k;
+    throw fk::Error(
+        option->get_name(), "an option of --operator " + names,
+        "it with " + (r.kind.empty() ? std::string("--matrix") : "--operator " + r.kind));
+  }
 }
 
 std::vector<int64_t> parse_list(const std::string& s, const char* flag) {

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fk/shape.h"
@@ -22,10 +23,16 @@ struct OperatorRequest {
   std::string times, velocity, boundary = "closed", unknown = "initial", scheme = "lax_wendroff";
   std::string release, release_is = "initial";  // --unknown diffusivity: the known release
   double diffusivity = 0, courant = 0.9;
+  // Each kind's own options and the kinds that read them (filled by
+  // add_operator_options): one given for a model that ignores it is refused.
+  std::vector<std::pair<const CLI::Option*, std::vector<std::string>>> kind_options;
 };
 
 // --operator and the options of every kind, on `sub`.
 void add_operator_options(CLI::App* sub, OperatorRequest& r);
+// Refuses an option given for a model that does not read it (--views with
+// --operator gaussian_blur, --sigma with --matrix), naming its kinds.
+void check_operator_options(const OperatorRequest& r);
 
 // "16,16" as integers >= 1 (1 to 3 of them), `flag` naming the option.
 std::vector<int64_t> parse_list(const std::string& s, const char* flag);

@@ -474,6 +474,13 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
   const std::string o = " --out " + (dir / "out").string();
   nefi::test::expect_one_line_errors(
       {{"fit" + y + o, "--matrix"},
+       // An operator's option for a model that ignores it (they ran silently).
+       {"fit" + A + y + " --sigma 2" + o,
+        "--sigma: expected an option of --operator gaussian_blur, got it with --matrix"},
+       {"fit --operator gaussian_blur --sigma 1 --shape 16,16" + y + " --views 30" + o,
+        "--views: expected an option of --operator radon, got it with --operator gaussian_blur"},
+       {"fit --operator radon --shape 16,16" + y + " --release r.npy" + o,
+        "--release: expected an option of --operator advection_diffusion"},
        {"fit" + A + y + " --shape 15,16" + o, "cells (its columns)"},
        {"fit" + A + y + " --shape 16,x" + o, "--shape"},
        {"fit" + A + y + " --shape 16,16 --prior wiggly" + o, "'wiggly'"},
