@@ -193,7 +193,21 @@ Protocol make_protocol(const CampaignSpec& spec) {
   if (!spec.smoke_config.empty() &&
       !(is_file && std::filesystem::equivalent(spec.smoke_config, spec.target)))
     apply_config_file(cfg, spec.smoke_config);
-  for (const auto& s : spec.sets) apply_set(cfg, s);
+  for (const auto& s : spec.sets) {
+    // What the campaign sets per unit itself: a --set of it would be
+    // overwritten without a word (identical rows in a sweep of it).
+    std::string key = s.substr(0, s.find('='));
+    if (key.rfind("config.", 0) == 0) key = key.substr(7);
+    FK_CHECK(key != "scene", "--set " + s, "no scene in a campaign (--classes picks the scenes)",
+             "one");
+    FK_CHECK(key != "seed" && key != "run.seed", "--set " + s,
+             "no seed in a campaign (--seeds gives each unit's)", "one");
+    FK_CHECK(key != "run.device", "--set " + s,
+             "no device in a campaign (the protocol fixes where its runs train; --batched "
+             "--batch-device for a device)",
+             "one");
+    apply_set(cfg, s);
+  }
   FK_CHECK(!cfg.init_seed, "run.init_seed",
            "no init seed in a benchmark (--seeds gives each unit's)",
            std::to_string(cfg.init_seed.value_or(0)));

@@ -74,17 +74,25 @@ TEST(SweepCli, OneRowPerValue) {
 
 TEST(VariantsCli, BadInputPrintsOneLine) {
   if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
-  nefi::test::expect_one_line_errors({{"ablate toy1d --variants no_gate", "no_gate"},
-                                      {"ablate toy1d --variants drop_loss:hidden", "hidden"},
-                                      {"ablate toy1d --variants no_pe --base admm", "--base"},
-                                      {"ablate toy1d", "--variants"},
-                                      {"ablate toy1d --variants no_pe --shard 2/2", "--shard"},
-                                      {"sweep toy1d --axis bogus --values 1", "bogus"},
-                                      {"sweep toy1d --axis lr --values fast", "lr"},
-                                      {"sweep toy1d --axis lr", "--values"},
-                                      {"sweep toy1d --axis lr --values 1 --n 0", "--n"},
-                                      {"sweep toy2d --axis lr --values 1", "toy2d"}},
-                                     nefi::test::scratch());
+  nefi::test::expect_one_line_errors(
+      {{"ablate toy1d --variants no_gate", "no_gate"},
+       {"ablate toy1d --variants drop_loss:hidden", "hidden"},
+       {"ablate toy1d --variants no_pe --base admm", "--base"},
+       {"ablate toy1d", "--variants"},
+       {"ablate toy1d --variants no_pe --shard 2/2", "--shard"},
+       {"sweep toy1d --axis bogus --values 1", "bogus"},
+       // What the campaign sets per unit: swept, it was
+       // overwritten (rows of 0 +- 0).
+       {"sweep toy1d --axis run.seed --values 1,2", "no seed in a campaign"},
+       {"sweep toy1d --axis run.device --values cpu", "no device in a campaign"},
+       {"ablate toy1d --variants set:scene=spikes",
+        "no scene in a campaign (--classes picks the scenes)"},
+       {"bench toy1d --n 1 --set scene=spikes", "no scene"},
+       {"sweep toy1d --axis lr --values fast", "lr"},
+       {"sweep toy1d --axis lr", "--values"},
+       {"sweep toy1d --axis lr --values 1 --n 0", "--n"},
+       {"sweep toy2d --axis lr --values 1", "toy2d"}},
+      nefi::test::scratch());
 }
 
 }  // namespace
