@@ -90,8 +90,7 @@ Command add_bench(CLI::App& app, const Context& ctx) {
             const fk::Device batch_device = fk::parse_device(o->batch_device);
             if (o->smoke) {
               const std::string& t = o->spec.target;
-              const bool is_file =
-                  std::filesystem::exists(t) || t.ends_with(".yaml") || t.ends_with(".yml");
+              const bool is_file = is_config_file_target(t);
               const std::string instance = is_file ? load_run_config_file(t).instance : t;
               o->spec.smoke_config = smoke_config_path(instance, ctx.config_dirs).string();
             }

@@ -149,6 +149,8 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
   const std::string out =
       r.out.empty() ? "runs/" + cfg.instance + "-" + nefi::config_hash(cfg, r.smoke ? "smoke" : "")
                     : r.out;
+  FK_CHECK(!fs::exists(out) || fs::is_directory(out), "--out", "a directory (or a new path)",
+           "'" + out + "', a file");  // before the solve, not after it
   check_checkpoint_options(r, cfg);
   FK_CHECK(cfg.data.empty() || r.metrics.empty(), "--metrics",
            "no metric selection with run.data (a measured dataset has no ground truth to score: "
@@ -203,7 +205,7 @@ Command add_run(CLI::App& app, const Context& ctx) {
   run->add_option("--method,-m", r.methods, "method(s) to run (default: the config's)");
   run->add_option("--baseline,-b", r.baseline,
                   "run this baseline alone (a method other than the neural field)");
-  run->add_option("--out,-o", r.out, "output directory");
+  run->add_option("--out,-o", r.out, "output directory")->check(non_empty_directory());
   run->add_option("--threads", r.threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
   run->add_option("--save-every", r.save_every,
                   "write OUT/checkpoint-<method>.ckpt every N steps and at stage ends");

@@ -17,6 +17,14 @@ struct Context {
 
 using Command = std::pair<CLI::App*, std::function<int()>>;
 
+// An output directory option's check: an empty one would fall back to the
+// default silently.
+inline CLI::Validator non_empty_directory() {
+  return CLI::Validator(
+      [](std::string& s) { return s.empty() ? std::string("expected a directory, got ''") : ""; },
+      "DIR");
+}
+
 // A seed option's check: CLI11 would read "-1" into an unsigned seed as
 // 2^64 - 1 and run with it.
 inline CLI::Validator non_negative_seed() {

@@ -30,8 +30,7 @@ void apply_smoke_config(nefi::RunConfig& cfg, const RunRequest& r, bool is_file,
 }
 
 nefi::RunConfig resolve_config(const RunRequest& r, const std::vector<fs::path>& dirs) {
-  const bool is_file =
-      fs::exists(r.target) || r.target.ends_with(".yaml") || r.target.ends_with(".yml");
+  const bool is_file = is_config_file_target(r.target);
   nefi::RunConfig cfg =
       is_file ? nefi::load_run_config_file(r.target) : nefi::default_run_config(r.target);
   // The file's own methods are checked before --smoke's preset replaces
@@ -66,6 +65,10 @@ nefi::RunConfig resolve_config(const RunRequest& r, const std::vector<fs::path>&
   // become the instance's; anything else not a method is an error here.
   const InstancePtr inst = find_instance(cfg.instance);
   for (auto& m : cfg.methods) m = canonical_method(*inst, m, "--method");
+  for (size_t i = 0; i < cfg.methods.size(); ++i)  // a second run would overwrite the first
+    for (size_t j = 0; j < i; ++j)
+      FK_CHECK(cfg.methods[i] != cfg.methods[j], "--method", "each method once",
+               "'" + cfg.methods[i] + "' twice");
   return cfg;
 }
 

@@ -36,7 +36,7 @@ void add_variant_options(CLI::App* sub, VariantRequest& r) {
 
 VariantBase resolve_variant_base(const VariantRequest& r) {
   const std::string& t = r.spec.target;
-  const bool is_file = fs::exists(t) || t.ends_with(".yaml") || t.ends_with(".yml");
+  const bool is_file = is_config_file_target(t);
   VariantBase b;
   b.config = is_file ? load_run_config_file(t) : default_run_config(t);
   for (const auto& s : r.spec.sets) apply_set(b.config, s);

@@ -182,8 +182,7 @@ std::map<std::string, std::string> Protocol::regimes() const {
 }
 
 Protocol make_protocol(const CampaignSpec& spec) {
-  const bool is_file = std::filesystem::exists(spec.target) || spec.target.ends_with(".yaml") ||
-                       spec.target.ends_with(".yml");
+  const bool is_file = is_config_file_target(spec.target);
   RunConfig cfg = is_file ? load_run_config_file(spec.target) : default_run_config(spec.target);
   bool file_methods = false;
   if (is_file) {

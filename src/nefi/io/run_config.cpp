@@ -294,6 +294,11 @@ void apply_config_file(RunConfig& cfg, const std::string& path) {
   if (const YAML::Node r = root["run"]) apply_run_section(cfg, r, path);
 }
 
+bool is_config_file_target(const std::string& target) {
+  return std::filesystem::is_regular_file(target) || target.ends_with(".yaml") ||
+         target.ends_with(".yml");
+}
+
 RunConfig load_run_config_file(const std::string& path) {
   const YAML::Node root = load_yaml_file(path);
   FK_CHECK(root.IsMap() && root["instance"], path, "a top-level 'instance:' key", "none");

@@ -62,6 +62,11 @@ struct RunConfig {
 
 // Defaults of a registered instance.
 RunConfig default_run_config(const std::string& instance);
+// Whether a command's TARGET names a config file rather than an instance: a
+// regular file, or a name ending in .yaml or .yml (then a missing file is an
+// error, not an unknown instance). A directory named like an instance is not
+// a config.
+bool is_config_file_target(const std::string& target);
 // Applies a YAML file (layout above) on top of `cfg`; an `instance:` key that
 // names another instance is an error. Returns the file's instance.
 void apply_config_file(RunConfig& cfg, const std::string& path);

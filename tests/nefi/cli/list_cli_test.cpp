@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -93,6 +94,19 @@ TEST(RunCli, BaselineRunsThatMethodAlone) {
 // twice), step counts past an int (wrapped: 4294967296 lifted the cap), and
 // a config file's bad method hidden by --smoke's preset. Each refused in one
 // line.
+// A directory named like an instance in the working directory is not a
+// config file: `nefi run toy1d` runs the instance.
+TEST(RunCli, ADirectoryNamedLikeTheInstanceIsNotAConfig) {
+  if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path dir = nefi::test::fresh_dir("run_cli_dir_target");
+  fs::create_directories(dir / "toy1d");
+  const std::string cmd = "cd " + dir.string() + " && " +
+                          fieldkit_test::sibling_binary("nefi").string() +
+                          " run toy1d --smoke --no-plot --smoke-steps 4 -o out >/dev/null 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_TRUE(fs::exists(dir / "out" / "config.yaml"));
+}
+
 TEST(RunCli, SeedsAndCountsAreCheckedBeforeAnyRun) {
   if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
   const fs::path dir = nefi::test::scratch();
@@ -114,6 +128,11 @@ TEST(RunCli, SeedsAndCountsAreCheckedBeforeAnyRun) {
        // deconvolution's tv); a negative decay was taken everywhere.
        {"run toy1d --smoke --set noise_std=-1", "'noise_std': expected a noise level >= 0"},
        {"run deconvolution --smoke --set tv=-1", "'tv': expected a weight >= 0"},
-       {"run toy1d --smoke --set weight_decay=-1", "weight_decay >= 0"}},
+       {"run toy1d --smoke --set weight_decay=-1", "weight_decay >= 0"},
+       // An empty or file output (the first fell back to runs/, the second
+       // failed after the solve) and a method twice (solved twice, one lost).
+       {"run toy1d --smoke -o ''", "--out: expected a directory, got ''"},
+       {"run toy1d --smoke -o " + (dir / "bogus_method.yaml").string(), "a file"},
+       {"run toy1d --smoke -m neural -m neural", "'neural' twice"}},
       dir);
 }
