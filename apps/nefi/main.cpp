@@ -24,6 +24,8 @@
 //            [--budget B] [--refine levelset|voxels|tv_sharpen|phasefield] [--out DIR]
 // Errors print one line and exit with status 2.
 #include <iostream>
+#include <new>
+#include <stdexcept>
 #include <string>
 
 #include "common.h"
@@ -54,6 +56,15 @@ int main(int argc, char** argv) {
     ctx.config_dirs = nefi::cli::config_dirs(argv[0]);
     for (const auto& [sub, run] : commands)
       if (*sub) return run();
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "nefi: error: out of memory: the settings ask for more than this machine has "
+                 "(a grid, count or size too large?)\n";
+    return 2;
+  } catch (const std::length_error& e) {
+    std::cerr << "nefi: error: a size beyond what can be allocated (a grid, count or size too "
+                 "large?): "
+              << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "nefi: error: " << e.what() << "\n";

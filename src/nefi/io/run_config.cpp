@@ -141,7 +141,8 @@ void set_device(RunConfig& cfg, const std::string& value, const std::string& whe
   }
 }
 
-void set_optim(RunConfig& cfg, const std::string& attr, const std::string& value);
+void set_optim(RunConfig& cfg, const std::string& attr, const std::string& value,
+               const std::string& where = "--set optim");
 
 // run.data / run.mask (paths: relative ones as given, from the working
 // directory) and run.noise_std (a level >= 0).
@@ -177,7 +178,7 @@ void apply_curriculum_section(RunConfig& cfg, const YAML::Node& c, const std::st
     for (const auto& o : kv.second) {
       try {  // as --set optim.KEY: ema and betas, or the optimizer's instance keys
         set_optim(cfg, key_of(o.first, path, "curriculum.optim"),
-                  o.second.IsScalar() ? o.second.Scalar() : flow(o.second));
+                  o.second.IsScalar() ? o.second.Scalar() : flow(o.second), "curriculum.optim");
       } catch (const fk::Error& e) {
         throw fk::Error(path + ": " + e.where(), e.expected(), e.given());
       }
@@ -316,9 +317,11 @@ std::string joined(const std::vector<std::string>& v) {
 }
 
 // optim.ATTR: the optimizer keys every instance declares.
-void set_optim(RunConfig& cfg, const std::string& attr, const std::string& value) {
+// `where` names the source: "--set optim", or a file's curriculum.optim.
+void set_optim(RunConfig& cfg, const std::string& attr, const std::string& value,
+               const std::string& where) {
   if (attr == "ema" || attr == "betas" || attr == "lr_mult")
-    return set_curriculum(cfg, attr, value, "--set optim");
+    return set_curriculum(cfg, attr, value, where);
   const std::vector<std::string> valid{"optimizer",
                                        "weight_decay",
                                        "grad_clip",
@@ -329,7 +332,7 @@ void set_optim(RunConfig& cfg, const std::string& attr, const std::string& value
                                        "lbfgs_tolerance_change",
                                        "lbfgs_line_search"};
   FK_CHECK(std::find(valid.begin(), valid.end(), attr) != valid.end() && cfg.config.has(attr),
-           "--set optim." + attr,
+           where + "." + attr,
            "an optimizer attribute (" + joined(valid) + ", ema, betas, lr_mult)", "'" + attr + "'");
   cfg.config.set(attr, value);
 }

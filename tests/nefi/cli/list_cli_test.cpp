@@ -113,6 +113,8 @@ TEST(RunCli, SeedsAndCountsAreCheckedBeforeAnyRun) {
   {
     std::ofstream f(dir / "bogus_method.yaml");
     f << "instance: toy1d\nrun: {methods: [bogus]}\n";
+    std::ofstream g(dir / "bogus_optim.yaml");
+    g << "instance: toy1d\ncurriculum:\n  optim: {bogus: 1}\n";
   }
   nefi::test::expect_one_line_errors(
       {{"run toy1d --smoke --seed -1", "--seed: expected a seed >= 0, got -1"},
@@ -133,6 +135,8 @@ TEST(RunCli, SeedsAndCountsAreCheckedBeforeAnyRun) {
        // failed after the solve) and a method twice (solved twice, one lost).
        {"run toy1d --smoke -o ''", "--out: expected a directory, got ''"},
        {"run toy1d --smoke -o " + (dir / "bogus_method.yaml").string(), "a file"},
-       {"run toy1d --smoke -m neural -m neural", "'neural' twice"}},
+       {"run toy1d --smoke -m neural -m neural", "'neural' twice"},
+       // A config file's key named as the file writes it (it said --set optim.bogus).
+       {"run " + (dir / "bogus_optim.yaml").string(), "bogus_optim.yaml: curriculum.optim.bogus"}},
       dir);
 }
