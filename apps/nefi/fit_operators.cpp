@@ -181,6 +181,11 @@ void add_operator_options(CLI::App* sub, OperatorRequest& r) {
 }
 
 void check_operator_options(const OperatorRequest& r) {
+  // An unknown kind is builtin_model's to name (a typo is not the option's fault).
+  static const std::vector<std::string> known{
+      "sampling",     "fourier_sampling", "downsample", "phase_retrieval",
+      "beer_lambert", "gaussian_blur",    "radon",      "advection_diffusion"};
+  if (!r.kind.empty() && std::find(known.begin(), known.end(), r.kind) == known.end()) return;
   for (const auto& [option, kinds] : r.kind_options) {
     if (option->count() == 0 || std::find(kinds.begin(), kinds.end(), r.kind) != kinds.end())
       continue;

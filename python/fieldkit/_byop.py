@@ -87,7 +87,7 @@ class ForwardProblem:
                                    _whole("ForwardProblem.solve", "seed", seed, 0, _SEED_MAX),
                                    truths,
                                    None if steps is None else
-                                   _whole("ForwardProblem.solve", "steps", steps, 1),
+                                   _whole("ForwardProblem.solve", "steps", steps, 1, _INT_MAX),
                                    None if lr is None else float(lr), callback, str(device))
         except BaseException:
             if self._model.params:  # not a mid-solve value
@@ -296,6 +296,7 @@ def _whole(where, name, value, lo=0, hi=None):
 
 
 _SEED_MAX = 2 ** 64 - 1
+_INT_MAX = 2 ** 31 - 1  # what the engine keeps counts in
 
 
 def lr_range_test(problem, lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), steps=20, seed=0,
@@ -419,8 +420,9 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     if native and shape is None and forward.shape is None:
         raise Error(f"from_forward: expected shape= (the field's grid) for the built-in "
                     f"{forward.kind}, got none (it does not imply one)")
-    if native and shape is not None and forward.shape is not None and \
-            tuple(int(s) for s in np.atleast_1d(shape)) != forward.shape:
+    if shape is not None:
+        shape = _operators._shape("from_forward", shape)
+    if native and shape is not None and forward.shape is not None and shape != forward.shape:
         raise Error(f"from_forward: expected the grid {forward.shape} the built-in {forward.kind} "
                     f"was made for, got shape {tuple(np.atleast_1d(shape))}")
     if shape is None and native:
@@ -471,8 +473,10 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
             hidden is not None or depth is not None):
         raise Error("from_forward: expected hidden/depth only with a network (neural or hash), "
                     f"got them with representation={representation!r}")
-    if homogeneity is not None and not (isinstance(homogeneity, (int, float, np.number)) and
-                                        np.isfinite(homogeneity)):
+    if isinstance(homogeneity, np.ndarray) and homogeneity.ndim == 0:
+        homogeneity = homogeneity.item()
+    if homogeneity is not None and (isinstance(homogeneity, (bool, np.bool_)) or not (
+            isinstance(homogeneity, (int, float, np.number)) and np.isfinite(homogeneity))):
         raise Error(f"from_forward: expected homogeneity a finite number (or none), got "
                     f"{homogeneity!r}")
     if homogeneity is not None and homogeneity != 1 and not native and (
@@ -533,8 +537,9 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         list(shape), np.ascontiguousarray(data), None if w is None else np.ascontiguousarray(w),
         model.homogeneity, str(name), names, priors, sigma, [float(e) for e in (extent or [])],
         str(representation), str(budget), None if lr is None else float(lr),
-        *[None if v is None else _whole("from_forward", name, v, 1)
-          for name, v in (("hidden", hidden), ("depth", depth), ("n_octaves", n_octaves))],
+        *[None if v is None else _whole("from_forward", name, v, lo, _INT_MAX)
+          for name, v, lo in (("hidden", hidden, 1), ("depth", depth, 1),
+                              ("n_octaves", n_octaves, 0))],
         bool(discrepancy), float(discrepancy_tau), seed,
         bool(multiscale), 8 if rank is None else int(rank), 4 if shapes is None else int(shapes),
         6 if harmonics is None else int(harmonics), 3 if layers is None else int(layers),

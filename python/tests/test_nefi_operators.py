@@ -410,6 +410,15 @@ def test_counts_and_sizes_must_be_whole_numbers():
             call()
     r = nefi.from_forward(A, y, hidden=16.0, depth=2, representation="neural").solve(steps=2.0)
     assert r["reconstruction"].shape == (8,)
+    # 0 octaves is the engine's "no Fourier bands"; 0-d arrays are numbers.
+    nefi.from_forward(A, y, n_octaves=0, hidden=np.array(8), representation="neural")
+    assert ops.radon((8, 8), n_views=np.array(4)).output_shape((8, 8))[0] == 4
+    for call, message in [(lambda: nefi.from_forward(A, y, shape=(7.5,)), "shape's sizes"),
+                          (lambda: nefi.from_forward(A, y).solve(steps=2 ** 40), r"steps a whole"),
+                          (lambda: nefi.from_forward(A, y, homogeneity=True),
+                           "homogeneity a finite number")]:
+        with pytest.raises(fieldkit.Error, match=message):
+            call()
 
 
 def test_what_the_operator_hunt_found_is_refused_by_name():

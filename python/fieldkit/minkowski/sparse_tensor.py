@@ -322,7 +322,7 @@ class SparseTensor(_Tensor):
             lo = torch.zeros(self.D, dtype=torch.long)
         else:
             lo = torch.as_tensor(min_coordinate, dtype=torch.long).reshape(-1)
-            if lo.numel() not in (1, self.D):  # one value, D, or (1, D) as dense() returns it
+            if lo.numel() not in (1, self.D):  # one value, D, or (1, D) as the reference passes
                 raise ValueError(f"expected a min coordinate of 1 or {self.D} values, got "
                                  f"{tuple(torch.as_tensor(min_coordinate).shape)}")
             lo = lo.expand(self.D)
@@ -373,7 +373,7 @@ class SparseTensor(_Tensor):
         if max_coords is None:
             sizes = (cell.max(0).values + 1).tolist() if len(cell) else [0] * self.D
         else:
-            hi = torch.as_tensor(max_coords, dtype=torch.long).expand(self.D) - lo
+            hi = torch.as_tensor(max_coords, dtype=torch.long).reshape(-1).expand(self.D) - lo
             if contract_coords:
                 hi = hi // torch.as_tensor(self.tensor_stride, dtype=torch.long).expand(self.D)
             sizes = (hi + 1).tolist()

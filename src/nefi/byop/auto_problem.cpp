@@ -540,6 +540,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     SolverOptions so;
     so.seed = o.seed;
     so.stopping_rules = false;
+    so.refuse_non_finite = false;  // a probe reads its losses, not its field
     const Result r = Solver(probe, pc, so).run();
     set_values(op->parameters(), start);  // the probe trained them too
     const double floor = std::max(ap.noise_std * ap.noise_std, 1e-6 * l0) * data_weight;

@@ -136,8 +136,10 @@ Spectrum leading_singular_values(const LinearMap& J, int k, int n_iter, uint64_t
   for (const Entry& e : B) cols = std::max(cols, e.col + 1);
   std::vector<double> dense(static_cast<size_t>(d) * cols, 0.0);
   for (const Entry& e : B) dense[static_cast<size_t>(e.row) * cols + e.col] = e.value;
+  // B has d rows, so rank <= d: its columns past d add zeros that are not
+  // singular values of J.
   std::vector<double> s = dense_singular_values(std::move(dense), d, cols);
-  s.resize(std::min<size_t>(s.size(), k));
+  s.resize(std::min<size_t>({s.size(), static_cast<size_t>(k), static_cast<size_t>(d)}));
   out.singular_values = std::move(s);
   return out;
 }

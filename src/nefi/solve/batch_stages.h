@@ -16,6 +16,7 @@
 #include "fk/error.h"
 #include "fk/profile.h"
 #include "nefi/solve/batch_device.h"
+#include "nefi/solve/final_fields.h"
 #include "nefi/solve/stage_run.h"
 
 namespace nefi::detail {
@@ -144,6 +145,13 @@ void record_batch_result(Run& run, int64_t b) {
   Result& res = run.results[b];
   res.seed = run.opt.seeds.empty() ? 0 : run.opt.seeds[b];
   res.batch_size = static_cast<int>(run.n);
+  if (!run.failed[b]) {  // a last update that diverged fails the problem, as a solve's does
+    const std::string bad = non_finite_field(res);
+    if (!bad.empty()) {
+      run.failed[b] = 1;
+      run.errors[b] = bad + " at the end of the solve (the last step's update diverged)";
+    }
+  }
   res.error = run.errors[b];
   res.total_s = seconds_since(run.t_run) / static_cast<double>(run.n);
 }

@@ -1,6 +1,10 @@
 #pragma once
 // The tail shared by Solver::run and batch_invert: a solved problem's field
 // evaluated once more, without gradients, at the final domain and progress.
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include "fk/autograd.h"
 #include "nefi/domain.h"
 #include "nefi/measurement.h"
@@ -24,6 +28,20 @@ inline void record_final_fields(Result& res, const InverseProblem& prob, const O
     for (const auto& [k, v] : post->apply(res.fields, res.prediction, final_obs))
       res.post_info[k] = v;
   res.n_parameters = field.n_parameters();
+}
+
+// "" when every raw field of res is finite, else which is not and where: a
+// last update that diverged leaves one (the NaN guard checks each step's
+// loss, which that step's own update follows unchecked).
+inline std::string non_finite_field(const Result& res) {
+  for (const auto& [name, v] : res.raw_fields) {
+    const std::vector<double> values = v.to_vector<double>();
+    for (size_t i = 0; i < values.size(); ++i)
+      if (!std::isfinite(values[i]))
+        return "a non-finite field '" + name + "' (" + std::to_string(values[i]) + " at cell " +
+               std::to_string(i) + ")";
+  }
+  return "";
 }
 
 }  // namespace nefi::detail

@@ -275,7 +275,8 @@ Result run_refit(InverseProblem p, const RefineOptions& o, const SolverOptions& 
   opts.device = so.device;  // the refit trains where the solve did
   opts.cuda_graph = so.cuda_graph;
   opts.nan_guard = so.nan_guard;
-  opts.callbacks = so.callbacks;  // a caller may watch the refit (its data loss per step)
+  opts.refuse_non_finite = false;  // judge() refuses a refit that diverged
+  opts.callbacks = so.callbacks;   // a caller may watch the refit (its data loss per step)
   opts.on_stage_start = so.on_stage_start;
   Result res = Solver(std::move(p), cur, opts).run();
   for (const StageResult& st : res.stages) {

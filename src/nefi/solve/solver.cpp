@@ -1,6 +1,5 @@
 #include "nefi/solve/solver.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -15,6 +14,14 @@
 
 namespace nefi {
 namespace {
+
+// Whether every value of these parameters (on any device) is finite.
+bool all_finite(const std::vector<fk::Tensor>& params) {
+  for (const fk::Tensor& p : params)
+    for (double v : p.to(fk::kCPU).to_vector<double>())
+      if (!std::isfinite(v)) return false;
+  return true;
+}
 
 using detail::Clock;
 using detail::restore;
@@ -133,8 +140,11 @@ Result Solver::run() {
     }
     for (int r = 0; r < cur_.restarts; ++r) {
       Attempt a = run_once(base_seed + r, r == 0, t_run);
-      const double loss = a.res.stages.empty() ? std::numeric_limits<double>::infinity()
-                                               : a.res.stages.back().final_data_loss;
+      double loss = a.res.stages.empty() ? std::numeric_limits<double>::infinity()
+                                         : a.res.stages.back().final_data_loss;
+      // An attempt whose last update diverged loses to any finite one.
+      if (cur_.restarts > 1 && !all_finite(a.params))
+        loss = std::numeric_limits<double>::infinity();
       const bool over = a.run_over;
       if (r == 0 || loss < best_loss) {
         best_loss = loss;
@@ -170,18 +180,12 @@ Result Solver::run() {
   const double final_progress = best.final_progress;
   const OperatorPtr final_op = best.final_op;
   detail::record_final_fields(res, problem_, *final_op, final_domain, final_progress);
-  // The NaN guard checks each step's loss, which the step's own update
-  // follows unchecked: a last update that overflowed would hand back NaN.
-  for (const auto& [name, v] : res.raw_fields) {
-    const std::vector<double> values = v.to_vector<double>();
-    const auto bad =
-        std::find_if(values.begin(), values.end(), [](double x) { return !std::isfinite(x); });
-    FK_CHECK(bad == values.end(), "nefi::Solver",
+  if (opt_.refuse_non_finite) {
+    const std::string bad = detail::non_finite_field(res);
+    FK_CHECK(bad.empty(), "nefi::Solver",
              "finite fields at the end of the solve (the last step's update diverged: a smaller "
              "lr)",
-             "a non-finite field '" + name + "' (" + std::to_string(*bad) + " at cell " +
-                 std::to_string(bad - values.begin()) + ") after " +
-                 std::to_string(res.total_steps()) + " steps");
+             bad + " after " + std::to_string(res.total_steps()) + " steps");
   }
   res.total_s = seconds_since(t_run);
   return res;

@@ -95,6 +95,10 @@ using StepCallback = std::function<bool(const StepInfo&)>;
 struct SolverOptions {
   uint64_t seed = 0;
   bool nan_guard = true;
+  // A final field with non-finite values (a last update that diverged) is an
+  // fk::Error naming it; off for a caller that judges the result itself (a
+  // refine refit, a penalty probe).
+  bool refuse_non_finite = true;
   int checkpoint_every = 25;
   int max_bad_steps = 10;
   std::vector<StepCallback> callbacks;

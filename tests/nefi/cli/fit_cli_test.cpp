@@ -481,6 +481,8 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
         "--views: expected an option of --operator radon, got it with --operator gaussian_blur"},
        {"fit --operator radon --shape 16,16" + y + " --release r.npy" + o,
         "--release: expected an option of --operator advection_diffusion"},
+       // A typo in the kind is the kind's error, not its options'.
+       {"fit --operator radn --shape 16,16" + y + " --views 8" + o, "radn"},
        {"fit" + A + y + " --shape 15,16" + o, "cells (its columns)"},
        {"fit" + A + y + " --shape 16,x" + o, "--shape"},
        {"fit" + A + y + " --shape 16,16 --prior wiggly" + o, "'wiggly'"},

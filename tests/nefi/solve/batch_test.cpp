@@ -106,6 +106,23 @@ struct AlwaysNanLoss : nefi::Loss {
   }
 };
 
+// A last update that diverged (never evaluated by the NaN guard) fails its
+// problem with the solve's reason, as a sequential solve refuses it.
+TEST(NefiBatch, ALastUpdateThatDivergedFailsItsProblem) {
+  const nefi::Params p = smoke_params("toy1d", {1});
+  Setups s = setups("toy1d", p, {0, 1});
+  nefi::Curriculum c = s.curriculum;
+  for (auto& st : c.stages) st.lr = 1e300;
+  nefi::BatchOptions bo;
+  bo.seeds = {0, 1};
+  bo.raise_on_error = false;
+  const auto bat = nefi::batch_invert(s.problems, c, bo);
+  for (const nefi::Result& r : bat)
+    EXPECT_NE(r.error.find("a non-finite field"), std::string::npos) << r.error;
+  bo.raise_on_error = true;
+  EXPECT_THROW(nefi::batch_invert(setups("toy1d", p, {0, 1}).problems, c, bo), fk::Error);
+}
+
 TEST(NefiBatch, ADivergedProblemIsFrozenAndTheOthersGoOn) {
   const nefi::Params p = smoke_params("toy1d", {10, 20});
   Setups s = setups("toy1d", p, {0, 1, 2});

@@ -228,6 +228,11 @@ TEST(NefiSolver, ALastUpdateThatDivergedIsRefusedByName) {
     EXPECT_NE(std::string(e.what()).find("a non-finite field 'x'"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("after 1 steps"), std::string::npos) << e.what();
   }
+  // A caller that judges the result itself (a refine refit) gets it back.
+  nefi::SolverOptions so;
+  so.refuse_non_finite = false;
+  const nefi::Result r = nefi::Solver(identity_problem({1, 2, 3, 4}, -1), c, so).run();
+  EXPECT_FALSE(std::isfinite(r.fields.at("x").to_vector<double>()[0]));
 }
 
 TEST(NefiSolver, EarlyStopAndCallbacks) {
