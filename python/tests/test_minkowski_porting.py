@@ -365,3 +365,14 @@ def test_dense_takes_the_channels_from_the_features_and_a_1_by_d_min_coordinate(
         x.dense(shape=[1, 3, 4])
     with pytest.raises(ValueError, match="a min coordinate of 1 or 2 values"):
         x.dense(min_coordinate=torch.zeros(3))
+
+
+def test_interpolation_weights_are_in_the_features_dtype():
+    coords = torch.tensor([[0, 0, 0], [0, 1, 0], [0, 0, 1], [0, 1, 1]], dtype=torch.int32)
+    for dtype in (torch.float32, torch.float64):
+        x = ME.SparseTensor(torch.rand(4, 2, dtype=dtype), coords)
+        points = torch.tensor([[0, 0.25, 0.5]], dtype=torch.float64)
+        out, _, weights = ME.MinkowskiInterpolation(return_kernel_map=True,
+                                                    return_weights=True)(x, points)
+        assert weights.dtype == dtype and out.dtype == dtype
+        assert float(weights.sum()) == pytest.approx(1.0)

@@ -50,7 +50,7 @@ def interpolate(input, points, mode=_mk.InterpolationMode.MULTILINEAR):
     coo, weights = _mk.interpolation_weights(input.coordinate_manager, input.coordinate_map_key,
                                              input.F.detach(), points.detach().cpu(), mode)
     out = run(SpmmFunction, weights.to(input.F.device, points.dtype), input.F, coo)
-    return out, coo, weights
+    return out, coo, weights.to(input.F.dtype)  # the reference's weights: the features' dtype
 
 
 class MinkowskiInterpolation(torch.nn.Module):
