@@ -77,7 +77,8 @@ Command add_bench(CLI::App& app, const Context& ctx) {
       "run at --smoke-steps");
   o->smoke_steps_opt = sub->add_option(
       "--smoke-steps", o->smoke_steps,
-      "cap each run's total steps (stages scaled alike; default 40 with --smoke; 0: no cap)");
+      "cap each run's total steps (stages scaled alike, each at least 2; default 40 with "
+      "--smoke; 0: no cap)");
   sub->footer(
       "Examples:\n  nefi bench toy1d --n 2 --seeds 0,1\n"
       "  nefi bench configs/deconvolution_smoke.yaml --methods neural,wiener --shard 0/4 -o "
