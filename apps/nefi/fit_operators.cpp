@@ -22,6 +22,14 @@
 namespace nefi::cli {
 namespace {
 
+// The kinds builtin_model makes.
+const std::vector<std::string> kKinds{"sampling",        "fourier_sampling",   "downsample",
+                                      "phase_retrieval", "beer_lambert",       "gaussian_blur",
+                                      "radon",           "advection_diffusion"};
+const char* const kKindList =
+    "sampling, fourier_sampling, downsample, phase_retrieval, beer_lambert, gaussian_blur, "
+    "radon or advection_diffusion";
+
 // "a,b,c" as its comma-separated parts (none empty).
 std::vector<std::string> split(const std::string& s, const char* flag) {
   std::vector<std::string> parts;
@@ -181,11 +189,9 @@ void add_operator_options(CLI::App* sub, OperatorRequest& r) {
 }
 
 void check_operator_options(const OperatorRequest& r) {
-  // An unknown kind is builtin_model's to name (a typo is not the option's fault).
-  static const std::vector<std::string> known{
-      "sampling",     "fourier_sampling", "downsample", "phase_retrieval",
-      "beer_lambert", "gaussian_blur",    "radon",      "advection_diffusion"};
-  if (!r.kind.empty() && std::find(known.begin(), known.end(), r.kind) == known.end()) return;
+  // A typo in the kind is the kind's error, before its options' or the grid's.
+  FK_CHECK(r.kind.empty() || std::find(kKinds.begin(), kKinds.end(), r.kind) != kKinds.end(),
+           "--operator", kKindList, "'" + r.kind + "'");
   for (const auto& [option, kinds] : r.kind_options) {
     if (option->count() == 0 || std::find(kinds.begin(), kinds.end(), r.kind) != kinds.end())
       continue;
@@ -275,10 +281,7 @@ Model builtin_model(const OperatorRequest& r, const std::string& shape_text, Mea
                 std::make_shared<AxisIntegralOperator>(shape, r.axis, length), r.i0),
             shape};
   }
-  throw fk::Error("--operator",
-                  "sampling, fourier_sampling, downsample, phase_retrieval, beer_lambert, "
-                  "gaussian_blur, radon or advection_diffusion",
-                  "'" + k + "'");
+  throw fk::Error("--operator", kKindList, "'" + k + "'");
 }
 
 }  // namespace nefi::cli

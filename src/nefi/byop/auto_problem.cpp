@@ -540,8 +540,14 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     SolverOptions so;
     so.seed = o.seed;
     so.stopping_rules = false;
-    so.refuse_non_finite = false;  // a probe reads its losses, not its field
-    const Result r = Solver(probe, pc, so).run();
+    Result r;
+    try {  // a probe that diverged would weigh the penalties by NaN
+      r = Solver(probe, pc, so).run();
+    } catch (const fk::Error& e) {
+      throw fk::Error("from_forward's penalty probe (" + std::to_string(kProbeSteps) +
+                          " steps at the decided lr, weighing the prior's penalties)",
+                      e.expected(), e.given());
+    }
     set_values(op->parameters(), start);  // the probe trained them too
     const double floor = std::max(ap.noise_std * ap.noise_std, 1e-6 * l0) * data_weight;
     for (size_t i = 0; i < ap.fields.size(); ++i)

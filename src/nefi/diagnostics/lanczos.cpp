@@ -104,12 +104,17 @@ Spectrum leading_singular_values(const LinearMap& J, int k, int n_iter, uint64_t
     us.push_back(p);
     const int row = static_cast<int>(us.size()) - 1;
     B.push_back({row, static_cast<int>(vs.size()) - 1, a});
-    if (static_cast<int>(us.size()) == steps) break;
     Vec r = J.adjoint(us.back());
     check_length(r, J.n, "J^T u");
     for (size_t i = 0; i < r.size(); ++i) r[i] -= a * vs.back()[i];
     reorthogonalise(r, vs);
     const double b = norm(r);
+    if (static_cast<int>(us.size()) == steps) {
+      // The last row's coupling too (one adjoint more): without it the last
+      // Ritz value is only its a (a wide map's last value never converges).
+      if (b > 1e-13 * scale) B.push_back({row, static_cast<int>(vs.size()), b});
+      break;
+    }
     if (b <= 1e-13 * scale) {
       if (!restart()) {
         out.invariant = true;
@@ -137,9 +142,13 @@ Spectrum leading_singular_values(const LinearMap& J, int k, int n_iter, uint64_t
   std::vector<double> dense(static_cast<size_t>(d) * cols, 0.0);
   for (const Entry& e : B) dense[static_cast<size_t>(e.row) * cols + e.col] = e.value;
   // B has d rows, so rank <= d: its columns past d add zeros that are not
-  // singular values of J.
+  // singular values of J. But when J is exhausted (invariant), it is zero
+  // on all that is left: its remaining values, up to min(m, n), are 0.
   std::vector<double> s = dense_singular_values(std::move(dense), d, cols);
-  s.resize(std::min<size_t>({s.size(), static_cast<size_t>(k), static_cast<size_t>(d)}));
+  s.resize(std::min<size_t>(s.size(), d));
+  const size_t want = static_cast<size_t>(std::min<int64_t>({k, J.m, J.n}));
+  if (out.invariant && s.size() < want) s.resize(want, 0.0);
+  s.resize(std::min<size_t>(s.size(), k));
   out.singular_values = std::move(s);
   return out;
 }

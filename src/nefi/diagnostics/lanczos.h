@@ -5,23 +5,21 @@
 //   v1 random unit;  a1 u1 = J v1;
 //   b_j v_{j+1} = J^T u_j - a_j v_j;  a_{j+1} u_{j+1} = J v_{j+1} - b_j u_j,
 // each new vector re-orthogonalised against all earlier ones (full
-// reorthogonalisation, two passes), so n_iter steps cost n_iter products each
-// way and O(n_iter^2 (n + m)) flops. The singular values of B = U^T J V
-// (a on the diagonal, b above; one-sided Jacobi) converge to J's largest
-// first; with n_iter >= rank(J) they are exact to round-off. A breakdown (a
-// or b below 1e-13 of the largest seen) means the start's Krylov space is
-// invariant under J^T J: it holds one copy of each singular value it meets,
-// so the iteration restarts from a random vector orthogonal to every v so
-// far (the next copies of a repeated value lie there; the blocks of B
-// decouple). A restart whose image is zero means J vanishes on all that is
-// left (with probability one): that ends the iteration, every value found.
-// Vectors are host f64; the start vector comes from std::mt19937_64(seed).
-// For a symmetric map (a Hessian, hessian.h), extreme_eigenvalues runs the
-// symmetric Lanczos recurrence with the same full reorthogonalisation (and
-// the same orthogonal restart on a breakdown, so repeated eigenvalues are
-// found once per copy) and reads the Ritz values of its tridiagonal by
-// cyclic Jacobi rotations: both ends of the spectrum converge first. Memory: n_iter vectors of
-// length n (and m) in either.
+// reorthogonalisation, two passes), so n_iter steps cost about n_iter products
+// each way (a restart one J v more) and O(n_iter^2 (n + m)) flops; the last
+// row's coupling b is taken too, so its value converges like the others. The singular values of B =
+// U^T J V (a on the diagonal, b above; one-sided Jacobi) converge to J's largest first; with n_iter
+// >= rank(J) they are exact to round-off. A breakdown (a or b below 1e-13 of the largest seen)
+// means the start's Krylov space is invariant under J^T J: it holds one copy of each singular value
+// it meets, so the iteration restarts from a random vector orthogonal to every v so far (the next
+// copies of a repeated value lie there; the blocks of B decouple). A restart whose image is zero
+// means J vanishes on all that is left (with probability one): that ends the iteration, every value
+// found. Vectors are host f64; the start vector comes from std::mt19937_64(seed). For a symmetric
+// map (a Hessian, hessian.h), extreme_eigenvalues runs the symmetric Lanczos recurrence with the
+// same full reorthogonalisation (and the same orthogonal restart on a breakdown, so repeated
+// eigenvalues are found once per copy) and reads the Ritz values of its tridiagonal by cyclic
+// Jacobi rotations: both ends of the spectrum converge first. Memory: n_iter vectors of length n
+// (and m) in either.
 #include <cstdint>
 #include <functional>
 #include <vector>

@@ -150,6 +150,7 @@ void record_batch_result(Run& run, int64_t b) {
     if (!bad.empty()) {
       run.failed[b] = 1;
       run.errors[b] = bad + " at the end of the solve (the last step's update diverged)";
+      if (!res.stages.empty()) res.stages.back().stop = "failed";
     }
   }
   res.error = run.errors[b];

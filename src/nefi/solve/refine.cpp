@@ -275,7 +275,7 @@ Result run_refit(InverseProblem p, const RefineOptions& o, const SolverOptions& 
   opts.device = so.device;  // the refit trains where the solve did
   opts.cuda_graph = so.cuda_graph;
   opts.nan_guard = so.nan_guard;
-  opts.refuse_non_finite = false;  // judge() refuses a refit that diverged
+  opts.refuse_non_finite = false;  // judge() refuses a refit that diverged (refusal 7)
   opts.callbacks = so.callbacks;   // a caller may watch the refit (its data loss per step)
   opts.on_stage_start = so.on_stage_start;
   Result res = Solver(std::move(p), cur, opts).run();
@@ -289,6 +289,15 @@ Result run_refit(InverseProblem p, const RefineOptions& o, const SolverOptions& 
 void judge(const InverseProblem& problem, const std::vector<double>& xs,
            const std::vector<double>& phases, const RefineOptions& o, RefineReport& r) {
   r.chi_refined = chi(problem, r.refined);
+  // A refit whose last update diverged (the refit's solve hands it back):
+  // NaN passes none of the comparisons below, so it is refused here.
+  const std::vector<double> refined = r.refined.to_vector<double>();
+  if (!std::isfinite(r.chi_refined) ||
+      std::any_of(refined.begin(), refined.end(), [](double v) { return !std::isfinite(v); })) {
+    r.reason = "the refit diverged (non-finite values)";
+    r.refusal = 7;
+    return;
+  }
   r.in_band = interface_in_band(xs, phases, problem.domain.shape(), r.thresholds, r.start_levels,
                                 o.band_width);
   const double bound =

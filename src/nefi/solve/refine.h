@@ -137,7 +137,8 @@ struct RefineReport {
   // The same as a code (what metrics record): 0 accepted, 1 not refitted (no
   // level structure, or at the noise level), 2 chi, 3 support lost, 4
   // interfaces outside the transition band, 5 the refit fits the noise (6,
-  // byop/refine_fit.h: the refit leaves the prior's range).
+  // byop/refine_fit.h: the refit leaves the prior's range), 7 the refit
+  // diverged (non-finite values).
   int refusal = 0;
   std::vector<double> thresholds, start_levels;
   // levels_by "chi": each refit's chi, for K = 2, 3, ..., max_levels (empty otherwise).

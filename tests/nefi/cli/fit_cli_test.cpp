@@ -482,7 +482,9 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
        {"fit --operator radon --shape 16,16" + y + " --release r.npy" + o,
         "--release: expected an option of --operator advection_diffusion"},
        // A typo in the kind is the kind's error, not its options'.
-       {"fit --operator radn --shape 16,16" + y + " --views 8" + o, "radn"},
+       {"fit --operator radn --shape 16,16" + y + " --views 8" + o,
+        "--operator: expected sampling, fourier_sampling"},
+       {"fit --operator radn" + y + o, "--operator: expected sampling"},
        {"fit" + A + y + " --shape 15,16" + o, "cells (its columns)"},
        {"fit" + A + y + " --shape 16,x" + o, "--shape"},
        {"fit" + A + y + " --shape 16,16 --prior wiggly" + o, "'wiggly'"},

@@ -75,12 +75,33 @@ TEST(Lanczos, RepeatedValuesAreFoundOncePerCopy) {
   Spectrum s = leading_singular_values(diagonal(sampled), 4, 8, 3);
   ASSERT_EQ(s.singular_values.size(), 4u);
   for (double v : s.singular_values) EXPECT_NEAR(v, 1.0, 1e-12);
-  // k past J's rank: the six values there are, no zeros made up.
+  // k past J's rank: six ones, then J is exhausted (the rest of it is zero),
+  // so its 7th and 8th values are 0, as a 16 x 16 map of rank 6 has.
   s = leading_singular_values(diagonal(sampled), 8, 16, 3);
+  ASSERT_EQ(s.singular_values.size(), 8u);
+  for (int i = 0; i < 6; ++i) EXPECT_NEAR(s.singular_values[i], 1.0, 1e-12) << i;
+  EXPECT_EQ(s.singular_values[6], 0.0);
+  EXPECT_EQ(s.singular_values[7], 0.0);
+  EXPECT_TRUE(s.invariant);
+  EXPECT_EQ(s.iterations, 6);
+  // A wide map of rank 6 (6 x 16) has only 6 values at all.
+  LinearMap wide;
+  wide.n = 16;
+  wide.m = 6;
+  const std::vector<int> rows{1, 4, 5, 9, 12, 15};
+  wide.apply = [rows](const Vec& v) {
+    Vec y(6);
+    for (int i = 0; i < 6; ++i) y[i] = v[rows[i]];
+    return y;
+  };
+  wide.adjoint = [rows](const Vec& u) {
+    Vec x(16, 0.0);
+    for (int i = 0; i < 6; ++i) x[rows[i]] = u[i];
+    return x;
+  };
+  s = leading_singular_values(wide, 6, 6, 4);
   ASSERT_EQ(s.singular_values.size(), 6u);
   for (double v : s.singular_values) EXPECT_NEAR(v, 1.0, 1e-12);
-  EXPECT_TRUE(s.invariant);  // six copies found, then the rest of J is zero
-  EXPECT_EQ(s.iterations, 6);
   s = leading_singular_values(diagonal({3, 2, 2, 1}), 4, 4, 5);
   ASSERT_EQ(s.singular_values.size(), 4u);
   const std::vector<double> want{3, 2, 2, 1};

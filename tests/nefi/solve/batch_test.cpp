@@ -117,8 +117,10 @@ TEST(NefiBatch, ALastUpdateThatDivergedFailsItsProblem) {
   bo.seeds = {0, 1};
   bo.raise_on_error = false;
   const auto bat = nefi::batch_invert(s.problems, c, bo);
-  for (const nefi::Result& r : bat)
+  for (const nefi::Result& r : bat) {
     EXPECT_NE(r.error.find("a non-finite field"), std::string::npos) << r.error;
+    EXPECT_EQ(r.stages.back().stop, "failed");
+  }
   bo.raise_on_error = true;
   EXPECT_THROW(nefi::batch_invert(setups("toy1d", p, {0, 1}).problems, c, bo), fk::Error);
 }
