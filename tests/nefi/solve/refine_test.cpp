@@ -119,6 +119,25 @@ TEST(NefiRefine, SharpensAnEdgeTheDataSupport) {
   EXPECT_GT(nefi::psnr(r.field, p.truth), nefi::psnr(p.smooth, p.truth) + 3);
 }
 
+// A refit whose last update diverged comes back from its solve with
+// non-finite values (the solve does not refuse them for it): judge refuses it
+// with code 7, and the smooth field stays. Without the check NaN passed
+// every comparison there.
+TEST(NefiRefine, ARefitThatDivergedIsRefusedAndTheSmoothFieldKept) {
+  const DiskProblem p = disk_problem(true);
+  nefi::RefineOptions o = disk_refit();
+  o.steps = 2;
+  o.lr = 1e300;
+  for (const std::string mode : {"levelset", "voxels"}) {
+    o.mode = mode;
+    const nefi::RefineReport r = mode == "levelset" ? nefi::refine_levelset(p.problem, p.smooth, o)
+                                                    : nefi::refine_voxels(p.problem, p.smooth, o);
+    EXPECT_FALSE(r.accepted) << mode;
+    EXPECT_EQ(r.refusal, 7) << mode << ": " << r.reason;
+    EXPECT_NE(r.reason.find("diverged"), std::string::npos) << mode;
+  }
+}
+
 // Given starting levels (the known background and inclusion values) replace
 // the Otsu class means, the threshold keeps the smooth field's mass, and the
 // fit still lands on the truth's levels.
