@@ -151,7 +151,7 @@ def wave_step(state, c, dt, spacing, boundary="dirichlet", source=None):
     count grows its checkerboard linearly). wave_energy(...) stays constant
     to rounding at any dt; under the bound it is also positive."""
     where = "wave_step"
-    u, prev, h = _wave_state(where, state, spacing)
+    u, prev, h, _ = _wave_state(where, state, spacing)
     dt = _positive_dt(where, dt)
     speed = _coefficient(where, "c", c, u)
     accel = speed * speed * laplacian(u, h, boundary)
@@ -161,20 +161,20 @@ def wave_step(state, c, dt, spacing, boundary="dirichlet", source=None):
 
 
 def _wave_state(where, state, spacing):
-    """(u, u_prev, spacing) of a leapfrog state, checked."""
+    """(u, u_prev, spacing, grid axes) of a leapfrog state, checked."""
     torch = _torch()
     if not isinstance(state, (tuple, list)) or len(state) != 2:
         raise Error(f"{where}: expected state as (u, u_prev), got {type(state).__name__}")
     u, prev = state
     h = _spacing(where, spacing)
-    _grid_of(where, u, h)
+    axes = _grid_of(where, u, h)
     if not isinstance(prev, torch.Tensor) or tuple(prev.shape) != tuple(u.shape) or \
             prev.device != u.device or prev.dtype != u.dtype:
         raise Error(f"{where}: expected u_prev a tensor of u's shape {tuple(u.shape)}, dtype "
                     f"{u.dtype} and device {u.device}, got " +
                     (f"{tuple(prev.shape)}, {prev.dtype} on {prev.device}"
                      if isinstance(prev, torch.Tensor) else type(prev).__name__))
-    return u, prev, h
+    return u, prev, h, axes
 
 
 def wave_energy(state, c, dt, spacing, boundary="dirichlet"):
@@ -184,8 +184,7 @@ def wave_energy(state, c, dt, spacing, boundary="dirichlet"):
     axes summed). Constant to rounding over source-free steps while
     dt < stable_dt(spacing, c=c); needs c > 0 in every cell."""
     where = "wave_energy"
-    u, prev, h = _wave_state(where, state, spacing)
-    axes = _grid_of(where, u, h)
+    u, prev, h, axes = _wave_state(where, state, spacing)
     dt = _positive_dt(where, dt)
     speed = _coefficient(where, "c", c, u)
     if bool((speed.detach() <= 0).any()):

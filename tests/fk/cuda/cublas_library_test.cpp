@@ -50,11 +50,8 @@ std::string first_that_opens() {
 // Needs a process where nothing opened cuBLAS yet (ctest runs each test
 // alone); whether a program loads it at start is ctest's
 // cuda.cublas_is_not_linked.
-#define SKIP_IF_OPENED_ALREADY() \
-  if (cublas_is_loaded()) GTEST_SKIP() << kSoname << " was opened earlier in this process"
-
 TEST(CublasLibrary, ABadPathIsRefusedNamingEachPlaceAndOpensOnceItIsGood) {
-  SKIP_IF_OPENED_ALREADY();
+  if (cublas_is_loaded()) GTEST_SKIP() << kSoname << " was opened earlier in this process";
   {
     fk::KnobOverride bad("FK_CUBLAS_LIBRARY", "/nonexistent/libcublas-missing.so");
     try {
