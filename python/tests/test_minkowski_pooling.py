@@ -79,6 +79,34 @@ def test_global_pooling(cls, reduce):
     gradcheck_features(cls(), x)
 
 
+def test_global_pools_of_two_strides_combine_as_on_one_origin_map():
+    # The reference puts every global pool on its one stride-0 origin map, so
+    # a head that concatenates pools of several stages works; ours are at
+    # their inputs' strides with the same rows, and combine the same way.
+    x = random_sparse(n=50, extent=8)
+    y = ME.MinkowskiSumPooling(kernel_size=2, stride=2, dimension=2)(x)
+    gx, gy = ME.MinkowskiGlobalAvgPooling()(x), ME.MinkowskiGlobalMaxPooling()(y)
+    assert gx.coordinate_map_key != gy.coordinate_map_key
+    assert torch.equal(ME.cat(gx, gy).F, torch.cat([gx.F, gy.F], 1))
+    assert torch.equal((gx + gy).F, gx.F + gy.F)
+    assert torch.equal(ME.sum(gx, gy).F, gx.F + gy.F)
+    f = x.F.detach().clone().requires_grad_()
+    ME.cat(ME.MinkowskiGlobalSumPooling()(on_map(x, f)), gy).F[:, :3].sum().backward()
+    assert torch.equal(f.grad, torch.ones_like(f))
+    z = ME.SparseTensor(gx.F.clone(), coordinate_map_key=gx.coordinate_map_key,
+                        coordinate_manager=gx.coordinate_manager)
+    z += gy
+    assert torch.equal(z.F, gx.F + gy.F)
+    # Other rows (item 1 pruned away) are another map: a union, not a cat.
+    kept = ME.MinkowskiPruning()(y, y.C[:, 0] == 0)
+    gk = ME.MinkowskiGlobalAvgPooling()(kept)
+    with pytest.raises(ValueError, match="same coordinate map"):
+        ME.cat(gx, gk)
+    # A local map is never an origin map, whatever its rows.
+    with pytest.raises(ValueError, match="same coordinate map"):
+        ME.cat(x, y)
+
+
 @pytest.mark.parametrize("cls,op", [
     (ME.MinkowskiBroadcastAddition, lambda f, g: f + g),
     (ME.MinkowskiBroadcastMultiplication, lambda f, g: f * g),

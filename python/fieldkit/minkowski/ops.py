@@ -5,7 +5,7 @@ import torch
 
 from .._core import minkowski as _mk
 from .functional import SpmmFunction, run
-from .sparse_tensor import SparseTensor, TensorField
+from .sparse_tensor import SparseTensor, TensorField, _one_map
 
 
 class MinkowskiPruning(torch.nn.Module):
@@ -104,7 +104,8 @@ def _same_map(tensors, where):
                 raise ValueError(f"{where}: expected TensorFields on the same points, got "
                                  f"{len(first.C)} and {len(x.C)} points that differ")
         elif x.coordinate_manager is not first.coordinate_manager or \
-                x.coordinate_map_key != first.coordinate_map_key:
+                not _one_map(first.coordinate_manager, first.coordinate_map_key,
+                             x.coordinate_map_key):
             raise ValueError(f"{where}: expected tensors on the same coordinate map of one "
                              f"manager, got {first.coordinate_map_key} and "
                              f"{x.coordinate_map_key}")

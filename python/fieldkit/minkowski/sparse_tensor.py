@@ -60,6 +60,20 @@ def _reduce_onto(features, rows, m, mode):
     return features.new_zeros(m, features.shape[1]).index_copy(0, present, reduced)
 
 
+def _one_map(manager, a, b):
+    """Keys a and b of one manager name one map: they are equal, or both are
+    global pooling's origin maps of one tag at two tensor strides with the same
+    rows. The reference keeps every global pool on its one stride-0 origin map,
+    so pools of two strides of a network cat and add; ours differ in stride
+    only, and their rows (b, 0, ..., 0) are what the features sit on."""
+    if a == b:
+        return True
+    if a.tag != b.tag or not a.tag.endswith("@origin"):
+        return False
+    ca, cb = manager.coordinates(a), manager.coordinates(b)
+    return ca.shape == cb.shape and torch.equal(ca, cb)
+
+
 class _Tensor:
     """What SparseTensor and TensorField share (the reference's Tensor base):
     the features' properties, per-batch-item access, dtype casts. A subclass
@@ -263,7 +277,7 @@ class SparseTensor(_Tensor):
         if not isinstance(other, SparseTensor):
             return self._with(op(self._F, other))
         self._same_manager(other)
-        if other._key == self._key:
+        if _one_map(self._manager, self._key, other._key):
             return self._with(op(self._F, other._F))
         key, size, (mine, theirs) = _mk.union_map(self._manager, [self._key, other._key],
                                                   [self._F.detach(), other._F.detach()])
@@ -277,7 +291,7 @@ class SparseTensor(_Tensor):
         same map (no union); the features change in place."""
         if isinstance(other, SparseTensor):
             self._same_manager(other)
-            if other._key != self._key:
+            if not _one_map(self._manager, self._key, other._key):
                 raise ValueError("SparseTensor in-place arithmetic: expected the same "
                                  f"coordinate map, got {self._key} and {other._key}")
             other = other._F
