@@ -382,7 +382,14 @@ class SparseTensor(_Tensor):
         """(torch sparse COO tensor B x s_1..s_D x C (the features a dense last
         dimension), min_coords, tensor_stride): cell = (c - min_coords) / ts
         with contract_coords, s_a up to max_coords (default the largest
-        cell); differentiable in the features."""
+        cell); differentiable in the features. As the reference: min_coords
+        defaults to the smallest coordinate on each axis (unlike dense(), which
+        starts at the origin), and comes back 1 x D, divided by the tensor
+        stride with contract_coords (a row's coordinates are then
+        ts * (min_coords + cell))."""
+        if min_coords is None:
+            spatial = self.C[:, 1:].long()
+            min_coords = spatial.min(0).values if len(spatial) else [0] * self.D
         batch, cell, lo = self._cells(min_coords, contract_coords)
         if max_coords is None:
             sizes = (cell.max(0).values + 1).tolist() if len(cell) else [0] * self.D
@@ -397,7 +404,9 @@ class SparseTensor(_Tensor):
         batches = int(batch.max()) + 1 if len(batch) else 0
         indices = torch.cat([batch[None], cell.t()], 0).to(self._F.device)
         out = torch.sparse_coo_tensor(indices, self._F, [batches, *sizes, self._F.shape[1]])
-        return out, lo, self.tensor_stride
+        if contract_coords:
+            lo = lo // torch.as_tensor(self.tensor_stride, dtype=torch.long).expand(self.D)
+        return out, lo.to(torch.int32).reshape(1, self.D), self.tensor_stride
 
     def features_at_coordinates(self, query_coordinates):
         """Features at continuous points (Q x (1+D) float, batch first),
