@@ -345,12 +345,17 @@ def spmm(rows, cols, values, size, mat):
 
 
 def spmm_average(rows, cols, size, mat):
-    """(A @ mat, the coordinate list, A's values) for A[rows[p], cols[p]] =
-    1 / (entries in row rows[p]): each output row the mean of the named rows
-    of mat (the reference's return order); differentiable w.r.t. mat."""
+    """(A @ mat, COO, vals) for A[rows[p], cols[p]] = 1 / (entries in row
+    rows[p]): each output row the mean of the named rows of mat;
+    differentiable w.r.t. mat. As the reference returns them, COO is the
+    2 x nnz int64 (row, col) list sorted by row (stably) and vals its values
+    in that order, so spmm(COO[0], COO[1], vals, size, mat) is the result."""
     vals = average_values(rows, size, mat.dtype, mat.device)
-    coo = _coo(rows, cols, size)
-    return run(SpmmFunction, vals, mat, coo), coo, vals
+    result = run(SpmmFunction, vals, mat, _coo(rows, cols, size))
+    rows = torch.as_tensor(rows).long().to(vals.device)
+    order = torch.sort(rows, stable=True).indices
+    coo = torch.stack([rows[order], torch.as_tensor(cols).long().to(vals.device)[order]])
+    return result, coo, vals[order]
 
 
 def _scatter(out, rows, values, reduce, include_self):
