@@ -10,6 +10,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
+#include <algorithm>
 #include <string>
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -61,14 +62,30 @@ void bind_coordinates(nb::module_& m) {
   nb::class_<mk::MapKey>(m, "MapKey")
       .def(nb::init<std::vector<int32_t>, std::string>(), nb::arg("tensor_stride"),
            nb::arg("tag") = "")
+      // The reference's CoordinateMapKey(coordinate_size): a key not yet set
+      // (tensor stride 0 on every axis, which no map has), for union_map to fill.
+      .def(
+          "__init__",
+          [](mk::MapKey* k, int coordinate_size) {
+            FK_CHECK(coordinate_size >= 2, "CoordinateMapKey",
+                     "a coordinate size of at least 2 (batch and one axis)",
+                     std::to_string(coordinate_size));
+            new (k)
+                mk::MapKey{std::vector<int32_t>(static_cast<size_t>(coordinate_size - 1), 0), ""};
+          },
+          nb::arg("coordinate_size"))
       .def_rw("tensor_stride", &mk::MapKey::tensor_stride)
       .def_rw("tag", &mk::MapKey::tag)
-      // The reference's CoordinateMapKey accessors (a key here is always set).
+      // The reference's CoordinateMapKey accessors.
       .def("get_tensor_stride", [](const mk::MapKey& k) { return k.tensor_stride; })
       .def("get_key", [](const mk::MapKey& k) { return nb::make_tuple(k.tensor_stride, k.tag); })
       .def("get_coordinate_size",
            [](const mk::MapKey& k) { return static_cast<int>(k.tensor_stride.size()) + 1; })
-      .def("is_key_set", [](const mk::MapKey&) { return true; })
+      .def("is_key_set",
+           [](const mk::MapKey& k) {
+             return std::all_of(k.tensor_stride.begin(), k.tensor_stride.end(),
+                                [](int32_t s) { return s > 0; });
+           })
       .def("__eq__", [](const mk::MapKey& a, const mk::MapKey& b) { return a == b; })
       .def("__hash__", [](const mk::MapKey& k) { return nb::hash(nb::make_tuple(k.str())); })
       .def("__repr__", &mk::MapKey::str);

@@ -1,6 +1,7 @@
 """CoordinateManager's reference methods beyond insert/stride/kernel_map: the
 origin map, batch counts, unique keys, lookups by tensor stride, coordinate
-fields and their maps onto sparse maps, stride maps. Expectations are worked
+fields and their maps onto sparse maps, stride, union, interpolation and
+origin-field maps. Expectations are worked
 out by hand or with plain torch on the coordinates."""
 import pytest
 import torch
@@ -220,6 +221,63 @@ def test_stride_map_gives_each_row_its_parent():
     lone, _ = mgr.insert_and_map(_ints([[0, 0, 0]]), 2)
     with pytest.raises(ValueError, match="holding every input row's parent, got 2 of 4"):
         mgr.stride_map(key, lone)
+
+
+def test_union_map_sets_an_unset_key_and_places_every_row():
+    mgr = ME.CoordinateManager(D=2)
+    a, _ = mgr.insert_and_map(_ints([[0, 0, 0], [0, 1, 1], [1, 2, 2]]))
+    b, _ = mgr.insert_and_map(_ints([[0, 1, 1], [0, 3, 3]]), 1, "b")
+    out = ME.CoordinateMapKey(3)
+    assert not out.is_key_set() and out.get_coordinate_size() == 3
+    maps = mgr.union_map([a, b], out)
+    assert out.is_key_set() and mgr.size(out) == 4
+    union = mgr.get_coordinates(out)
+    assert len(_row_of(union)) == 4  # each coordinate once
+    for key, m in zip((a, b), maps):
+        assert m.dtype == torch.int64 and m.shape[0] == 2
+        assert torch.equal(m[0], torch.arange(mgr.size(key)))
+        assert torch.equal(union[m[1]], mgr.get_coordinates(key))
+    # The reference's binary op over two maps, written on union_map.
+    fa, fb = torch.randn(3, 2), torch.randn(2, 2)
+    f = torch.zeros(4, 2)
+    f[maps[0][1]] = fa
+    f[maps[1][1]] += fb
+    x = ME.SparseTensor(fa, coordinate_map_key=a, coordinate_manager=mgr)
+    y = ME.SparseTensor(fb, coordinate_map_key=b, coordinate_manager=mgr)
+    s = x + y
+    assert torch.equal(s.F[torch.argsort(_order(s.C))], f[torch.argsort(_order(union))])
+    with pytest.raises(ValueError, match="unset CoordinateMapKey"):
+        mgr.union_map([a, b], out)  # set now
+    with pytest.raises(ValueError, match="coordinate size 3, got 4"):
+        mgr.union_map([a, b], ME.CoordinateMapKey(4))
+    with pytest.raises(ValueError, match="at least 2"):
+        ME.CoordinateMapKey(1)
+
+
+def _order(c):
+    """A sort key of each coordinate row (batch, x, y small)."""
+    return (c[:, 0].long() * 100 + c[:, 1].long()) * 100 + c[:, 2].long()
+
+
+def test_interpolation_map_weight_gives_the_multilinear_pairs():
+    mgr = ME.CoordinateManager(D=2)
+    key, _ = mgr.insert_and_map(_ints([[0, 0, 0], [0, 1, 0], [0, 1, 1], [1, 2, 2]]))
+    samples = torch.tensor([[0, 0.25, 0.5], [1, 2.0, 2.0]], dtype=torch.float64)
+    rows, points, w = mgr.interpolation_map_weight(key, samples)
+    assert w.dtype == torch.float64
+    got = {(int(p), int(r)): float(v) for r, p, v in zip(rows, points, w)}
+    # Sample 0's corners (0,0) .75*.5, (1,0) .25*.5, (1,1) .25*.5, (0,1) absent:
+    # the three present renormalized by their sum .625.
+    assert got == pytest.approx({(0, 0): 0.6, (0, 1): 0.2, (0, 2): 0.2, (1, 3): 1.0})
+    with pytest.raises(ValueError, match="float samples of shape Q x 3"):
+        mgr.interpolation_map_weight(key, torch.zeros(2, 2))
+
+
+def test_origin_field_map_groups_the_points_by_batch():
+    tf = ME.TensorField(torch.ones(4, 1), torch.tensor([[0, 0.2, 0.1], [2, 0.5, 0.5],
+                                                        [0, 1.0, 1.0], [2, 3.0, 1.0]]))
+    items, rows = tf.coordinate_manager.origin_field_map(tf.coordinate_field_map_key)
+    assert items.tolist() == [0, 2] and [r.tolist() for r in rows] == [[0, 2], [1, 3]]
 
 
 def test_coords_manager_is_gone_as_in_the_reference():

@@ -211,6 +211,57 @@ class CoordinateManager(_mk.CoordinateManager):
                              f"got {int((rows < 0).sum())} of {len(rows)} parents off it")
         return torch.arange(len(rows)), rows
 
+    def union_map(self, in_keys, out_key):
+        """The union of the maps in_keys (of one tensor stride), as the
+        reference: out_key, an unset CoordinateMapKey(coordinate_size), is set
+        to the union's key, and each input gets a 2 x n int64 tensor (row 0 its
+        rows 0 .. n-1, row 1 their rows in the union; the first map's rows come
+        first, in order)."""
+        where = "CoordinateManager.union_map"
+        in_keys = list(in_keys)
+        if not in_keys:
+            raise ValueError(f"{where}: expected at least one map key, got none")
+        for key in in_keys:
+            if not isinstance(key, _mk.MapKey) or not self.has(key):
+                raise ValueError(f"{where}: expected the keys of maps of this manager, "
+                                 f"got {key!r}")
+        if not isinstance(out_key, _mk.MapKey) or out_key.is_key_set():
+            raise ValueError(f"{where}: expected an unset CoordinateMapKey(coordinate_size) to "
+                             f"receive the union's key, got {out_key!r}")
+        if out_key.get_coordinate_size() != self.dimension + 1:
+            raise ValueError(f"{where}: expected out_key of coordinate size "
+                             f"{self.dimension + 1}, got {out_key.get_coordinate_size()}")
+        # The C++ union takes sparse tensors: no channel is read.
+        empty = [torch.zeros(self.size(k), 0) for k in in_keys]
+        key, _, rows = _mk.union_map(self, in_keys, empty)
+        out_key.tensor_stride, out_key.tag = key.tensor_stride, key.tag
+        return [torch.stack([torch.arange(len(r)), r.long().cpu()]) for r in rows]
+
+    def interpolation_map_weight(self, key, samples):
+        """(map rows, sample rows, weights) of the multilinear interpolation of
+        key's map at the float samples (Q x (1+D), batch first), as the
+        reference: sample out[p] takes weights[p] of row in[p]; the corners
+        absent from the map are left out and the others renormalized."""
+        where = "CoordinateManager.interpolation_map_weight"
+        key = self._map_key(key, where.split(".")[1])
+        samples = torch.as_tensor(samples)
+        if samples.dim() != 2 or samples.shape[1] != self.dimension + 1 or \
+                not samples.is_floating_point():
+            raise ValueError(f"{where}: expected float samples of shape Q x {self.dimension + 1}, "
+                             f"got {samples.dtype} {tuple(samples.shape)}")
+        f = torch.zeros(self.size(key), 0, dtype=samples.dtype)
+        coo, weights = _mk.interpolation_weights(self, key, f, samples.detach().cpu(),
+                                                 _mk.InterpolationMode.MULTILINEAR)
+        return coo.cols().long(), coo.rows().long(), weights.to(samples.dtype)
+
+    def origin_field_map(self, key):
+        """(batch indices, [the points of each]): a coordinate field's points
+        grouped by their (rounded) batch index, ascending, as origin_map does
+        for a map."""
+        batch = torch.round(self._field(key, "origin_field_map")[:, 0].double()).long().cpu()
+        items = torch.unique(batch)
+        return items, [torch.nonzero(batch == b).flatten() for b in items]
+
     def kernel_map(self, in_key, out_key, stride=1, kernel_size=3, dilation=1,
                    region_type=_mk.RegionType.HYPER_CUBE, region_offset=None, is_transpose=False,
                    is_pool=False):
