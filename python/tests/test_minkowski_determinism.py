@@ -89,3 +89,29 @@ def test_unet_skips_join_under_determinism(deterministic):
     out = ME.cat(e, d)
     assert out.F.shape == (len(x), 8)
     assert x.coordinate_manager.num_maps() == 3  # input, its sorted copy, stride 2
+
+
+def test_the_unsorted_input_joins_its_sorted_outputs(deterministic):
+    # conv(x) sits on x's "@sorted" twin: cat, + and += bring x's rows onto
+    # its row order (the reference's new manager per conv refuses these).
+    c, f = shuffled(n=60, extent=9)
+    x = ME.SparseTensor(f, c)
+    y = ME.MinkowskiConvolution(3, 3, kernel_size=3, dimension=2).double()(x)
+    assert y.coordinate_map_key != x.coordinate_map_key
+    row_of = {tuple(r): i for i, r in enumerate(c.tolist())}
+    on_y = f[[row_of[tuple(r)] for r in y.C.tolist()]]  # x's features on y's rows
+    assert torch.equal(ME.cat(y, x).F, torch.cat([y.F, on_y], 1))
+    assert torch.equal((y + x).F, y.F + on_y) and (y + x).coordinate_map_key == y.coordinate_map_key
+    back = x + y  # on x's rows
+    assert torch.equal(back.F, f + y.F[[{tuple(r): i for i, r in enumerate(y.C.tolist())}[tuple(r)]
+                                        for r in c.tolist()]])
+    z = ME.SparseTensor(y.F.clone(), coordinate_map_key=y.coordinate_map_key,
+                        coordinate_manager=y.coordinate_manager)
+    z += x
+    assert torch.equal(z.F, y.F + on_y)
+    # Gradients reach x through the row permutation.
+    fx = f.clone().requires_grad_()
+    xs = ME.SparseTensor(fx, coordinate_map_key=x.coordinate_map_key,
+                         coordinate_manager=x.coordinate_manager)
+    ME.cat(y.detach(), xs).F[:, 3:].sum().backward()
+    assert torch.equal(fx.grad, torch.ones_like(f))

@@ -5,7 +5,7 @@ import torch
 
 from .._core import minkowski as _mk
 from .functional import SpmmFunction, run
-from .sparse_tensor import SparseTensor, TensorField, _one_map
+from .sparse_tensor import SparseTensor, TensorField, _features_on
 
 
 class MinkowskiPruning(torch.nn.Module):
@@ -81,8 +81,8 @@ class MinkowskiInterpolation(torch.nn.Module):
 
 def _same_map(tensors, where):
     """The inputs of cat / sum / mean / var (given one by one, or as one list
-    or tuple): SparseTensors on one map of one manager, or TensorFields on
-    the same points of one manager."""
+    or tuple): SparseTensors of one manager (_features checks their maps),
+    or TensorFields on the same points of one manager."""
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
     if not tensors:
@@ -103,13 +103,19 @@ def _same_map(tensors, where):
             if not (x.C is first.C or (x.C.shape == first.C.shape and torch.equal(x.C, first.C))):
                 raise ValueError(f"{where}: expected TensorFields on the same points, got "
                                  f"{len(first.C)} and {len(x.C)} points that differ")
-        elif x.coordinate_manager is not first.coordinate_manager or \
-                not _one_map(first.coordinate_manager, first.coordinate_map_key,
-                             x.coordinate_map_key):
+        elif x.coordinate_manager is not first.coordinate_manager:
             raise ValueError(f"{where}: expected tensors on the same coordinate map of one "
                              f"manager, got {first.coordinate_map_key} and "
-                             f"{x.coordinate_map_key}")
+                             f"{x.coordinate_map_key} of another manager")
     return tensors
+
+
+def _features(tensors, where):
+    """The features of _same_map's tensors, each on the first's rows."""
+    tensors = _same_map(tensors, where)
+    if isinstance(tensors[0], TensorField):
+        return tensors[0], [x.F for x in tensors]
+    return tensors[0], [tensors[0].F] + [_features_on(tensors[0], x, where) for x in tensors[1:]]
 
 
 def _on(first, features):
@@ -123,27 +129,27 @@ def _on(first, features):
 def cat(*tensors):
     """Channel-wise concatenation of tensors on one map of one manager (or
     TensorFields on the same points); ``cat(a, b)`` or ``cat([a, b])``."""
-    tensors = _same_map(tensors, "cat")
-    return _on(tensors[0], torch.cat([x.F for x in tensors], 1))
+    first, fs = _features(tensors, "cat")
+    return _on(first, torch.cat(fs, 1))
 
 
 def sum(*tensors):  # noqa: A001 (the reference's name)
     """Elementwise sum of tensors on one map (or fields on the same points)."""
-    tensors = _same_map(tensors, "sum")
-    return _on(tensors[0], torch.stack([x.F for x in tensors]).sum(0))
+    first, fs = _features(tensors, "sum")
+    return _on(first, torch.stack(fs).sum(0))
 
 
 def mean(*tensors):
     """Elementwise mean of tensors on one map (or fields on the same points)."""
-    tensors = _same_map(tensors, "mean")
-    return _on(tensors[0], torch.stack([x.F for x in tensors]).mean(0))
+    first, fs = _features(tensors, "mean")
+    return _on(first, torch.stack(fs).mean(0))
 
 
 def var(*tensors):
     """Elementwise population variance (divided by the count) of tensors on
     one map (or fields on the same points), as the reference's var."""
-    tensors = _same_map(tensors, "var")
-    return _on(tensors[0], torch.stack([x.F for x in tensors]).var(0, unbiased=False))
+    first, fs = _features(tensors, "var")
+    return _on(first, torch.stack(fs).var(0, unbiased=False))
 
 
 class _Stack(torch.nn.Sequential):

@@ -60,18 +60,34 @@ def _reduce_onto(features, rows, m, mode):
     return features.new_zeros(m, features.shape[1]).index_copy(0, present, reduced)
 
 
-def _one_map(manager, a, b):
-    """Keys a and b of one manager name one map: they are equal, or both are
-    global pooling's origin maps of one tag at two tensor strides with the same
-    rows. The reference keeps every global pool on its one stride-0 origin map,
-    so pools of two strides of a network cat and add; ours differ in stride
-    only, and their rows (b, 0, ..., 0) are what the features sit on."""
+def _aligned_rows(manager, a, b):
+    """How the rows of map b line up with map a's when the keys of one
+    manager name one point set: True when in the same order (equal keys, or
+    global pooling's origin maps of one tag at two tensor strides: the
+    reference keeps every global pool on its one stride-0 origin map); an
+    index (b's row for each of a's rows) for a map and its "@sorted" twin of
+    deterministic mode, so conv(x) still cats with x; None for two sets."""
     if a == b:
         return True
-    if a.tag != b.tag or not a.tag.endswith("@origin"):
-        return False
-    ca, cb = manager.coordinates(a), manager.coordinates(b)
-    return ca.shape == cb.shape and torch.equal(ca, cb)
+    for tag, twin in ((a.tag, b.tag), (b.tag, a.tag)):
+        if tag.endswith("@origin") and tag == twin:
+            ca, cb = manager.coordinates(a), manager.coordinates(b)
+            return True if ca.shape == cb.shape and torch.equal(ca, cb) else None
+        if tag == twin + "@sorted" and a.tensor_stride == b.tensor_stride:
+            rows = _rows_in_map(manager.coordinates(b), manager.coordinates(a))
+            return rows if manager.size(a) == manager.size(b) and bool((rows >= 0).all()) \
+                else None
+    return None
+
+
+def _features_on(x, other, where):
+    """other's features on the rows of x's map (see _aligned_rows), or a
+    ValueError naming both maps."""
+    rows = _aligned_rows(x._manager, x._key, other._key)
+    if rows is None:
+        raise ValueError(f"{where}: expected tensors on the same coordinate map of one manager, "
+                         f"got {x._key} and {other._key}")
+    return other._F if rows is True else other._F[rows.to(other._F.device)]
 
 
 class _Tensor:
@@ -277,8 +293,8 @@ class SparseTensor(_Tensor):
         if not isinstance(other, SparseTensor):
             return self._with(op(self._F, other))
         self._same_manager(other)
-        if _one_map(self._manager, self._key, other._key):
-            return self._with(op(self._F, other._F))
+        if _aligned_rows(self._manager, self._key, other._key) is not None:
+            return self._with(op(self._F, _features_on(self, other, "SparseTensor arithmetic")))
         key, size, (mine, theirs) = _mk.union_map(self._manager, [self._key, other._key],
                                                   [self._F.detach(), other._F.detach()])
         mine, theirs = mine.to(self._F.device), theirs.to(self._F.device)
@@ -291,10 +307,7 @@ class SparseTensor(_Tensor):
         same map (no union); the features change in place."""
         if isinstance(other, SparseTensor):
             self._same_manager(other)
-            if not _one_map(self._manager, self._key, other._key):
-                raise ValueError("SparseTensor in-place arithmetic: expected the same "
-                                 f"coordinate map, got {self._key} and {other._key}")
-            other = other._F
+            other = _features_on(self, other, "SparseTensor in-place arithmetic")
         op(self._F, other)
         return self
 
