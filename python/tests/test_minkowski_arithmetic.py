@@ -78,7 +78,8 @@ def test_in_place_ops_need_the_same_map():
     x -= 1.0
     x /= same
     assert x is a and torch.allclose(a.F, ((f + 2) * 2 - 1) / 2, atol=1e-14)
-    with pytest.raises(ValueError, match="in-place arithmetic: expected tensors on the same coordinate map"):
+    with pytest.raises(ValueError,
+                       match="in-place arithmetic: expected tensors on the same coordinate map"):
         a += b
 
 

@@ -4,13 +4,15 @@ import torch
 
 from .._core import minkowski as _mk
 from .functional import BroadcastFunction, BroadcastMode, autocast, run
-from .sparse_tensor import SparseTensor
+from .sparse_tensor import SparseTensor, layer_input
 
 
 class _Broadcast(torch.nn.Module):
     mode = BroadcastMode.ADD
 
     def forward(self, input, input_glob):
+        layer_input(input, type(self).__name__)
+        layer_input(input_glob, type(self).__name__ + " (the global tensor)")
         mgr = input.coordinate_manager
         if input_glob.coordinate_manager is not mgr:
             raise ValueError("broadcast: expected a global tensor of the input's coordinate "
@@ -41,6 +43,8 @@ class MinkowskiBroadcast(torch.nn.Module):
     global features' gradient is the sum over their item's rows."""
 
     def forward(self, input, input_glob):
+        layer_input(input, type(self).__name__)
+        layer_input(input_glob, type(self).__name__ + " (the global tensor)")
         mgr = input.coordinate_manager
         if input_glob.coordinate_manager is not mgr:
             raise ValueError("broadcast: expected a global tensor of the input's coordinate "

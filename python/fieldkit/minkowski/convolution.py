@@ -11,7 +11,7 @@ from .functional import ConvolutionFunction, autocast, run
 from .determinism import is_deterministic, sorted_coordinates
 from .kernel import (expanded_output_key, inserted_key, make_generator, output_key,
                      transposed_output_key)
-from .sparse_tensor import SparseTensor
+from .sparse_tensor import SparseTensor, layer_input
 
 
 class ConvolutionMode(enum.IntEnum):
@@ -87,10 +87,12 @@ class _ConvolutionBase(torch.nn.Module):
         return [t // q for t, q in zip(ts, s)]
 
     def forward(self, input, coordinates=None):
-        if not isinstance(input, SparseTensor):
-            raise TypeError(f"expected a SparseTensor, got {type(input).__name__}")
+        layer_input(input, type(self).__name__, self.dimension)
         kernel, bias, mgr = self.kernel, self.bias, input._manager
         if self.use_mm and coordinates is None:
+            if input._F.shape[1] != kernel.shape[-2]:
+                raise ValueError(f"{type(self).__name__}: expected {kernel.shape[-2]} input "
+                                 f"channels, got {input._F.shape[1]}")
             f, w = autocast(input._F, kernel)
             out, key = f.mm(w), input._key
         else:
@@ -159,6 +161,7 @@ class MinkowskiChannelwiseConvolution(torch.nn.Module):
                 self.bias.uniform_(-bound, bound)
 
     def forward(self, input, coordinates=None):
+        layer_input(input, type(self).__name__, self.dimension)
         mgr, key = input.coordinate_manager, input.coordinate_map_key
         out_key = output_key(input, coordinates)
         if out_key is None:

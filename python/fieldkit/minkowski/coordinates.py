@@ -457,10 +457,13 @@ def _quantization_sizes(quantization_size):
 
 def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
                     return_index=False, return_inverse=False, return_maps_only=False,
-                    quantization_size=None, quantization_mode=SparseTensorQuantizationMode.RANDOM_SUBSAMPLE,
+                    quantization_size=None,
+                    quantization_mode=SparseTensorQuantizationMode.RANDOM_SUBSAMPLE,
                     seed=0, device="cpu"):
     """Voxelizes points: floor(c / quantization_size) (floor(c) when it is
-    None), one row per voxel, in order of first occurrence. Returns what the
+    None), one row per voxel, the voxels in order of first occurrence (under
+    RANDOM_SUBSAMPLE the row kept for a voxel is a draw from `seed`, which
+    the unique index names). Returns what the
     reference returns: the coordinates, then features and labels when given,
     then the unique index and the inverse mapping when asked (or only those
     two with return_maps_only). numpy inputs give numpy outputs."""

@@ -20,6 +20,10 @@ class KernelGenerator:
         self.kernel_size = _axes(kernel_size)
         self.kernel_stride = _axes(stride)
         self.kernel_dilation = _axes(dilation)
+        for name, values in (("stride", self.kernel_stride), ("dilation", self.kernel_dilation)):
+            if len(values) not in (1, dimension) or min(values) < 1:
+                raise ValueError(f"KernelGenerator: expected a {name} of 1 or {dimension} "
+                                 f"positive ints, got {values}")
         self.region_type = _region_type(region_type)
         self.region_offsets = region_offsets
         self.expand_coordinates = expand_coordinates

@@ -5,7 +5,7 @@ import torch
 
 from .._core import minkowski as _mk
 from .functional import SpmmFunction, run
-from .sparse_tensor import SparseTensor, TensorField, _features_on
+from .sparse_tensor import SparseTensor, TensorField, _features_on, layer_input
 
 
 class MinkowskiPruning(torch.nn.Module):
@@ -30,10 +30,15 @@ class MinkowskiUnion(torch.nn.Module):
     def forward(self, *inputs):
         if len(inputs) < 2:
             raise ValueError(f"MinkowskiUnion: expected at least 2 inputs, got {len(inputs)}")
-        mgr = inputs[0].coordinate_manager
+        for x in inputs:
+            layer_input(x, "MinkowskiUnion")
+        mgr, first = inputs[0].coordinate_manager, inputs[0].F
         for x in inputs[1:]:
             if x.coordinate_manager is not mgr:
                 raise ValueError("MinkowskiUnion: expected inputs of one coordinate manager")
+            if x.F.shape[1] != first.shape[1] or x.F.dtype != first.dtype:
+                raise ValueError(f"MinkowskiUnion: expected inputs of {first.shape[1]} "
+                                 f"{first.dtype} channels, got {x.F.shape[1]} {x.F.dtype}")
         key, size, rows = _mk.union_map(mgr, [x.coordinate_map_key for x in inputs],
                                         [x.F.detach() for x in inputs])
         out = inputs[0].F.new_zeros(size, inputs[0].F.shape[1])

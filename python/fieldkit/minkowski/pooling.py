@@ -48,7 +48,7 @@ def reduction(mode):
         raise ValueError(f"expected a PoolingMode (SUM, AVG, MAX or a reference name), got "
                          f"{mode!r}") from None
 from .kernel import make_generator, output_key, transposed_output_key
-from .sparse_tensor import SparseTensor, TensorField
+from .sparse_tensor import SparseTensor, TensorField, layer_input
 
 
 class _LocalPooling(torch.nn.Module):
@@ -62,6 +62,7 @@ class _LocalPooling(torch.nn.Module):
                                                dimension)
 
     def forward(self, input, coordinates=None):
+        layer_input(input, type(self).__name__, self.dimension)
         mgr, key = input.coordinate_manager, input.coordinate_map_key
         out_key = output_key(input, coordinates)
         if out_key is None:
@@ -101,6 +102,7 @@ class MinkowskiPoolingTranspose(torch.nn.Module):
                                                dimension, expand_coordinates)
 
     def forward(self, input, coordinates=None):
+        layer_input(input, type(self).__name__, self.dimension)
         mgr, key = input.coordinate_manager, input.coordinate_map_key
         out_key = output_key(input, coordinates)
         if out_key is None:
@@ -124,6 +126,7 @@ class MinkowskiGlobalPooling(torch.nn.Module):
         self._reduction = reduction(mode)
 
     def forward(self, input):
+        layer_input(input, type(self).__name__, fields=True)
         mgr = input.coordinate_manager
         if isinstance(input, TensorField):
             batch = input.C[:, 0]

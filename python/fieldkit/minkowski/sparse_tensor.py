@@ -631,3 +631,17 @@ class TensorField(_Tensor):
                 return rows
         raise ValueError(f"TensorField: no quantization onto the map {key} and no finer one it "
                          f"strides (call sparse())")
+
+
+def layer_input(x, where, dimension=None, fields=False):
+    """x checked as a layer's input: a SparseTensor (or, with fields, a
+    TensorField) of the layer's dimension; a TypeError or ValueError naming
+    what was given instead of an AttributeError deep in the layer."""
+    kinds = (SparseTensor, TensorField) if fields else (SparseTensor,)
+    if not isinstance(x, kinds):
+        raise TypeError(f"{where}: expected a {' or a '.join(k.__name__ for k in kinds)}, got "
+                        f"{type(x).__name__}")
+    if dimension is not None and dimension > 0 and x.D != dimension:
+        raise ValueError(f"{where}: expected a {dimension}-D input (the layer's dimension), "
+                         f"got a {x.D}-D one")
+    return x
