@@ -19,8 +19,9 @@ Command add_ablate(CLI::App& app, const Context&) {
       "ablate", "switch parts of a method off, one row each, paired against the full method");
   add_variant_options(sub, o->req);
   sub->add_option("--variants", o->modifiers,
-                  "comma list: no_annealing, no_pe, single_stage, grid_field, drop_loss:NAME, "
-                  "set_weight:NAME=W, set:KEY=V, stage:ATTR=V, optim:ATTR=V")
+                  "comma list: no_annealing, no_pe (both on the neural method), single_stage, "
+                  "grid_field, no_gate, drop_loss:NAME, set_weight:NAME=W, set:KEY=V, "
+                  "stage:ATTR=V, optim:ATTR=V")
       ->delimiter(',')
       ->required();
   sub->add_flag("--independent", o->independent,

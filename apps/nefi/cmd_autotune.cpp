@@ -61,8 +61,10 @@ Command add_autotune(CLI::App& app, const Context& ctx) {
                     ->check(non_negative_seed());
   sub->add_option("--method,-m", r.run.methods, "the method to tune (default neural)")->expected(1);
   sub->add_option("--out,-o", r.run.out,
-                  "output directory (default runs/<instance>-autotune-<hash>)");
-  sub->add_option("--threads", r.run.threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
+                  "output directory (default runs/<instance>-autotune-<hash>)")
+      ->check(non_empty_directory());
+  sub->add_option("--threads", r.run.threads, "fk threads (default 1, or $OMP_NUM_THREADS)")
+      ->check(thread_count());
   sub->footer(
       "Examples:\n  nefi autotune toy1d --smoke\n"
       "  nefi autotune deconvolution --smoke --level standard --compare\n"

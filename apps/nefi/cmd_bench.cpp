@@ -59,8 +59,10 @@ Command add_bench(CLI::App& app, const Context& ctx) {
   sub->add_option("--budget-scale", o->spec.budget_scale, "multiply every stage's steps");
   sub->add_option("--set", o->spec.sets, "override KEY=VALUE (repeatable)");
   sub->add_option("--shard", o->shard, "run shard I/N: units k with k mod N == I");
-  sub->add_option("--out,-o", o->out, "output directory (default runs/<instance>-bench-<hash>)");
-  sub->add_option("--threads", o->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
+  sub->add_option("--out,-o", o->out, "output directory (default runs/<instance>-bench-<hash>)")
+      ->check(non_empty_directory());
+  sub->add_option("--threads", o->threads, "fk threads (default 1, or $OMP_NUM_THREADS)")
+      ->check(thread_count());
   sub->add_flag("--by-class", o->by_class, "summary.csv per class and method");
   sub->add_flag("--allow-inverse-crime", o->spec.allow_inverse_crime,
                 "benchmark a method whose operator drew the data (the matched regime, labelled "
@@ -146,7 +148,8 @@ Command add_bench_merge(CLI::App& app, const Context&) {
   sub->add_option("dir", o->dir, "directory holding the shard files")->required();
   sub->add_flag("--allow-missing", o->allow_missing, "merge even when shards are missing");
   sub->add_flag("--by-class", o->by_class, "summary.csv per class and method");
-  sub->add_option("--out,-o", o->out, "output directory (default: DIR)");
+  sub->add_option("--out,-o", o->out, "output directory (default: DIR)")
+      ->check(non_empty_directory());
   sub->footer(
       "Examples:\n  nefi bench-merge runs/b\n  nefi bench-merge runs/b --allow-missing -o "
       "runs/b-partial");

@@ -31,13 +31,6 @@ int diagnose_cmd(DiagnoseRequest r, const std::vector<std::filesystem::path>& di
   fk::check_usable(fk::parse_device(cfg.device), "device (--device, run.device or NEFI_DEVICE)");
   const InstancePtr inst = find_instance(cfg.instance);
   const std::string method = r.run.methods.empty() ? default_method(*inst) : cfg.methods.front();
-  if (r.run.smoke) {  // the reference's smoke settings
-    r.opt.probes = std::min(r.opt.probes, 8);
-    r.opt.k = std::min(r.opt.k, 4);
-    r.opt.n_iter = std::min(r.opt.n_iter, 12);
-    r.opt.hessian_k = std::min(r.opt.hessian_k, 4);
-    r.opt.hessian_iter = std::min(r.opt.hessian_iter, 12);
-  }
   const diagnostics::Diagnostics d =
       diagnostics::diagnose_instance(*inst, cfg, method, r.solve, r.opt);
   const std::string out = !r.run.out.empty()
@@ -58,6 +51,13 @@ Command add_diagnose(CLI::App& app, const Context& ctx) {
     uint64_t seed = 0;
     int64_t smoke_steps = 40;
     CLI::Option *seed_opt = nullptr, *smoke_steps_opt = nullptr;
+    // --smoke's caps (the reference's smoke settings) on the options not given.
+    struct Capped {
+      CLI::Option* option;
+      int* value;
+      int cap;
+    };
+    std::vector<Capped> smoke_capped;
   };
   auto o = std::make_shared<Opts>();
   DiagnoseRequest& r = o->req;
@@ -65,20 +65,26 @@ Command add_diagnose(CLI::App& app, const Context& ctx) {
       "diagnose", "singular values, sensitivity and null-space probes of the linearized operator");
   sub->add_option("target", r.run.target, "instance name or config file")->required();
   sub->add_flag("--solve", r.solve, "diagnose at the solution (solve first) instead of the start");
-  sub->add_option("--probes", r.opt.probes, "Hutchinson and null-space probes (default 32)");
-  sub->add_option("--k", r.opt.k, "singular values to report (default 8)");
-  sub->add_option("--n-iter", r.opt.n_iter, "Lanczos bidiagonalisation steps, >= k (default 24)");
-  sub->add_option("--hessian", r.opt.hessian_k,
-                  "also the training loss's Hessian: its K largest and smallest eigenvalues in "
-                  "the field's parameters (default 0: off)");
-  sub->add_option("--hessian-iter", r.opt.hessian_iter,
-                  "Lanczos steps of --hessian, >= K (default 30; two gradients each)");
+  o->smoke_capped = {
+      {sub->add_option("--probes", r.opt.probes, "Hutchinson and null-space probes (default 32)"),
+       &r.opt.probes, 8},
+      {sub->add_option("--k", r.opt.k, "singular values to report (default 8)"), &r.opt.k, 4},
+      {sub->add_option("--n-iter", r.opt.n_iter,
+                       "Lanczos bidiagonalisation steps, >= k (default 24)"),
+       &r.opt.n_iter, 12},
+      {sub->add_option("--hessian", r.opt.hessian_k,
+                       "also the training loss's Hessian: its K largest and smallest eigenvalues "
+                       "in the field's parameters (default 0: off)"),
+       &r.opt.hessian_k, 4},
+      {sub->add_option("--hessian-iter", r.opt.hessian_iter,
+                       "Lanczos steps of --hessian, >= K (default 30; two gradients each)"),
+       &r.opt.hessian_iter, 12}};
   sub->add_flag("--exact-sensitivity", r.opt.exact_sensitivity,
                 "every column's norm instead of Hutchinson probes (one product a cell)");
   sub->add_flag(
       "--smoke", r.run.smoke,
-      "the smoke config; probes <= 8, k <= 4, n-iter <= 12, hessian <= 4, hessian-iter <= 12, "
-      "solve capped at --smoke-steps");
+      "the smoke config; probes <= 8, k <= 4, n-iter <= 12, hessian <= 4, hessian-iter <= 12 "
+      "unless given, solve capped at --smoke-steps");
   o->smoke_steps_opt = sub->add_option("--smoke-steps", o->smoke_steps,
                                        "step cap of --solve under --smoke (default 40; 0: none)");
   sub->add_option("--set", r.run.sets, "override KEY=VALUE (repeatable)");
@@ -87,9 +93,11 @@ Command add_diagnose(CLI::App& app, const Context& ctx) {
   sub->add_option("--method,-m", r.run.methods, "the method whose problem to diagnose")
       ->expected(1);
   sub->add_option("--out,-o", r.run.out,
-                  "output directory (default runs/<instance>-diagnose-<hash>)");
+                  "output directory (default runs/<instance>-diagnose-<hash>)")
+      ->check(non_empty_directory());
   sub->add_flag("--plot,!--no-plot", r.run.plot, "write diagnostics.png (default) or not");
-  sub->add_option("--threads", r.run.threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
+  sub->add_option("--threads", r.run.threads, "fk threads (default 1, or $OMP_NUM_THREADS)")
+      ->check(thread_count());
   sub->add_option("--device", r.run.device,
                   "where the operator's products run (and --solve trains), cpu or cuda[:N], "
                   "and --hessian's gradients (default: the config's run.device, else "
@@ -101,6 +109,14 @@ Command add_diagnose(CLI::App& app, const Context& ctx) {
   return {sub, [o, &ctx] {
             if (o->seed_opt->count()) o->req.run.seed = o->seed;
             if (o->smoke_steps_opt->count()) o->req.run.smoke_steps = o->smoke_steps;
+            if (o->req.run.smoke)
+              for (const auto& c : o->smoke_capped)
+                if (!c.option->count()) *c.value = std::min(*c.value, c.cap);
+            // A capped step count still covers a k given above its cap.
+            auto& opt = o->req.opt;
+            if (!o->smoke_capped[2].option->count()) opt.n_iter = std::max(opt.n_iter, opt.k);
+            if (!o->smoke_capped[4].option->count())
+              opt.hessian_iter = std::max(opt.hessian_iter, opt.hessian_k);
             return diagnose_cmd(o->req, ctx.config_dirs);
           }};
 }

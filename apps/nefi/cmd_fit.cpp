@@ -294,8 +294,10 @@ Command add_fit(CLI::App& app, const Context&) {
                   "phases, kept only when the data allow; writes <out>/refine/");
   sub->add_option("--refine-levels", r->refine_levels, "--refine's phase count (0: auto)");
   sub->add_option("--seed", r->seed, "the field's initialisation seed")->check(non_negative_seed());
-  sub->add_option("--out,-o", r->out, "output directory (default runs/fit)");
-  sub->add_option("--threads", r->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
+  sub->add_option("--out,-o", r->out, "output directory (default runs/fit)")
+      ->check(non_empty_directory());
+  sub->add_option("--threads", r->threads, "fk threads (default 1, or $OMP_NUM_THREADS)")
+      ->check(thread_count());
   sub->add_option("--device", r->device,
                   "where the fit trains: cpu (default) or cuda[:N], any representation "
                   "through a model with a device path, --autotune's "

@@ -3,20 +3,20 @@
 // steps) into OUT/<instance>/ as `nefi run` writes it, then OUT/index.html
 // (nefi/io/gallery_html.h) and OUT/gallery.json. A failing instance is a
 // section with its error; the others go on.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <numeric>
-#include <variant>
 
 #include <fmt/format.h>
 
 #include "common.h"
 #include "fk/error.h"
 #include "fk/parallel.h"
+#include "nefi/bench/campaign.h"
 #include "nefi/bench/merge.h"
 #include "nefi/io/gallery_html.h"
 #include "nefi/io/run_writer.h"
@@ -34,20 +34,6 @@ struct GalleryRequest {
   int threads = 0;
 };
 
-// The smoke preset's total steps times `budget` (0: its own budget).
-int64_t budget_cap(const RunConfig& cfg, double budget) {
-  if (budget == 1.0) return 0;
-  double total = 0;
-  for (const auto& e : cfg.config.entries()) {
-    if (e.key != "steps") continue;
-    if (const auto* l = std::get_if<std::vector<double>>(&e.value))
-      total = std::accumulate(l->begin(), l->end(), 0.0);
-    else if (const auto* i = std::get_if<int64_t>(&e.value))
-      total = static_cast<double>(*i);
-  }
-  return std::max<int64_t>(1, std::llround(total * budget));
-}
-
 GalleryEntry run_instance(const Instance& inst, const GalleryRequest& g,
                           const std::vector<fs::path>& dirs) {
   GalleryEntry e;
@@ -61,7 +47,9 @@ GalleryEntry run_instance(const Instance& inst, const GalleryRequest& g,
     r.smoke = true;
     r.smoke_steps = 0;
     RunConfig cfg = resolve_config(r, dirs);
-    cfg.max_total_steps = budget_cap(cfg, g.budget);
+    // Every stage's steps times the budget; an instance without `steps`
+    // (direct methods only) runs as its preset says.
+    if (g.budget != 1.0 && cfg.config.has("steps")) bench::scale_steps(cfg.config, g.budget);
     std::vector<RunOutput> outs;
     for (const auto& m : cfg.methods)
       outs.push_back(inst.run(cfg.config, m, cfg.seed, solver_options(cfg)));
@@ -83,7 +71,19 @@ int gallery_cmd(const GalleryRequest& g, const std::vector<fs::path>& dirs) {
            "a factor in (0, 100]", fmt::format("{}", g.budget));
   set_threads(g.threads);
   std::vector<InstancePtr> chosen;
-  for (const auto& name : g.instances) chosen.push_back(find_instance(name));
+  std::string names;  // the registered ones, for the error
+  for (const auto& i : all_instances()) names += (names.empty() ? "" : ", ") + i->name();
+  for (const auto& name : g.instances) {
+    for (const auto& earlier : chosen)
+      FK_CHECK(earlier->name() != name, "--instances", "each instance once",
+               "'" + name + "' twice");
+    const auto all = all_instances();
+    const auto it = std::find_if(all.begin(), all.end(),
+                                 [&name](const InstancePtr& i) { return i->name() == name; });
+    FK_CHECK(it != all.end(), "--instances", "registered instances (" + names + ")",
+             "'" + name + "'");
+    chosen.push_back(*it);
+  }
   if (chosen.empty()) chosen = all_instances();
   bench::prepare_out_dir(g.out);
   std::vector<GalleryEntry> entries;
@@ -111,10 +111,12 @@ Command add_gallery(CLI::App& app, const Context& ctx) {
       "gallery", "run every instance's smoke preset and write an HTML page of the results");
   sub->add_option("--budget", g->budget,
                   "multiply each smoke preset's total steps (default 1: its own budget)");
-  sub->add_option("--out,-o", g->out, "output directory (default runs/gallery)");
+  sub->add_option("--out,-o", g->out, "output directory (default runs/gallery)")
+      ->check(non_empty_directory());
   sub->add_option("--instances", g->instances, "comma list (default: every registered instance)")
       ->delimiter(',');
-  sub->add_option("--threads", g->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
+  sub->add_option("--threads", g->threads, "fk threads (default 1, or $OMP_NUM_THREADS)")
+      ->check(thread_count());
   sub->footer(
       "Examples:\n  nefi gallery\n  nefi gallery --budget 0.2 --out runs/gallery\n"
       "  nefi gallery --instances toy1d,deconvolution");

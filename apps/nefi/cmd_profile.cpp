@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <utility>
 
 #include "common.h"
 #include "fk/device.h"
@@ -61,7 +62,8 @@ Command add_profile(CLI::App& app, const Context&) {
   sub->add_option("--steps", o->p.steps, "timed steps (default 20)");
   sub->add_option("--warmup", o->p.warmup, "untimed steps first (default 5)");
   sub->add_option("--stage", o->p.stage, "curriculum stage; negative from the end (default -1)");
-  sub->add_option("--threads", o->threads, "fk threads (default 1, or $OMP_NUM_THREADS)");
+  sub->add_option("--threads", o->threads, "fk threads (default 1, or $OMP_NUM_THREADS)")
+      ->check(thread_count());
   sub->add_option("--batch", o->batch,
                   "time batch_invert with B problems instead (per-problem ms/step)");
   sub->add_option("--chunk", o->chunk, "with --batch: problems per fused sub-step (0: all)");
@@ -77,8 +79,23 @@ Command add_profile(CLI::App& app, const Context&) {
       "  nefi profile toy1d --batch 64 --steps 50");
   return {sub, [o] {
             set_threads(o->threads);
-            const bool is_file = fs::exists(o->instance) || o->instance.ends_with(".yaml") ||
-                                 o->instance.ends_with(".yml");
+            FK_CHECK(o->batch >= 0, "--batch", "a number of problems >= 1 (0: no batch)",
+                     std::to_string(o->batch));
+            FK_CHECK(o->chunk >= 0, "--chunk", "problems per sub-step >= 1 (0: all)",
+                     std::to_string(o->chunk));
+            FK_CHECK(o->chunk == 0 || o->batch > 0, "--chunk", "--batch beside it",
+                     "--chunk " + std::to_string(o->chunk) + " alone");
+            if (o->batch > 0)
+              for (const auto& [given, flag] : {std::pair{!o->trace.empty(), "--trace"},
+                                                {o->p.minimal, "--minimal"},
+                                                {o->table, "--table"}})
+                FK_CHECK(!given, "nefi profile --batch",
+                         "no --trace, --minimal or --table (the batched profile has none)", flag);
+            if (!o->json.empty()) {  // before the work, not after it
+              std::ofstream f(o->json, std::ios::app);
+              FK_CHECK(f.good(), "--json", "a writable file", "'" + o->json + "'");
+            }
+            const bool is_file = is_config_file_target(o->instance);
             RunConfig cfg =
                 is_file ? load_run_config_file(o->instance) : default_run_config(o->instance);
             if (!o->config.empty()) apply_config_file(cfg, o->config);

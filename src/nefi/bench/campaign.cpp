@@ -181,6 +181,23 @@ std::map<std::string, std::string> Protocol::regimes() const {
   return r;
 }
 
+void scale_steps(Params& config, double factor) {
+  auto scaled = [&](std::vector<double> steps) {
+    for (double& s : steps) s = std::max(1.0, std::round(s * factor));
+    return steps;
+  };
+  // A steps list (one entry per stage), or a total with an optional
+  // stage_steps list (thermal_tomography): every count scales alike.
+  if (!steps_is_total(config)) {
+    config.set_value("steps", scaled(config.list("steps")));
+  } else {
+    const double n = scaled({static_cast<double>(config.i("steps"))})[0];
+    config.set_value("steps", static_cast<int64_t>(n));
+    if (config.has("stage_steps"))
+      config.set_value("stage_steps", scaled(config.list("stage_steps")));
+  }
+}
+
 Protocol make_protocol(const CampaignSpec& spec) {
   const bool is_file = is_config_file_target(spec.target);
   RunConfig cfg = is_file ? load_run_config_file(spec.target) : default_run_config(spec.target);
@@ -253,20 +270,7 @@ Protocol make_protocol(const CampaignSpec& spec) {
   if (spec.budget_scale != 1.0) {
     FK_CHECK(cfg.config.has("steps"), "--budget-scale", "an instance with a 'steps' config key",
              p.instance + " has none");
-    auto scaled = [&](std::vector<double> steps) {
-      for (double& s : steps) s = std::max(1.0, std::round(s * spec.budget_scale));
-      return steps;
-    };
-    // A steps list (one entry per stage), or a total with an optional
-    // stage_steps list (thermal_tomography): every count scales alike.
-    if (!steps_is_total(cfg.config)) {
-      cfg.config.set_value("steps", scaled(cfg.config.list("steps")));
-    } else {
-      const double n = scaled({static_cast<double>(cfg.config.i("steps"))})[0];
-      cfg.config.set_value("steps", static_cast<int64_t>(n));
-      if (cfg.config.has("stage_steps"))
-        cfg.config.set_value("stage_steps", scaled(cfg.config.list("stage_steps")));
-    }
+    scale_steps(cfg.config, spec.budget_scale);
   }
   for (const auto& e : cfg.config.entries()) p.config.emplace_back(e.key, Params::render(e.value));
   p.nan_guard = cfg.nan_guard;

@@ -119,6 +119,9 @@ struct CampaignSpec {
   fk::Device batch_device = fk::kCPU;
   bool allow_inverse_crime = false;  // bench --allow-inverse-crime
 };
+// Multiplies a config's `steps` (a list per stage, or a total with its
+// stage_steps) by factor, rounded, at least 1 step each; the config has `steps`.
+void scale_steps(Params& config, double factor);
 // Resolves and checks a spec (unknown instance, method or class, bad budget
 // are fk::Errors naming the valid choices).
 Protocol make_protocol(const CampaignSpec& spec);

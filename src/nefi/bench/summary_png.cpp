@@ -77,9 +77,7 @@ void write_summary_png(const std::string& path, const Protocol& p, const std::ve
              kH};
     a.x = {-0.5, static_cast<double>(methods.size()) - 0.5};
     a.y = {r.lo, r.hi, false, m == "time_s" ? "wall time (s)" : m};
-    a.title = m == "time_s"
-                  ? "time_s (lower is better)"
-                  : m + (higher_is_better(m) ? " (higher is better)" : " (lower is better)");
+    a.title = m == "time_s" ? "time_s (lower is better)" : m + direction_note(m);
     a.x_categories = methods;
     a.grid = true;
     fk::plot::draw_intervals(f, a, cats);

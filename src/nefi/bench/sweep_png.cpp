@@ -73,8 +73,11 @@ void write_sweep_png(const std::string& path, const std::string& title, const st
   const double vmin = *std::min_element(values.begin(), values.end());
   const double vmax = *std::max_element(values.begin(), values.end());
   const bool log = vmin > 0 && vmax >= 10 * vmin;
-  const fk::plot::Range xr =
-      vmax > vmin ? fk::plot::padded({vmin, vmax}, 0.06, log) : fk::plot::Range{vmin - 1, vmin + 1};
+  // One value: half its size either side (a learning rate of 1e-2 would be
+  // lost on [-1, 1]).
+  const double half = vmin != 0 ? std::abs(vmin) / 2 : 1.0;
+  const fk::plot::Range xr = vmax > vmin ? fk::plot::padded({vmin, vmax}, 0.06, log)
+                                         : fk::plot::Range{vmin - half, vmin + half};
   const std::vector<std::string> metrics = metric_names(rows);
   const int n = std::max<int>(1, static_cast<int>(metrics.size())), cols = std::min(n, kCols),
             nrows = (n + kCols - 1) / kCols;
@@ -94,7 +97,7 @@ void write_sweep_png(const std::string& path, const std::string& title, const st
              kH};
     a.x = {xr.lo, xr.hi, log, axis};
     a.y = {yr.lo, yr.hi, false, m};
-    a.title = m + (higher_is_better(m) ? " (higher is better)" : " (lower is better)");
+    a.title = m + direction_note(m);
     a.grid = true;
     const fk::plot::Rgb colour = fk::plot::series_colour(0);
     fk::plot::draw_lines(f, a,

@@ -112,6 +112,10 @@ MeanCI diff_ci(const std::vector<Row>& rows, const std::string& ref, const std::
   return mean_ci(d, level);
 }
 
+// The pairs of a comparison are the units both methods ran without error:
+// those with a wall time (a metric may exist for one method only).
+constexpr const char* kPairedColumn = "time_s";
+
 std::vector<std::string> summary_columns(const std::vector<Row>& rows) {
   std::vector<std::string> cols = metric_names(rows);
   for (const auto& [c, h] : kCostColumns) cols.push_back(c);
@@ -121,7 +125,8 @@ std::vector<std::string> summary_columns(const std::vector<Row>& rows) {
 std::string header_of(const std::string& col) {
   for (const auto& [c, h] : kCostColumns)
     if (c == col) return h;
-  return col + (higher_is_better(col) ? " ↑" : " ↓");
+  const int d = metric_direction(col);
+  return d == 0 ? col : col + (d > 0 ? " ↑" : " ↓");
 }
 
 // Markdown table of groups; the best mean of each metric column in bold.
@@ -145,10 +150,10 @@ std::string md_table(const std::vector<Group>& gs, const std::vector<std::string
   for (const Group& g : gs)
     for (const auto& m : metrics) {
       const double v = column_ci(g, m, level).mean;
-      if (!std::isfinite(v)) continue;
+      if (!std::isfinite(v) || metric_direction(m) == 0) continue;
       distinct[{g.cls, m}].insert(v);
       auto [it, fresh] = best.emplace(std::make_pair(g.cls, m), v);
-      if (!fresh && (higher_is_better(m) ? v > it->second : v < it->second)) it->second = v;
+      if (!fresh && (metric_direction(m) > 0 ? v > it->second : v < it->second)) it->second = v;
     }
   for (const auto& [key, values] : distinct)
     if (values.size() < 2) best.erase(key);
@@ -179,10 +184,23 @@ std::vector<std::string> metric_names(const std::vector<Row>& rows) {
   return {names.begin(), names.end()};
 }
 
-bool higher_is_better(const std::string& m) {
-  for (const char* h : {"psnr", "ssim", "iou", "dice", "f1", "accuracy", "accepted", "in_band"})
-    if (m.find(h) != std::string::npos) return true;
-  return false;
+int metric_direction(const std::string& m) {
+  // What the data or a start gave, the same for every method or none of
+  // its quality: the blurred input's PSNR, a field's value at its start.
+  if (m.starts_with("blurred_") || m.ends_with("_init")) return 0;
+  const auto has = [&m](std::initializer_list<const char*> parts) {
+    return std::any_of(parts.begin(), parts.end(),
+                       [&m](const char* p) { return m.find(p) != std::string::npos; });
+  };
+  if (has({"psnr", "ssim", "iou", "dice", "f1", "accuracy", "accepted", "in_band", "delta1"}))
+    return 1;
+  if (has({"mse", "error", "mae", "swd", "gmsd", "distance", "abs_rel"})) return -1;
+  return 0;
+}
+
+std::string direction_note(const std::string& metric) {
+  const int d = metric_direction(metric);
+  return d > 0 ? " (higher is better)" : d < 0 ? " (lower is better)" : "";
 }
 
 std::string rows_csv(const Protocol& p, const std::vector<Row>& rows) {
@@ -226,7 +244,7 @@ std::string summary_csv(const Protocol& p, const std::vector<Row>& rows, const T
   const std::string& ref = p.methods.front();
   for (size_t mi = 1; mi < p.methods.size(); ++mi) {
     int pairs = 0;
-    diff_ci(rows, ref, p.methods[mi], cols.front(), o.level, &pairs);
+    diff_ci(rows, ref, p.methods[mi], kPairedColumn, o.level, &pairs);
     s += fmt::format("diff_vs_{},{},,{},", csv_field(ref), csv_field(p.methods[mi]), pairs);
     for (const auto& c : cols) {
       const MeanCI ci = diff_ci(rows, ref, p.methods[mi], c, o.level);
@@ -278,7 +296,7 @@ std::string summary_md(const Protocol& p, const std::vector<Row>& rows, const Ta
     s += rule + "\n";
     for (size_t mi = 1; mi < p.methods.size(); ++mi) {
       int pairs = 0;
-      diff_ci(rows, ref, p.methods[mi], cols.front(), o.level, &pairs);
+      diff_ci(rows, ref, p.methods[mi], kPairedColumn, o.level, &pairs);
       s += fmt::format("| {} | {} |", p.methods[mi], pairs);
       for (const auto& c : cols)
         s += fmt::format(" {} |", mean_ci_text(diff_ci(rows, ref, p.methods[mi], c, o.level)));
@@ -307,7 +325,10 @@ std::string benchmark_json(const Protocol& p, const std::vector<Row>& rows) {
   j["protocol"] = to_json(p);
   j["regime"] = p.regimes();
   nlohmann::json directions = nlohmann::json::object();
-  for (const auto& m : metric_names(rows)) directions[m] = higher_is_better(m) ? "higher" : "lower";
+  for (const auto& m : metric_names(rows)) {
+    const int d = metric_direction(m);
+    directions[m] = d > 0 ? "higher" : d < 0 ? "lower" : "none";
+  }
   j["metric_directions"] = directions;
   nlohmann::json rj = nlohmann::json::array();
   std::set<std::string> hosts;

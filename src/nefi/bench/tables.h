@@ -26,8 +26,13 @@ struct TableOptions {
 };
 
 std::vector<std::string> metric_names(const std::vector<Row>& rows);
-// psnr, ssim, iou, dice and *f1* are better high; everything else low.
-bool higher_is_better(const std::string& metric);
+// +1 for a quality metric better high (psnr, ssim, iou, dice, *f1*, ...),
+// -1 better low (mse, *error*, mae, ...), 0 for a number a method or the data
+// reports that ranks nothing (admm_iterations, wiener_snr, blurred_psnr,
+// *_init): tables give it no arrow and no best, figures no direction.
+int metric_direction(const std::string& metric);
+// " (higher is better)", " (lower is better)" or "": a figure title's end.
+std::string direction_note(const std::string& metric);
 
 std::string rows_csv(const Protocol& p, const std::vector<Row>& rows);
 std::string summary_csv(const Protocol& p, const std::vector<Row>& rows, const TableOptions& o);

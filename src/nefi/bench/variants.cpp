@@ -1,7 +1,9 @@
 #include "nefi/bench/variants.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <numeric>
+#include <optional>
 #include <variant>
 
 #include <fmt/format.h>
@@ -72,8 +74,21 @@ Step single_stage(const RunConfig& cfg) {
   return {"-multiscale", {"steps=[" + Params::render(total) + "]"}, ""};
 }
 
-// One modifier against the config as the earlier ones left it.
-Step modifier_step(const RunConfig& cfg, const Instance& inst, const std::string& mod) {
+// no_pe and no_annealing switch off the neural field's positional encoding
+// and its band annealing: on another method's field (grid, a baseline) they
+// would change nothing and the row would claim the part has no effect.
+void check_neural(const Instance& inst, const std::string& method, const std::string& mod) {
+  const std::string neural = default_method(inst);
+  FK_CHECK(method == neural, "modifier '" + mod + "'",
+           "the neural method (" + neural + ", whose field has a positional encoding)",
+           "method " + method);
+}
+
+// One modifier against the config as the earlier ones left it, for the
+// method the earlier ones left.
+Step modifier_step(const RunConfig& cfg, const Instance& inst, const std::string& method,
+                   const std::string& mod) {
+  if (mod == "no_annealing" || mod == "no_pe") check_neural(inst, method, mod);
   if (mod == "no_annealing") return no_annealing(cfg);
   if (mod == "no_pe") return no_pe(cfg);
   if (mod == "single_stage") return single_stage(cfg);
@@ -144,7 +159,7 @@ std::vector<Variant> ablation_variants(const RunConfig& base, const Instance& in
   for (const auto& mod : modifiers) {
     const Variant& prev = independent ? out.front() : out.back();
     if (independent) cfg = base;
-    const Step s = modifier_step(cfg, inst, mod);
+    const Step s = modifier_step(cfg, inst, prev.method, mod);
     for (const auto& a : s.sets) apply_set(cfg, a);  // checks key and value now
     Variant v = prev;
     v.label = s.label;
@@ -171,13 +186,21 @@ std::vector<Variant> sweep_variants(const RunConfig& base, const std::string& ba
     FK_CHECK(std::find(keys.begin(), keys.end(), key) != keys.end(), "--axis " + axis,
              "a loss weight of " + base.instance + " (" + join(keys) + ")", "'" + key + "'");
   }
+  // Two spellings of one number (1e-3 and 0.001) are one value.
+  const auto number = [](const std::string& v) {
+    char* end = nullptr;
+    const double x = std::strtod(v.c_str(), &end);
+    return !v.empty() && end == v.c_str() + v.size() ? std::optional<double>(x) : std::nullopt;
+  };
   std::vector<Variant> out;
-  for (const auto& v : values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    const std::string& v = values[i];
     const std::string a = key + "=" + v;
     RunConfig cfg = base;
     apply_set(cfg, a);  // an unknown key or a mistyped value fails here
-    for (const auto& earlier : out)
-      FK_CHECK(earlier.label != a, "--values", "each value once", "'" + v + "' twice");
+    for (size_t j = 0; j < i; ++j)
+      FK_CHECK(values[j] != v && !(number(v) && number(values[j]) == number(v)), "--values",
+               "each value once", "'" + values[j] + "' and '" + v + "'");
     out.push_back({a, base_method, {a}, {a}});
   }
   return out;

@@ -61,6 +61,15 @@ nlohmann::json decisions_json(const std::vector<Decision>& decisions) {
   return out;
 }
 
+// The tuner's own criterion on the full solves of --compare: the residual at
+// the noise level (residual / sigma near 1; above underfits, below overfits).
+bool default_fits_nearer(const AutotuneReport& r) {
+  if (!r.comparison || !(r.noise_std > 0)) return false;
+  const double chi_d = r.comparison->default_residual / r.noise_std,
+               chi_t = r.comparison->tuned_residual / r.noise_std;
+  return std::abs(chi_t - 1) > std::abs(chi_d - 1) + 0.1;
+}
+
 std::string autotune_md(const AutotuneReport& r, bool written) {
   std::string s = fmt::format(
       "# Autotune: {} ({}, seed {}), level {}\n\n"
@@ -70,6 +79,7 @@ std::string autotune_md(const AutotuneReport& r, bool written) {
       r.instance, r.method, r.seed, r.level, r.pilot_steps, r.total_steps,
       r.noise_std >= 0 ? fmt::format("{:.4e}", r.noise_std) : std::string("unknown"));
   s += decisions_md(r.decisions);
+  bool default_fits_better = false;
   if (r.comparison) {
     const Comparison& c = *r.comparison;
     s += fmt::format(
@@ -77,8 +87,21 @@ std::string autotune_md(const AutotuneReport& r, bool written) {
         "|---|---|---|---|\n| default | {} | {:.4e} | {} |\n| tuned | {} | {:.4e} | {} |\n",
         c.default_steps, c.default_residual, metrics_text(c.default_metrics), c.tuned_steps,
         c.tuned_residual, metrics_text(c.tuned_metrics));
+    if (r.noise_std > 0) {
+      const double chi_d = c.default_residual / r.noise_std, chi_t = c.tuned_residual / r.noise_std;
+      default_fits_better = default_fits_nearer(r);
+      s += fmt::format("\nResidual / sigma: default {:.3f}, tuned {:.3f}{}\n", chi_d, chi_t,
+                       default_fits_better
+                           ? ": **the default fits the data nearer the noise level; keep it** "
+                             "(the pilots were too short to show the full solve's behaviour: "
+                             "try a higher --level)"
+                           : ".");
+    }
   }
-  if (written) s += "\nReproduce the tuned solve: `nefi run tuned_config.yaml`.\n";
+  if (written)
+    s += default_fits_better
+             ? "\nThe tuned config, not recommended: `nefi run tuned_config.yaml`.\n"
+             : "\nReproduce the tuned solve: `nefi run tuned_config.yaml`.\n";
   return s;
 }
 
@@ -103,7 +126,8 @@ std::string autotune_json(const AutotuneReport& r) {
                        {"tuned",
                         {{"metrics", c.tuned_metrics},
                          {"residual_rms", number(c.tuned_residual)},
-                         {"steps", c.tuned_steps}}}};
+                         {"steps", c.tuned_steps}}},
+                       {"default_fits_nearer_the_noise", default_fits_nearer(r)}};
   }
   j["tuned_config"] = "tuned_config.yaml";
   return j.dump(2) + "\n";

@@ -94,12 +94,37 @@ TEST(BenchTables, MeansIntervalsAndPairedDifferencesByHand) {
   EXPECT_NE(rc.find("2,b,bumps,2,2,0,,10,"), std::string::npos) << rc;
 }
 
+TEST(BenchTables, PairsCountUnitsBothMethodsRanAndDiagnosticsGetNoBest) {
+  // A metric only the first method reports (its iterations, first by name)
+  // must not make the pairs 0: they are the units both ran.
+  Protocol p = two_methods();
+  std::vector<Row> rows{row(0, "a", 10), row(1, "a", 12), row(0, "b", 11), row(1, "b", 13)};
+  rows[0].metrics["admm_iterations"] = 30;
+  rows[1].metrics["admm_iterations"] = 40;
+  const std::string csv = summary_csv(p, rows, {});
+  EXPECT_DOUBLE_EQ(csv_value(csv, "diff_vs_a,b,", "n"), 2) << csv;
+  const std::string md = summary_md(p, rows, {});
+  EXPECT_NE(md.find("| b | 2 |"), std::string::npos) << md;
+  // No arrow and no bold for the iteration count; psnr keeps both.
+  EXPECT_NE(md.find("| admm_iterations |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("**35"), std::string::npos) << md;
+  EXPECT_NE(md.find("psnr ↑"), std::string::npos) << md;
+  EXPECT_NE(md.find("**12 ±"), std::string::npos) << md;
+  EXPECT_NE(benchmark_json(p, rows).find("\"admm_iterations\": \"none\""), std::string::npos);
+}
+
 TEST(BenchTables, DirectionsAndMetricNames) {
-  EXPECT_TRUE(higher_is_better("psnr"));
-  EXPECT_TRUE(higher_is_better("blurred_psnr"));
-  EXPECT_TRUE(higher_is_better("ssim"));
-  EXPECT_FALSE(higher_is_better("mse"));
-  EXPECT_FALSE(higher_is_better("relative_error"));
+  EXPECT_EQ(metric_direction("psnr"), 1);
+  EXPECT_EQ(metric_direction("ssim"), 1);
+  EXPECT_EQ(metric_direction("hungarian_f1"), 1);
+  EXPECT_EQ(metric_direction("mse"), -1);
+  EXPECT_EQ(metric_direction("relative_error"), -1);
+  // What the data or a method reports ranks nothing.
+  for (const char* m : {"blurred_psnr", "surface_psnr_init", "admm_iterations", "admm_mu",
+                        "wiener_snr", "refine_levels"})
+    EXPECT_EQ(metric_direction(m), 0) << m;
+  EXPECT_EQ(direction_note("psnr"), " (higher is better)");
+  EXPECT_EQ(direction_note("admm_mu"), "");
   Row a = row(0, "a", 1), b = row(1, "b", 2);
   b.metrics["ssim"] = 0.5;
   EXPECT_EQ(metric_names({a, b}), (std::vector<std::string>{"psnr", "ssim"}));

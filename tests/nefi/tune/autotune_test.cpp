@@ -131,6 +131,26 @@ TEST(Autotune, DivergedPilotsNeverWinAndUnreachedDiscrepancyFallsBack) {
   EXPECT_NE(md.find("failed: diverged"), std::string::npos) << md;
 }
 
+TEST(Autotune, TheComparisonSaysWhenTheDefaultFitsNearerTheNoise) {
+  AutotuneReport r;
+  r.instance = "toy1d";
+  r.noise_std = 0.02;
+  r.comparison = Comparison{};
+  r.comparison->default_residual = 0.0218;  // 1.09 sigma
+  r.comparison->tuned_residual = 0.0469;    // 2.35 sigma: underfit
+  std::string md = autotune_md(r);
+  EXPECT_NE(md.find("default 1.090, tuned 2.345"), std::string::npos) << md;
+  EXPECT_NE(md.find("keep it"), std::string::npos) << md;
+  EXPECT_NE(md.find("not recommended"), std::string::npos) << md;
+  EXPECT_NE(autotune_json(r).find("\"default_fits_nearer_the_noise\": true"), std::string::npos);
+  r.comparison->tuned_residual = 0.0206;  // 1.03 sigma
+  md = autotune_md(r);
+  EXPECT_EQ(md.find("keep it"), std::string::npos) << md;
+  EXPECT_NE(md.find("Reproduce the tuned solve"), std::string::npos) << md;
+  r.noise_std = -1;  // unknown: no verdict
+  EXPECT_EQ(autotune_md(r).find("Residual / sigma"), std::string::npos);
+}
+
 TEST(Autotune, ModelErrorFloorSetsTheDiscrepancyLevel) {
   // sigma 0.01 with lr exact (1e-2): residuals 0.05 + 10 tv, the floor
   // 0.05001 at tv = 1e-6; tv = 1e-3 (0.06) is beyond 1.1 x 0.05001, so 3e-4
