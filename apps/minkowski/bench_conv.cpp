@@ -16,6 +16,7 @@
 #include "fk/fk.h"
 #include "fk/fma_peak.h"
 #include "minkowski/minkowski.h"
+#include "output_path.h"
 #include "scene.h"
 
 namespace minkowski_app {
@@ -30,9 +31,10 @@ struct Setup {
 
 Setup check_options(const BenchConvOptions& o) {
   if (o.points < 1) throw std::runtime_error("--points must be positive");
-  if (o.channels.empty() || o.out_channels < 0 ||
+  if (o.channels.empty() ||
       std::any_of(o.channels.begin(), o.channels.end(), [](int c) { return c < 1; }))
     throw std::runtime_error("--channels must be positive");
+  if (o.out_channels < 0) throw std::runtime_error("--out-channels must be >= 0 (0: --channels)");
   if (o.kernel < 1 || o.stride < 1)
     throw std::runtime_error("--kernel and --stride must be positive");
   if (o.repeats < 1) throw std::runtime_error("--repeats must be positive");
@@ -383,15 +385,12 @@ int ladder_only(const Report& r, const BenchConvOptions& o, const Setup& s,
 int bench_conv(const BenchConvOptions& o) {
   if (o.threads > 0) fk::set_num_threads(o.threads);
   const Setup s = check_options(o);
+  check_writable(o.json, "minkowski bench conv --json");
   Scene scene = load_scene(o);
   Report r;
   r.source = scene.source;
   r.note = scene.note;
-  r.n_in = static_cast<int64_t>(scene.rows.size() / 4);
-  if (r.n_in == 0) {
-    fmt::print("minkowski bench conv: {} is an empty scene (0 rows): nothing to time\n", r.source);
-    return 0;
-  }
+  r.n_in = static_cast<int64_t>(scene.rows.size() / 4);  // >= 1: read_scene refuses none
   r.cin = s.cin;
   r.cout = s.cout;
   r.nt = fk::get_num_threads();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -16,6 +17,7 @@
 #include "bench_ops_cases.h"
 #include "fk/fk.h"
 #include "minkowski/minkowski.h"
+#include "output_path.h"
 #include "scene.h"
 #include "stream_triad.h"
 
@@ -78,10 +80,19 @@ std::vector<int32_t> load_rows(const BenchOpsOptions& o, std::string& source) {
     return synthetic_scene(o.points).rows;
   }
   source = o.scene;
+  // The default scene's path is relative to the repository root.
+  FK_CHECK(o.scene != BenchOpsOptions{}.scene || std::filesystem::is_regular_file(o.scene),
+           "minkowski bench ops --scene",
+           "the default scene " + o.scene +
+               " (run from the repository root), or --scene FILE "
+               "or --points N",
+           "no such file from " + std::filesystem::current_path().string());
   return read_scene(o.scene);
 }
 
 void check_options(const BenchOpsOptions& o) {
+  if (o.points > 0 && o.scene != BenchOpsOptions{}.scene)
+    throw std::runtime_error("give --scene or --points, not both");
   if (o.channels < 1) throw std::runtime_error("--channels must be positive");
   if (o.repeats < 1) throw std::runtime_error("--repeats must be positive");
   if (o.triad_mib < 1) throw std::runtime_error("--triad-mib must be positive");
@@ -259,6 +270,7 @@ nlohmann::json print_table(const BenchOpsOptions& o, const std::vector<Case>& ca
 }  // namespace
 
 int bench_ops(const BenchOpsOptions& o) {
+  check_writable(o.json, "minkowski bench ops --json");
   check_options(o);
   Fixture fx;
   build_fixture(o, fx);

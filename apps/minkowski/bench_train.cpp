@@ -14,11 +14,12 @@
 // host-bound device step spends its time; --trace PATH.json writes each
 // configuration's traced step as a chrome trace (PATH-<threads>-<precision>-
 // <copy path>.json).
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <sstream>
 
 #include "fk/fk.h"
 #include "fk/knobs.h"
@@ -27,6 +28,7 @@
 #include "minkowski/nn/loss.h"
 #include "minkowski/nn/minkunet.h"
 #include "minkowski/nn/optim.h"
+#include "output_path.h"
 #include "scene.h"
 #include "train.h"
 
@@ -158,9 +160,11 @@ void run_config(const BenchTrainOptions& o, int threads, const Config& c, const 
 int bench_train(const BenchTrainOptions& o) {
   FK_CHECK(o.steps > 0 && o.points > 0, "minkowski bench train", "positive --steps and --points",
            std::to_string(o.steps) + ", " + std::to_string(o.points));
+  check_writable_folder_of(o.trace, "minkowski bench train --trace");
+  FK_CHECK(!o.threads.empty() && !o.precisions.empty(), "minkowski bench train",
+           "at least one --threads and one --precision", "an empty list");
   std::vector<Config> configs;
-  std::stringstream precisions(o.precisions);
-  for (std::string p; std::getline(precisions, p, ',');) {
+  for (const std::string& p : o.precisions) {
     const fk::DType d = nn::parse_precision(p, "minkowski bench train --precision");
     configs.push_back({d, true});
     configs.push_back({d, false});
@@ -179,8 +183,10 @@ int bench_train(const BenchTrainOptions& o) {
   std::printf(
       "minkowski bench train --variant %s --points %lld --steps %d --threads %s --precision %s "
       "--device %s%s\n",
-      o.variant.c_str(), static_cast<long long>(o.points), o.steps, o.threads.c_str(),
-      o.precisions.c_str(), device.str().c_str(), o.device_coords ? " --device-coords" : "");
+      o.variant.c_str(), static_cast<long long>(o.points), o.steps,
+      fmt::format("{}", fmt::join(o.threads, ",")).c_str(),
+      fmt::format("{}", fmt::join(o.precisions, ",")).c_str(), device.str().c_str(),
+      o.device_coords ? " --device-coords" : "");
   std::printf(
       "MinkUNet%s, %lld voxels, Adam; mean of %d steps after a warm-up and a traced step\n"
       "(conv %%: convolution compute in the traced step; peak, launches and syncs (host waits "
@@ -189,9 +195,7 @@ int bench_train(const BenchTrainOptions& o) {
   std::printf("%8s %6s %11s %9s %9s %9s %9s %11s %7s %9s %9s %7s\n", "threads", "prec", "conv copy",
               "ms/step", "forward", "backward", "optim", "points/s", "conv %", "peak MiB",
               "launches", "syncs");
-  std::stringstream list(o.threads);
-  for (std::string item; std::getline(list, item, ',');) {
-    const int threads = std::stoi(item);
+  for (const int threads : o.threads) {
     fk::set_num_threads(threads);
     for (const Config& c : configs) run_config(o, threads, c, coords, features, labels, device);
   }

@@ -6,9 +6,13 @@
 
 #include "bench_conv.h"
 #include "bench_ops.h"
+#include "cli_checks.h"
 #include "train.h"
 
 namespace {
+
+using cli_checks::non_negative_seed;
+using cli_checks::thread_count;
 
 // Every subcommand's options, filled by CLI11 as it parses.
 struct Options {
@@ -28,42 +32,62 @@ Commands add_bench_commands(CLI::App& bench, Options& opt, Commands c) {
   auto& oo = opt.oo;
   auto& bto = opt.bto;
   CLI::App* conv = bench.add_subcommand("conv", "sparse convolution forward/backward timing");
-  conv->add_option("--points", o.points, "voxels of the synthetic scene (20k-500k typical)");
+  conv->add_option("--points", o.points, "voxels of the synthetic scene (20k-500k typical)")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
   conv->add_option("--channels", o.channels,
                    "input channels; several (32,64,128,256): the ladder of C_in = C_out widths")
-      ->delimiter(',');
-  conv->add_option("--out-channels", o.out_channels, "output channels (default: --channels)");
-  conv->add_option("--kernel", o.kernel, "kernel size (cube)");
-  conv->add_option("--stride", o.stride, "stride");
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
+  conv->add_option("--out-channels", o.out_channels, "output channels (default: --channels)")
+      ->check(CLI::Range(0, 4096));
+  conv->add_option("--kernel", o.kernel, "kernel size (cube)")->check(CLI::Range(1, 15));
+  conv->add_option("--stride", o.stride, "stride")->check(CLI::Range(1, 64));
   conv->add_option("--dtype", o.dtype, "f32, f64, f16 or bf16");
-  conv->add_option("--threads", o.threads, "threads (default: OMP_NUM_THREADS or all cores)");
-  conv->add_option("--repeats", o.repeats, "timed runs per measurement (median reported)");
-  conv->add_option("--chunk-mb", o.chunk_mb, "ME_FUSED_COPY_MAX_MB of the chunked variant");
+  conv->add_option("--threads", o.threads, "threads (default: OMP_NUM_THREADS or all cores)")
+      ->check(thread_count());
+  conv->add_option("--repeats", o.repeats, "timed runs per measurement (median reported)")
+      ->check(CLI::Range(1, 10000));
+  conv->add_option("--chunk-mb", o.chunk_mb, "ME_FUSED_COPY_MAX_MB of the chunked variant")
+      ->check(CLI::Range(0.0, 1e6));
   conv->add_option("--scene", o.scene, "N x 4 int32 .npy scene (batch, x, y, z)");
   conv->add_option("--json", o.json, "also write the results as JSON to this file");
   CLI::App* ops = bench.add_subcommand(
       "ops", "pooling, unpooling, global pooling and broadcast: bytes/s vs a stream triad");
-  ops->add_option("--scene", oo.scene, "N x 4 int32 .npy scene (batch, x, y, z)");
-  ops->add_option("--points", oo.points, "a synthetic scene of this many voxels instead");
-  ops->add_option("--channels", oo.channels, "feature channels");
+  ops->add_option("--scene", oo.scene,
+                  "N x 4 int32 .npy scene (batch, x, y, z); default "
+                  "../shared/data/indoor_scene_100k.npy, from the repository root");
+  ops->add_option("--points", oo.points, "a synthetic scene of this many voxels instead")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  ops->add_option("--channels", oo.channels, "feature channels")->check(CLI::Range(1, 4096));
   ops->add_option("--dtype", oo.dtype, "f32, f64, f16 or bf16");
-  ops->add_option("--threads", oo.threads, "thread counts to run at (e.g. 1,2)")->delimiter(',');
-  ops->add_option("--repeats", oo.repeats, "timed runs per measurement (best reported)");
-  ops->add_option("--triad-mib", oo.triad_mib, "MiB per stream triad array");
-  ops->add_option("--evict-mib", oo.evict_mib, "MiB read before each timed run (0: warm)");
+  ops->add_option("--threads", oo.threads, "thread counts to run at (e.g. 1,2)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
+  ops->add_option("--repeats", oo.repeats, "timed runs per measurement (best reported)")
+      ->check(CLI::Range(1, 10000));
+  ops->add_option("--triad-mib", oo.triad_mib, "MiB per stream triad array")
+      ->check(CLI::Range(1, 65536));
+  ops->add_option("--evict-mib", oo.evict_mib, "MiB read before each timed run (0: warm)")
+      ->check(CLI::Range(0, 65536));
   ops->add_option("--json", oo.json, "also write the results as JSON to this file");
   CLI::App* bench_train = bench.add_subcommand("train", "MinkUNet training step timing");
   bench_train->add_option("--variant", bto.variant, "MinkUNet variant (14, 18, 34, +A-D)");
-  bench_train->add_option("--points", bto.points, "voxels of the synthetic scene");
-  bench_train->add_option("--steps", bto.steps, "timed steps per thread count");
-  bench_train->add_option("--threads", bto.threads, "thread counts, comma-separated");
-  bench_train->add_option("--precision", bto.precisions,
-                          "precisions, comma-separated (f32, bf16, fp16)");
+  bench_train->add_option("--points", bto.points, "voxels of the synthetic scene")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
+  bench_train->add_option("--steps", bto.steps, "timed steps per thread count")
+      ->check(CLI::Range(1, 100000));
+  bench_train->add_option("--threads", bto.threads, "thread counts, comma-separated")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
+  bench_train
+      ->add_option("--precision", bto.precisions, "precisions, comma-separated (f32, bf16, fp16)")
+      ->delimiter(',');
   bench_train->add_option("--device", bto.device, "cpu, cuda or cuda:N");
   bench_train->add_flag("--device-coords", bto.device_coords,
                         "coordinates on --device too: maps and kernel maps built there");
-  bench_train->add_option("--ops", bto.ops,
-                          "list this many of the traced step's largest host-time events");
+  bench_train
+      ->add_option("--ops", bto.ops, "list this many of the traced step's largest host-time events")
+      ->check(CLI::Range(0, 100000));
   bench_train->add_option("--trace", bto.trace,
                           "write each traced step's chrome trace, PATH.json -> "
                           "PATH-<threads>-<precision>-<copy path>.json");
@@ -85,20 +109,27 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
                     "ResNet stage widths a,b,c,d (stem: a; default 64,128,256,512)");
   train->add_option("--data", to.data,
                     "folder of labelled .ply/.npy/.xyz files (default: generated)");
-  train->add_option("--classes", to.classes,
-                    "number of classes (default: generated scenes 5, shapes 4)");
-  train->add_option("--epochs", to.epochs, "epochs");
-  train->add_option("--steps-per-epoch", to.steps_per_epoch, "steps per epoch");
-  train->add_option("--batch", to.batch, "scenes per step");
-  train->add_option("--val-scenes", to.val_scenes,
-                    "held-out scenes (classifier: batches of 16 shapes) evaluated per epoch");
+  train
+      ->add_option("--classes", to.classes,
+                   "number of classes (default: generated scenes 5, shapes 4)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4096}));
+  train->add_option("--epochs", to.epochs, "epochs")->check(CLI::Range(1, 1000000));
+  train->add_option("--steps-per-epoch", to.steps_per_epoch, "steps per epoch")
+      ->check(CLI::Range(1, 100000000));
+  train->add_option("--batch", to.batch, "scenes per step")->check(CLI::Range(1, 4096));
+  train
+      ->add_option("--val-scenes", to.val_scenes,
+                   "held-out scenes (classifier: batches of 16 shapes) evaluated per epoch")
+      ->check(CLI::Range(1, 100000));
   train->add_option("--voxel", to.voxel, "voxel size (m; default: scenes 0.1, shapes 0.04)");
   train->add_option("--lr", to.lr, "base learning rate");
   train->add_option("--optimizer", to.optimizer, "adam, adamw or sgd");
   train->add_option("--schedule", to.schedule, "constant, step, cosine or poly");
-  train->add_option("--warmup", to.warmup, "linear warm-up steps");
-  train->add_option("--weight-decay", to.weight_decay, "weight decay");
-  train->add_option("--clip", to.clip, "clip the gradient norm to this (0: off)");
+  train->add_option("--warmup", to.warmup, "linear warm-up steps")->check(CLI::NonNegativeNumber);
+  train->add_option("--weight-decay", to.weight_decay, "weight decay")
+      ->check(CLI::NonNegativeNumber);
+  train->add_option("--clip", to.clip, "clip the gradient norm to this (0: off)")
+      ->check(CLI::NonNegativeNumber);
   train->add_option("--precision", to.precision,
                     "f32, bf16 or fp16: autocast with f32 master weights (fp16: loss scaling)");
   train->add_option("--device", to.device,
@@ -107,10 +138,15 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
                     "with a CUDA --device: device (the default: each batch's coordinates move "
                     "there and its kernel maps are built there) or host (built on the host "
                     "and uploaded)");
-  train->add_option("--seed", to.seed, "seed of the weights and the scenes");
-  train->add_option("--threads", to.threads, "threads (0: default)");
+  train->add_option("--seed", to.seed, "seed of the weights and the scenes")
+      ->check(non_negative_seed());
+  train->add_option("--threads", to.threads, "threads (0: default)")->check(thread_count());
   train->add_option("--out", to.out, "output folder (log.csv, best.ckpt, last.ckpt)");
   train->add_flag("--resume", to.resume, "continue from OUT/last.ckpt");
+  train->add_flag("--deterministic", to.deterministic,
+                  "the same weights for a --seed run to run and at any --threads: one "
+                  "convolution path, not the fastest by timing (whose choice can differ "
+                  "between runs)");
   CLI::App* predict =
       app.add_subcommand("predict", "label a point file, a generated scene or a shape");
   predict->add_option("--model", po.model,
@@ -118,16 +154,18 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
   predict->add_option("--variant", po.variant, "MinkUNet variant of the checkpoint");
   predict->add_option("--planes", po.planes, "ResNet stage widths a,b,c,d of the checkpoint");
   predict->add_option("--checkpoint", po.checkpoint, "checkpoint file")->required();
-  predict->add_option("--input", po.input,
-                      "point file (.ply, .xyz, .txt); default: a generated scene (ResNet: shape)");
-  predict->add_option("--scene-seed", po.scene_seed, "seed of the generated scene or shape");
+  predict->add_option(
+      "--input", po.input,
+      "point file (.ply, .npy, .xyz, .txt); default: a generated scene (ResNet: shape)");
+  predict->add_option("--scene-seed", po.scene_seed, "seed of the generated scene or shape")
+      ->check(non_negative_seed());
   predict->add_option("--voxel", po.voxel, "voxel size (m; default: scenes 0.1, shapes 0.04)");
   predict->add_option("--precision", po.precision, "f32, bf16 or fp16: autocast of the forward");
   predict->add_option("--ply", po.ply, "write the labelled cloud, coloured by class");
   predict->add_option("--labels", po.labels, "write the predicted labels (int64 .npy)");
   predict->add_option("--device", po.device,
                       "cpu, cuda or cuda:N: the network, features and coordinates live there");
-  predict->add_option("--threads", po.threads, "threads (0: default)");
+  predict->add_option("--threads", po.threads, "threads (0: default)")->check(thread_count());
   c.train = train;
   c.predict = predict;
   return c;

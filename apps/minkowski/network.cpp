@@ -46,6 +46,12 @@ nn::ResNetOptions resnet_options_of(const NetworkChoice& n, const std::string& c
 
 std::unique_ptr<nn::SparseModule> make_network(const NetworkChoice& n, const std::string& command) {
   check_model(n.model, command);
+  // Each option shapes one architecture; given to the other it would be
+  // ignored without a word.
+  FK_CHECK(!is_classifier(n.model) || n.variant == NetworkChoice{}.variant, command + " --variant",
+           "no --variant with a ResNet (its widths are --planes)", "'" + n.variant + "'");
+  FK_CHECK(is_classifier(n.model) || n.planes.empty(), command + " --planes",
+           "no --planes with minkunet (its layout is --variant)", "'" + n.planes + "'");
   if (is_classifier(n.model)) return std::make_unique<nn::ResNet>(resnet_options_of(n, command));
   return std::make_unique<nn::MinkUNet>(nn::minkunet_options(n.variant, 3, n.classes, 3));
 }

@@ -7,8 +7,12 @@
 // writes a PLY coloured by the predicted class and the labels as an int64 .npy.
 // With a CUDA --device the network, the features and the coordinates (so
 // every kernel map) live there.
+#include <array>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
+#include <optional>
 
 #include "fk/fk.h"
 #include "fk/io/npy.h"
@@ -25,20 +29,62 @@ namespace {
 
 using namespace minkowski;
 
-void write_ply(const std::string& path, const data::PointCloud& cloud,
-               const std::vector<int64_t>& predicted) {
+// A class's colour: the generated scenes' five, then hues a golden angle
+// apart for a model trained on more classes.
+std::array<int, 3> colour_of(int64_t c) {
   static const int kColours[data::kSceneClasses][3] = {
       {120, 120, 120}, {230, 230, 220}, {220, 40, 30}, {30, 70, 220}, {40, 190, 60}};
-  std::ofstream out(path);
-  FK_CHECK(out.good(), "minkowski predict --ply", "a writable path", "'" + path + "'");
+  if (c < data::kSceneClasses) return {kColours[c][0], kColours[c][1], kColours[c][2]};
+  const double h = std::fmod(0.61803398875 * static_cast<double>(c), 1.0) * 6.0;
+  const double x = 1.0 - std::abs(std::fmod(h, 2.0) - 1.0);
+  const double rgb[6][3] = {{1, x, 0}, {x, 1, 0}, {0, 1, x}, {0, x, 1}, {x, 0, 1}, {1, 0, x}};
+  const double* v = rgb[static_cast<int>(h) % 6];
+  return {static_cast<int>(40 + 190 * v[0]), static_cast<int>(40 + 190 * v[1]),
+          static_cast<int>(40 + 190 * v[2])};
+}
+
+// The paths --ply and --labels name are opened before the work, so a bad
+// one fails at once.
+std::ofstream open_output(const std::string& path, const std::string& flag) {
+  std::ofstream out(path, std::ios::binary);
+  FK_CHECK(out.good(), "minkowski predict " + flag, "a writable path", "'" + path + "'");
+  return out;
+}
+
+void write_ply(std::ofstream& out, const data::PointCloud& cloud,
+               const std::vector<int64_t>& predicted) {
   out << "ply\nformat ascii 1.0\nelement vertex " << cloud.size()
       << "\nproperty float x\nproperty float y\nproperty float z\nproperty uchar red\n"
          "property uchar green\nproperty uchar blue\nproperty int label\nend_header\n";
+  out.precision(std::numeric_limits<float>::max_digits10);  // the coordinates as read
   for (int64_t i = 0; i < cloud.size(); ++i) {
-    const int* c = kColours[predicted[i]];
+    const std::array<int, 3> c = colour_of(predicted[i]);
     out << cloud.xyz[3 * i] << ' ' << cloud.xyz[3 * i + 1] << ' ' << cloud.xyz[3 * i + 2] << ' '
         << c[0] << ' ' << c[1] << ' ' << c[2] << ' ' << predicted[i] << '\n';
   }
+}
+
+// The checkpoint's model tensors: a best.ckpt as saved, or the model part
+// of train's resumable last.ckpt (its "model." names).
+nn::NamedTensors model_tensors(const std::string& path) {
+  nn::NamedTensors all = nn::read_tensors(path), model;
+  for (const auto& [n, t] : all)
+    if (n.starts_with("model.")) model.emplace_back(n.substr(6), t);
+  return model.empty() ? all : model;
+}
+
+// The class count the checkpoint was trained for: its head's outputs.
+int64_t classes_of(const nn::NamedTensors& tensors, const std::string& path) {
+  for (const auto& [n, t] : tensors)
+    if (n == "head.bias") return t.numel();
+  throw fk::Error("minkowski predict --checkpoint " + path,
+                  "a MinkUNet or ResNet checkpoint (a tensor head.bias)", "none");
+}
+
+std::string class_name(int64_t c, int64_t classes, bool classifier) {
+  if (classifier && classes == data::kShapeClasses) return data::shape_class_name(c);
+  if (!classifier && classes == data::kSceneClasses) return data::scene_class_name(c);
+  return "class " + std::to_string(c);  // a model trained on labelled files
 }
 
 // The cloud the options name: the point file, or a generated scene (MinkUNet)
@@ -93,25 +139,33 @@ int predict(const PredictOptions& options) {
   const fk::DType precision = nn::parse_precision(o.precision, "minkowski predict --precision");
   const fk::Device device = fk::parse_device(o.device);
   if (o.threads > 0) fk::set_num_threads(o.threads);
-  const int64_t classes = classifier ? data::kShapeClasses : data::kSceneClasses;
+  std::optional<std::ofstream> ply, labels;
+  if (!o.ply.empty()) ply.emplace(open_output(o.ply, "--ply"));
+  if (!o.labels.empty()) labels.emplace(open_output(o.labels, "--labels"));
+  const nn::NamedTensors tensors = model_tensors(o.checkpoint);
+  const int64_t classes = classes_of(tensors, o.checkpoint);
   const auto net = make_network({o.model, o.variant, o.planes, classes}, "minkowski predict");
-  nn::load_state(*net, o.checkpoint);
+  nn::copy_named(net->state(), tensors, "load checkpoint " + o.checkpoint);
   net->to(device);
   const data::PointCloud cloud = input_cloud(o);
   const std::vector<int64_t> predicted = predict_points(o, precision, *net, cloud, classes, device);
   if (classifier) {
-    std::printf("predicted %s", data::shape_class_name(predicted.front()));
-    if (cloud.has_labels()) std::printf(", label %s", data::shape_class_name(cloud.labels.front()));
+    std::printf("predicted %s", class_name(predicted.front(), classes, true).c_str());
+    if (cloud.has_labels())
+      std::printf(", label %s", class_name(cloud.labels.front(), classes, true).c_str());
     std::printf("\n");
   } else if (cloud.has_labels()) {
     nn::ConfusionMatrix points(classes);
     points.add(fk::from_vector(predicted), fk::from_vector(cloud.labels));
     std::printf("point mIoU %.4f, accuracy %.4f\n", points.miou(), points.accuracy());
     for (int64_t c = 0; c < classes; ++c)
-      std::printf("  %-9s IoU %.4f\n", data::scene_class_name(c), points.iou(c));
+      std::printf("  %-9s IoU %.4f\n", class_name(c, classes, false).c_str(), points.iou(c));
   }
-  if (!o.ply.empty()) write_ply(o.ply, cloud, predicted);
-  if (!o.labels.empty()) fk::write_npy(o.labels, fk::from_vector(predicted));
+  if (ply) write_ply(*ply, cloud, predicted);
+  if (labels) {
+    labels->close();  // opened only to check the path: write_npy writes the file
+    fk::write_npy(o.labels, fk::from_vector(predicted));
+  }
   return 0;
 }
 

@@ -104,22 +104,26 @@ SyntheticScene synthetic_scene(int64_t points, uint64_t seed) {
 
 std::vector<int32_t> read_scene(const std::string& path) {
   const fk::Tensor t = fk::read_npy(path);
-  FK_CHECK(t.dim() == 2 && t.size(1) == 4, path, "an N x 4 array (batch, x, y, z)",
-           "shape " + t.shape().str());
+  FK_CHECK(t.dim() == 2 && t.size(1) == 4 && t.size(0) > 0, path,
+           "an N x 4 array (batch, x, y, z), N >= 1", "shape " + t.shape().str());
+  std::vector<int32_t> rows(static_cast<size_t>(t.numel()));
   if (t.dtype() == fk::DType::I32) {
     const int32_t* p = t.data<int32_t>();
-    return std::vector<int32_t>(p, p + t.numel());
+    rows.assign(p, p + t.numel());
+  } else {
+    FK_CHECK(t.dtype() == fk::DType::I64, path, "int32 or int64 coordinates", fk::name(t.dtype()));
+    const int64_t* p = t.data<int64_t>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      FK_CHECK(p[i] >= std::numeric_limits<int32_t>::min() &&
+                   p[i] <= std::numeric_limits<int32_t>::max(),
+               path, "int64 coordinates within the int32 range",
+               std::to_string(p[i]) + " in row " + std::to_string(i / 4));
+      rows[i] = static_cast<int32_t>(p[i]);
+    }
   }
-  FK_CHECK(t.dtype() == fk::DType::I64, path, "int32 or int64 coordinates", fk::name(t.dtype()));
-  const int64_t* p = t.data<int64_t>();
-  std::vector<int32_t> rows(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    FK_CHECK(
-        p[i] >= std::numeric_limits<int32_t>::min() && p[i] <= std::numeric_limits<int32_t>::max(),
-        path, "int64 coordinates within the int32 range",
-        std::to_string(p[i]) + " in row " + std::to_string(i / 4));
-    rows[i] = static_cast<int32_t>(p[i]);
-  }
+  for (size_t i = 0; i < rows.size(); i += 4)
+    FK_CHECK(rows[i] >= 0, path, "batch indices >= 0",
+             std::to_string(rows[i]) + " in row " + std::to_string(i / 4));
   return rows;
 }
 

@@ -23,6 +23,7 @@
 #include "minkowski/nn/checkpoint.h"
 #include "minkowski/nn/schedule.h"
 #include "minkowski/nn/segmentation.h"
+#include "minkowski/ops/conv.h"
 #include "network.h"
 #include "train.h"
 
@@ -51,6 +52,14 @@ TrainOptions resolved(TrainOptions o) {
   FK_CHECK(o.voxel > 0, "minkowski train --voxel", "a positive size", std::to_string(o.voxel));
   FK_CHECK(o.coords == "device" || o.coords == "host", "minkowski train --coords", "device or host",
            "'" + o.coords + "'");
+  FK_CHECK(o.data.empty() || std::filesystem::is_directory(o.data), "minkowski train --data",
+           "a folder of labelled point files", "'" + o.data + "'");
+  FK_CHECK(o.classes >= 2, "minkowski train --classes", "at least 2 classes",
+           std::to_string(o.classes));
+  const int64_t total = int64_t{o.epochs} * o.steps_per_epoch;
+  FK_CHECK(o.warmup < total, "minkowski train --warmup",
+           "fewer warm-up steps than the run's " + std::to_string(total) + " steps",
+           std::to_string(o.warmup));
   return o;
 }
 
@@ -198,6 +207,7 @@ nn::ConfusionMatrix validate(nn::SparseModule& net, const TrainOptions& o, const
 int train(const TrainOptions& options) {
   const TrainOptions o = resolved(options);
   if (o.threads > 0) fk::set_num_threads(o.threads);
+  if (o.deterministic) minkowski::set_deterministic(true);
   std::filesystem::create_directories(o.out);
   const std::string last = o.out + "/last.ckpt", best = o.out + "/best.ckpt";
   const fk::DType precision = nn::parse_precision(o.precision, "minkowski train --precision");
@@ -221,10 +231,16 @@ int train(const TrainOptions& options) {
   const nn::StepOptions step_options{-100, {}, o.clip, precision, scaler ? &*scaler : nullptr};
   nn::LrSchedule schedule{nn::schedule_kind(o.schedule), o.lr,
                           int64_t{o.epochs} * o.steps_per_epoch, o.warmup};
-  std::ofstream log(o.out + "/log.csv", o.resume ? std::ios::app : std::ios::trunc);
-  if (!o.resume) log << "epoch,loss,val_miou,val_accuracy,lr,points_per_s,skipped_steps\n";
-  const bool tty = isatty(fileno(stderr));
+  // The data are read before the log is touched: a bad --data leaves an
+  // earlier run's log as it was.
   const Source source(o);
+  const std::string log_path = o.out + "/log.csv";
+  const bool log_has_rows =
+      o.resume && std::filesystem::exists(log_path) && std::filesystem::file_size(log_path) > 0;
+  std::ofstream log(log_path, log_has_rows ? std::ios::app : std::ios::trunc);
+  FK_CHECK(log.good(), "minkowski train --out", "a writable folder", "'" + o.out + "'");
+  if (!log_has_rows) log << "epoch,loss,val_miou,val_accuracy,lr,points_per_s,skipped_steps\n";
+  const bool tty = isatty(fileno(stderr));
   for (int epoch = progress.epoch; epoch < o.epochs; ++epoch) {
     double loss_sum = 0;
     int64_t points = 0, skipped = 0;

@@ -4,6 +4,7 @@
 // ResNet classifier on generated shapes.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace minkowski_app {
 
@@ -36,6 +37,9 @@ struct TrainOptions {
   int threads = 0;
   std::string out = "minkowski_run";  // folder: log.csv, best.ckpt, last.ckpt
   bool resume = false;
+  // minkowski::set_deterministic: one convolution path, not one chosen by
+  // timing, so a --seed gives the same weights run to run and across threads.
+  bool deterministic = false;
 };
 int train(const TrainOptions& o);
 
@@ -59,12 +63,12 @@ struct BenchTrainOptions {
   std::string variant = "18";
   int64_t points = 50000;
   int steps = 3;
-  std::string threads = "1,2";
-  std::string precisions = "f32,bf16";  // each with the fused and the per-offset copy path
-  std::string device = "cpu";           // where the network, features and labels live
-  bool device_coords = false;           // coordinates (and so every map) on --device too
-  int ops = 0;                          // list the traced step's largest host-time events
-  std::string trace;                    // write each traced step's chrome trace (PATH.json)
+  std::vector<int> threads = {1, 2};
+  std::vector<std::string> precisions = {"f32", "bf16"};  // each fused and per-offset
+  std::string device = "cpu";  // where the network, features and labels live
+  bool device_coords = false;  // coordinates (and so every map) on --device too
+  int ops = 0;                 // list the traced step's largest host-time events
+  std::string trace;           // write each traced step's chrome trace (PATH.json)
 };
 int bench_train(const BenchTrainOptions& o);
 

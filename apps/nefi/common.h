@@ -3,13 +3,13 @@
 // app and returns what to run when it is the one parsed; errors are
 // exceptions, which main turns into one line and exit status 2.
 #include <CLI/CLI.hpp>
-#include <charconv>
-#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "cli_checks.h"
 
 namespace nefi::cli {
 
@@ -27,24 +27,8 @@ inline CLI::Validator non_empty_directory() {
       "DIR");
 }
 
-// A seed option's check (each value of a list): CLI11 would read "-1" into
-// an unsigned seed as 2^64 - 1, and clamp a seed past 2^64 - 1 to it.
-inline CLI::Validator non_negative_seed() {
-  return CLI::Validator(
-      [](std::string& s) {
-        uint64_t v = 0;
-        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-        return s.empty() || ec != std::errc() || end != s.data() + s.size()
-                   ? "expected a seed in [0, 2^64), got '" + s + "'"
-                   : std::string();
-      },
-      "SEED>=0");
-}
-
-// --threads: 0 (the default: 1, or $OMP_NUM_THREADS) up to 1024.
-inline CLI::Validator thread_count() {
-  return CLI::Range(0, 1024);
-}
+using cli_checks::non_negative_seed;
+using cli_checks::thread_count;
 
 Command add_list(CLI::App& app, const Context& ctx);
 Command add_run(CLI::App& app, const Context& ctx);

@@ -10,7 +10,8 @@
 namespace fk {
 
 // Threads fk's parallel loops use. Defaults to OMP_NUM_THREADS when set, else
-// the number of cores. Also sets OpenBLAS's thread count.
+// the number of cores. Also sets OpenBLAS's thread count. n <= 0 means 1;
+// n above 4096 is an fk::Error.
 void set_num_threads(int n);
 int get_num_threads();
 

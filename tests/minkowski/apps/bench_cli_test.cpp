@@ -135,15 +135,22 @@ TEST(BenchConvCli, EverySyntheticSizeIsReached) {
   }
 }
 
-TEST(BenchConvCli, AnEmptySceneSaysSo) {
+TEST(BenchConvCli, EmptyScenesAndNegativeBatchesAreRefusedAsBenchOpsRefusesThem) {
   if (!fs::exists(fieldkit_test::sibling_binary("minkowski")))
     GTEST_SKIP() << "minkowski CLI not built";
-  const fs::path scene = scratch() / "empty.npy";
-  write_npy(scene, {}, 4);
-  int status = -1;
-  const std::string out = run_stdout("bench conv --scene " + scene.string(), status);
-  EXPECT_EQ(status, 0);
-  EXPECT_NE(out.find("empty scene (0 rows)"), std::string::npos) << out;
+  const fs::path empty = scratch() / "empty.npy", negative = scratch() / "negative_batch.npy";
+  write_npy(empty, {}, 4);
+  write_npy(negative, {0, 1, 2, 3, -1, 0, 0, 0}, 4);
+  for (const char* cmd : {"bench conv", "bench ops"}) {
+    auto r = fieldkit_test::run_cli(fieldkit_test::sibling_binary("minkowski"),
+                                    std::string(cmd) + " --scene " + empty.string(), scratch());
+    EXPECT_NE(r.status, 0) << cmd;
+    EXPECT_NE(r.err.find("N >= 1, got shape [0, 4]"), std::string::npos) << r.err;
+    r = fieldkit_test::run_cli(fieldkit_test::sibling_binary("minkowski"),
+                               std::string(cmd) + " --scene " + negative.string(), scratch());
+    EXPECT_NE(r.status, 0) << cmd;
+    EXPECT_NE(r.err.find("batch indices >= 0, got -1 in row 1"), std::string::npos) << r.err;
+  }
 }
 
 // `bench train`: one row per precision x copy path with a convolution share
@@ -245,7 +252,7 @@ TEST(BenchConvCli, ChannelLadderReportsEveryWidth) {
   const auto r = fieldkit_test::run_cli(fieldkit_test::sibling_binary("minkowski"),
                                         "bench conv --points 100 --channels 8,0", scratch());
   EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.err.find("--channels must be positive"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--channels: Value 0 not in range 1 to 4096"), std::string::npos) << r.err;
 }
 
 }  // namespace

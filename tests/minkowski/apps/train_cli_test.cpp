@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,6 +41,11 @@ void expect_png(const fs::path& p, uint32_t width, uint32_t height) {
 int count_lines(const fs::path& p) {
   std::ifstream f(p);
   return static_cast<int>(std::count(std::istreambuf_iterator<char>(f), {}, '\n'));
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
 }
 
 TEST(TrainCli, TrainResumePredictAndErrors) {
@@ -123,6 +129,70 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   r = fieldkit_test::run_cli(bin, folder + " --classes 3", dir);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(count_lines(dir / "run2" / "log.csv"), 2);
+  // predict reads the class count from the checkpoint (3 here, not the
+  // scenes' 5) and takes train's resumable last.ckpt as well as best.ckpt.
+  for (const char* c : {"best.ckpt", "last.ckpt"}) {
+    const std::string labels = (dir / "p3.npy").string();
+    r = fieldkit_test::run_cli(bin,
+                               "predict --voxel 1 --checkpoint " + (dir / "run2" / c).string() +
+                                   " --input " + (dir / "points" / "a.xyz").string() +
+                                   " --labels " + labels,
+                               dir);
+    ASSERT_EQ(r.status, 0) << c << ": " << r.err;
+    const std::vector<int64_t> got = fk::read_npy(labels).to_vector<int64_t>();
+    EXPECT_EQ(got.size(), 40u);
+    EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](int64_t l) { return l >= 0 && l < 3; }));
+  }
+  // A failed call leaves the run's log as it was; a resume without a log
+  // starts one with its header.
+  const std::string log_before = read_text(dir / "run2" / "log.csv");
+  r = fieldkit_test::run_cli(
+      bin,
+      "train --classes 3 --data " + (dir / "absent").string() + " --out " + (dir / "run2").string(),
+      dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--data: expected a folder of labelled point files"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(read_text(dir / "run2" / "log.csv"), log_before);
+  fs::remove(dir / "run2" / "log.csv");
+  r = fieldkit_test::run_cli(bin,
+                             "train --epochs 2 --steps-per-epoch 1 --batch 1 --voxel 1 --threads 1 "
+                             "--resume --classes 3 --data " +
+                                 (dir / "points").string() + " --out " + (dir / "run2").string(),
+                             dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(read_text(dir / "run2" / "log.csv").rfind("epoch,loss,", 0), 0u);
+  // Counts and sizes out of range are refused before any work.
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"train --val-scenes -1", "--val-scenes: Value -1 not in range"},
+           {"train --epochs 0", "--epochs: Value 0 not in range"},
+           {"train --steps-per-epoch 0", "--steps-per-epoch: Value 0 not in range"},
+           {"train --batch 0", "--batch: Value 0 not in range"},
+           {"train --threads 100000", "--threads: Value 100000 not in range 0 to 4096"},
+           {"train --seed -1", "--seed: expected a seed in [0, 2^64), got '-1'"},
+           {"train --clip -1", "--clip"},
+           {"train --epochs 1 --steps-per-epoch 2 --warmup 5",
+            "--warmup: expected fewer warm-up steps than the run's 2 steps, got 5"},
+           {"train --planes 8,16,32,64", "--planes: expected no --planes with minkunet"},
+           {"train --model resnet14 --variant 18",
+            "--variant: expected no --variant with a ResNet"},
+           {"predict --checkpoint x --threads 100000", "--threads: Value 100000 not in range"},
+           {"predict --checkpoint x --scene-seed -5", "--scene-seed: expected a seed"},
+           {"bench train --threads 0", "--threads: Value 0 not in range 1 to 4096"},
+           {"bench train --threads abc", "--threads: Value abc not in range"},
+           {"bench conv --kernel 200", "--kernel: Value 200 not in range 1 to 15"},
+           {"bench conv --points 100 --json /proc/no/such.json",
+            "--json: expected a writable file"},
+           {"bench ops --points -5", "--points: Value -5 not in range"},
+           {"bench ops --points 100 --scene x.npy", "give --scene or --points, not both"}}) {
+    const bool train = args.starts_with("train");
+    r = fieldkit_test::run_cli(bin, train ? args + " --out " + (dir / "refused").string() : args,
+                               dir);
+    EXPECT_NE(r.status, 0) << args;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_FALSE(fs::exists(dir / "refused" / "log.csv"));
   r = fieldkit_test::run_cli(bin, folder + " --classes 2", dir);  // label 2 is out of range
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("expected a label in [0, 2) or -100, got 2"), std::string::npos) << r.err;

@@ -29,6 +29,14 @@ TEST(DiagnoseCli, SmokeAtStartAndSolution) {
   const auto j = nlohmann::json::parse(nefi::test::slurp(a / "diagnostics.json"));
   EXPECT_EQ(j["settings"]["k"], 4);  // --smoke: k <= 4, probes <= 8, n-iter <= 12
   EXPECT_EQ(j["settings"]["probes"], 8);
+  // ... unless given: the help's own example keeps its --k and --n-iter.
+  const fs::path c = nefi::test::fresh_dir("diagnose_given");
+  ASSERT_EQ(
+      nefi_stdout("diagnose toy1d --smoke --k 6 --n-iter 16 --no-plot -o " + c.string()).status, 0);
+  const auto g = nlohmann::json::parse(nefi::test::slurp(c / "diagnostics.json"));
+  EXPECT_EQ(g["settings"]["k"], 6);
+  EXPECT_EQ(g["settings"]["n_iter"], 16) << g["settings"].dump();
+  EXPECT_EQ(g["settings"]["probes"], 8);
   EXPECT_EQ(j["jvp_mode"], "exact (linear operator)");
   const auto sv = j["singular_values"].get<std::vector<double>>();
   ASSERT_EQ(sv.size(), 4u);
@@ -50,10 +58,8 @@ TEST(DiagnoseCli, SmokeAtStartAndSolution) {
           .get<bool>());
   EXPECT_FALSE(s.contains("hessian"));
   // --hessian K: the loss Hessian's ends in the report and the JSON.
-  const auto h = nefi_stdout(
-      "diagnose toy1d --smoke --solve --hessian 2 --hessian-iter 30 "
-      "--no-plot -o " +
-      b.string());
+  const auto h =
+      nefi_stdout("diagnose toy1d --smoke --solve --hessian 2 --no-plot -o " + b.string());
   ASSERT_EQ(h.status, 0) << h.out;
   EXPECT_NE(h.out.find("## Loss Hessian in the field's"), std::string::npos) << h.out;
   const auto hj = nlohmann::json::parse(nefi::test::slurp(b / "diagnostics.json"));

@@ -1,0 +1,30 @@
+#pragma once
+// CLI11 checks the command-line tools share, for the values CLI11 would
+// otherwise read silently wrong (or pass on to crash later).
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <cstdint>
+#include <string>
+
+namespace cli_checks {
+
+// A seed (each value of a list): CLI11 reads "-1" into an unsigned seed as
+// 2^64 - 1, and clamps a seed past 2^64 - 1 to it.
+inline CLI::Validator non_negative_seed() {
+  return CLI::Validator(
+      [](std::string& s) {
+        uint64_t v = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        return s.empty() || ec != std::errc() || end != s.data() + s.size()
+                   ? "expected a seed in [0, 2^64), got '" + s + "'"
+                   : std::string();
+      },
+      "SEED>=0");
+}
+
+// --threads: 0 (the tool's default) up to fk's limit of 4096.
+inline CLI::Validator thread_count() {
+  return CLI::Range(0, 4096);
+}
+
+}  // namespace cli_checks
