@@ -80,14 +80,22 @@ def _aligned_rows(manager, a, b):
     return None
 
 
-def _features_on(x, other, where):
-    """other's features on the rows of x's map (see _aligned_rows), or a
-    ValueError naming both maps."""
+def _aligned_features(x, other):
+    """other's features on the rows of x's map (see _aligned_rows), None when
+    the two maps are two point sets."""
     rows = _aligned_rows(x._manager, x._key, other._key)
     if rows is None:
+        return None
+    return other._F if rows is True else other._F[rows.to(other._F.device)]
+
+
+def _features_on(x, other, where):
+    """_aligned_features, or a ValueError naming both maps."""
+    f = _aligned_features(x, other)
+    if f is None:
         raise ValueError(f"{where}: expected tensors on the same coordinate map of one manager, "
                          f"got {x._key} and {other._key}")
-    return other._F if rows is True else other._F[rows.to(other._F.device)]
+    return f
 
 
 class _Tensor:
@@ -293,8 +301,9 @@ class SparseTensor(_Tensor):
         if not isinstance(other, SparseTensor):
             return self._with(op(self._F, other))
         self._same_manager(other)
-        if _aligned_rows(self._manager, self._key, other._key) is not None:
-            return self._with(op(self._F, _features_on(self, other, "SparseTensor arithmetic")))
+        theirs = _aligned_features(self, other)
+        if theirs is not None:
+            return self._with(op(self._F, theirs))
         key, size, (mine, theirs) = _mk.union_map(self._manager, [self._key, other._key],
                                                   [self._F.detach(), other._F.detach()])
         mine, theirs = mine.to(self._F.device), theirs.to(self._F.device)
