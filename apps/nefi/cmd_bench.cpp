@@ -15,6 +15,7 @@
 #include "nefi/bench/batched_runs.h"
 #include "nefi/bench/campaign.h"
 #include "nefi/bench/merge.h"
+#include "nefi/bench/sweep_png.h"
 #include "nefi/bench/tables.h"
 #include "run_request.h"
 
@@ -159,6 +160,11 @@ Command add_bench_merge(CLI::App& app, const Context&) {
             bench::TableOptions to;
             to.by_class = o->by_class;
             bench::write_tables(out, m.protocol, m.rows, to);
+            // A sharded sweep's figure, which no shard could draw alone.
+            if (const auto sweep = bench::sweep_axis_of(m.protocol.methods))
+              bench::write_sweep_png(out + "/sweep.png",
+                                     m.protocol.instance + ": sweep of " + sweep->key, sweep->key,
+                                     sweep->values, m.protocol.methods, m.rows);
             std::cout << fmt::format(
                 "merged {} shard(s) of {} ({} runs){} -> {}\n", m.found.size(), m.n_shards,
                 m.rows.size(),

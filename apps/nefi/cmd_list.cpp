@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <variant>
 
 #include <fmt/format.h>
@@ -33,18 +34,20 @@ std::string joined(const std::vector<std::string>& v) {
 }
 
 // The YAML files of the first config directory that exists.
+// The config files of every config directory, as a lookup by name finds
+// them: a name in an earlier directory hides the same name in a later one.
 std::vector<std::string> bundled_configs(const std::vector<fs::path>& dirs) {
+  std::map<std::string, std::string> by_name;
   for (const auto& d : dirs) {
     std::error_code ec;
     if (!fs::is_directory(d, ec)) continue;
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(d))
+    for (const auto& e : fs::directory_iterator(d, ec))
       if (e.path().extension() == ".yaml" || e.path().extension() == ".yml")
-        names.push_back(e.path().string());
-    std::sort(names.begin(), names.end());
-    return names;
+        by_name.emplace(e.path().filename().string(), e.path().string());
   }
-  return {};
+  std::vector<std::string> names;
+  for (const auto& [name, path] : by_name) names.push_back(path);
+  return names;
 }
 
 nlohmann::json param_json(const ParamValue& v) {

@@ -28,10 +28,12 @@ int cuda_device_count() {
 }
 
 void check_usable(Device device, const std::string& where) {
-  FK_CHECK(device.is_cpu() || device.index < cuda::device_count(), where,
-           cuda::built_with_cuda()
-               ? "cpu or a CUDA device below " + std::to_string(cuda::device_count())
-               : std::string("cpu (this build has no CUDA backend)"),
+  const int n = device.is_cpu() ? 0 : cuda::device_count();
+  FK_CHECK(device.is_cpu() || device.index < n, where,
+           !cuda::built_with_cuda() ? std::string("cpu (this build has no CUDA backend)")
+           : n == 0                 ? std::string("cpu (no CUDA device is visible to this process)")
+           : n == 1                 ? std::string("cpu or cuda:0 (the one CUDA device)")
+                    : "cpu or a CUDA device cuda:0 .. cuda:" + std::to_string(n - 1),
            device.str());
 }
 

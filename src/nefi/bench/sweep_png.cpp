@@ -51,6 +51,22 @@ std::optional<std::vector<double>> numeric_values(const std::vector<std::string>
   return out;
 }
 
+std::optional<SweepAxis> sweep_axis_of(const std::vector<std::string>& labels) {
+  SweepAxis a;
+  std::vector<std::string> values;
+  for (const auto& l : labels) {
+    const size_t eq = l.find('=');
+    if (eq == std::string::npos || eq == 0) return std::nullopt;
+    if (a.key.empty()) a.key = l.substr(0, eq);
+    if (l.substr(0, eq) != a.key) return std::nullopt;
+    values.push_back(l.substr(eq + 1));
+  }
+  const auto numbers = numeric_values(values);
+  if (labels.empty() || !numbers) return std::nullopt;
+  a.values = *numbers;
+  return a;
+}
+
 void write_sweep_png(const std::string& path, const std::string& title, const std::string& axis,
                      const std::vector<double>& given_values,
                      const std::vector<std::string>& given_labels, const std::vector<Row>& rows,

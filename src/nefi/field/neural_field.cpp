@@ -4,7 +4,7 @@
 
 #include "fk/amp.h"
 #include "fk/autograd.h"
-#include "fk/cuda/runtime.h"
+#include "fk/device.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
@@ -176,11 +176,7 @@ fk::Tensor NeuralField::raw(const Domain& domain, double progress) {
 }
 
 void NeuralField::to(fk::Device d) {
-  FK_CHECK(d.is_cpu() || d.index < fk::cuda::device_count(), "nefi::NeuralField::to",
-           fk::cuda::built_with_cuda()
-               ? "cpu or a CUDA device below " + std::to_string(fk::cuda::device_count())
-               : std::string("cpu (this build has no CUDA backend)"),
-           d.str());
+  fk::check_usable(d, "nefi::NeuralField::to");
   params_.to(d);
   enc_.to(d);
 }

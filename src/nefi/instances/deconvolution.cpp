@@ -249,7 +249,11 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
 class Deconvolution : public Instance {
  public:
   std::string name() const override { return "deconvolution"; }
-  std::string data_tag(const Params&) const override { return deconvolution_data_tag(); }
+  // The tag of the data as drawn: the blur on a grid `supersample` times
+  // finer (the default's is the *_data_tag() constant).
+  std::string data_tag(const Params& p) const override {
+    return "blur-" + std::to_string(p.i("supersample")) + "x-float64-direct";
+  }
   std::string summary() const override { return "2-D deblurring (Gaussian / motion / disk PSF)"; }
   std::vector<std::string> methods() const override {
     return {"neural", "grid", "wiener", "admm", "gaussian_splat", "deep_decoder"};

@@ -97,7 +97,11 @@ struct Toy1DConfig {
 class Toy1D : public Instance {
  public:
   std::string name() const override { return "toy1d"; }
-  std::string data_tag(const Params&) const override { return toy1d_data_tag(); }
+  // The tag of the data as drawn: the blur on a grid `supersample` times
+  // finer (the default's is the *_data_tag() constant).
+  std::string data_tag(const Params& p) const override {
+    return "blur-" + std::to_string(p.i("supersample")) + "x-float64-direct";
+  }
   std::string summary() const override {
     return "1-D Gaussian deblurring of a non-negative signal (tutorial / CI)";
   }

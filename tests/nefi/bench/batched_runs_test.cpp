@@ -169,10 +169,7 @@ TEST(BenchBatched, AnUnusableBatchDeviceIsRefusedBeforeAnyWork) {
   } catch (const fk::Error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("--batch-device"), std::string::npos) << what;
-    EXPECT_NE(what.find(fk::cuda::built_with_cuda() ? "cpu or a CUDA device below"
-                                                    : "cpu (this build has no CUDA backend)"),
-              std::string::npos)
-        << what;
+    EXPECT_NE(what.find("expected cpu"), std::string::npos) << what;
     EXPECT_NE(what.find(bat.batch_device.str()), std::string::npos) << what;
   }
   EXPECT_EQ(progress_calls, 0);

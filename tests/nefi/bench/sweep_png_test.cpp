@@ -1,5 +1,6 @@
 // sweep.png: numeric values recognised whole, a figure from synthetic rows
-// given out of value order decodes at the stated size, mismatched labels refused.
+// given out of value order decodes at the stated size, mismatched labels
+// refused, a sweep's axis read back from its labels (for bench-merge).
 #include "nefi/bench/sweep_png.h"
 
 #include <gtest/gtest.h>
@@ -35,6 +36,18 @@ TEST(SweepPng, NumericValuesAndFigure) {
   EXPECT_EQ(w, static_cast<int>(2 * (58 + 300 + 34) + 10));  // two metrics side by side
   EXPECT_EQ(h, static_cast<int>(44 + 34 + 220 + 44));
   EXPECT_THROW(write_sweep_png(path, "t", "lr", {0.1}, labels, rows), fk::Error);
+}
+
+TEST(SweepPng, TheAxisIsReadBackFromTheRowLabels) {
+  const auto a = sweep_axis_of({"lr=0.1", "lr=1e-3"});
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->key, "lr");
+  EXPECT_EQ(a->values, (std::vector<double>{0.1, 1e-3}));
+  EXPECT_FALSE(sweep_axis_of({"lr=0.1", "tv=1e-3"}));                // two keys
+  EXPECT_FALSE(sweep_axis_of({"full", "tv=1e-3"}));                  // an ablation
+  EXPECT_FALSE(sweep_axis_of({"optimizer=adam", "optimizer=sgd"}));  // not numbers
+  EXPECT_FALSE(sweep_axis_of({"neural", "grid"}));                   // a bench
+  EXPECT_FALSE(sweep_axis_of({}));
 }
 
 }  // namespace

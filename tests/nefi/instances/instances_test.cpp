@@ -203,6 +203,15 @@ TEST(NefiInstances, DataGeneratorsAreIndependentOfTheInversionOperator) {
   nefi::FFTConvolution inv(nefi::gaussian_psf(0.04), nefi::Domain({32, 32}));
   EXPECT_NE(std::string(nefi::deconvolution_data_tag()), inv.fidelity_tag());
   EXPECT_NE(std::string(nefi::toy1d_data_tag()), inv.fidelity_tag());
+  // The tag says the grid the data were drawn on.
+  for (const char* name : {"toy1d", "deconvolution"}) {
+    const auto i = nefi::find_instance(name);
+    nefi::Params q = i->default_config();
+    EXPECT_EQ(i->data_tag(q), name == std::string("toy1d") ? nefi::toy1d_data_tag()
+                                                           : nefi::deconvolution_data_tag());
+    q.set("supersample", "1");
+    EXPECT_EQ(i->data_tag(q), "blur-1x-float64-direct") << name;
+  }
   auto inst = nefi::find_instance("deconvolution");
   nefi::Params p = inst->default_config();
   p.set("n", "32");

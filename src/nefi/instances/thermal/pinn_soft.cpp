@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "fk/autograd.h"
-#include "fk/cuda/runtime.h"
+#include "fk/device.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
@@ -40,11 +40,7 @@ TemperatureNet::TemperatureNet(int hidden, int depth, double scale, uint64_t see
 }
 
 void TemperatureNet::to(fk::Device d) {
-  FK_CHECK(d.is_cpu() || d.index < fk::cuda::device_count(), "nefi::thermal::TemperatureNet::to",
-           fk::cuda::built_with_cuda()
-               ? "cpu or a CUDA device below " + std::to_string(fk::cuda::device_count())
-               : std::string("cpu (this build has no CUDA backend)"),
-           d.str());
+  fk::check_usable(d, "nefi::thermal::TemperatureNet::to");
   if (device() == d) return;
   fk::autograd::NoGradGuard ng;
   for (auto& p : params_) {
