@@ -105,3 +105,17 @@ def test_a_cuda_batch_matches_the_cpu_batch():
         assert [s["steps"] for s in a["stages"]] == [s["steps"] for s in b["stages"]]
         np.testing.assert_allclose(b["history"]["total"], a["history"]["total"], rtol=1e-3)
         assert isinstance(b["reconstruction"], np.ndarray)
+
+
+@pytest.mark.parametrize("method", ["grid", "neural"])
+def test_a_budget_spent_in_the_coarse_stage_leaves_results_on_the_final_grid(method):
+    # The smoke's first stage is at half the cells; a budget of 10 us ends the
+    # run there. The fields, metrics and data fit are still the final grid's.
+    config = {"config": {"n": 32, "hidden": 16, "depth": 2, "steps": [50, 50]},
+              "curriculum": {"time_budget_s": 1e-5}}
+    seq = nefi.invert("toy1d", config, methods=method)[method]
+    assert [s["stop"] for s in seq["stages"]] == ["time_budget"]
+    assert seq["reconstruction"].shape == seq["ground_truth"].shape == (32,)
+    bat = nefi.batch_invert("toy1d", config, seeds=[0, 1], method=method)
+    for r in bat:
+        assert r["reconstruction"].shape == (32,) and np.isfinite(r["metrics"]["mse"])

@@ -114,8 +114,10 @@ std::vector<Result> run_batch_stages(Run& run, const char* who, Finish&& finish)
       batch_only_stage(run.opt.only_stage, static_cast<int>(cur.stages.size()));
   Domain final_domain = problems[0].domain;
   std::vector<double> final_progress(n, 1.0);
+  std::optional<size_t> last_run;  // the index of the last stage that ran
   for (size_t si = 0; si < cur.stages.size() && !run.run_over; ++si) {
     if (only && si != *only) continue;
+    last_run = si;
     StageT stage(run, si);
     stage.run_steps();
     for (int64_t b = 0; b < n; ++b) {
@@ -124,7 +126,9 @@ std::vector<Result> run_batch_stages(Run& run, const char* who, Finish&& finish)
     }
     final_domain = stage.domain();
   }
-  if (only && *only + 1 != cur.stages.size()) {
+  if (last_run && *last_run + 1 != cur.stages.size()) {
+    // An early stage alone, or a time budget spent in one: the results live
+    // on the final grid (as Solver's).
     const Stage& last = cur.stages.back();
     final_domain = problems[0].domain.at(stage_shape(last, problems[0].domain));
   }

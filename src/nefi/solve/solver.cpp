@@ -205,9 +205,11 @@ Solver::Attempt Solver::run_once(uint64_t seed, bool first, Clock::time_point t_
   int global = resume ? resume->global_step : 0;
   const std::optional<size_t> only =
       only_stage_index(opt_.only_stage, static_cast<int>(cur_.stages.size()));
+  std::optional<size_t> last_run;  // the index of the last stage that ran
   for (size_t si = 0; si < cur_.stages.size() && !at.run_over; ++si) {
     if (resume && static_cast<int>(si) < resume->stage) continue;
     if (only && si != *only) continue;
+    last_run = si;
     StageRun stage(problem_, cur_, opt_, si);
     if (resume) {
       stage.resume(*resume, opt_.resume_from);
@@ -219,9 +221,10 @@ Solver::Attempt Solver::run_once(uint64_t seed, bool first, Clock::time_point t_
     at.final_progress = stage.progress();
     at.final_op = stage.op();
   }
-  if (only && *only + 1 != cur_.stages.size()) {
-    // One early stage run alone: the result still lives on the curriculum's
-    // final grid, where the instances compare it with their ground truth.
+  if (last_run && *last_run + 1 != cur_.stages.size()) {
+    // An early stage run alone, or a run a time budget stopped in an early
+    // stage: the result still lives on the curriculum's final grid, where
+    // the data and the instances' ground truth are.
     at.final_domain = problem_.domain.at(stage_shape(cur_.stages.back(), problem_.domain));
     at.final_op = problem_.op->at_resolution(at.final_domain.shape());
     field.on_stage_start(at.final_domain);  // a grid field's values resampled to it

@@ -345,6 +345,17 @@ TEST(NefiSolver, TimeBudgetAndEma) {
   ASSERT_EQ(r.stages.size(), 1u);  // the budget ends the whole run
   EXPECT_EQ(r.stages[0].stop, "time_budget");
   EXPECT_LT(r.stages[0].steps, 100000);
+  // A budget spent in the coarse stage (4 cells of 8): the field and its
+  // prediction still come back on the final grid, where the data are.
+  nefi::Curriculum coarse = nefi::Curriculum::multiscale({8}, {100000, 100000}, 0.05, 0.5, 4);
+  ASSERT_EQ(coarse.stages[0].shape, (fk::Dims{4}));
+  coarse.time_budget_s = 0.05;
+  const nefi::Result rc =
+      nefi::Solver(identity_problem({1, 2, 3, 4, 5, 6, 7, 8}, -1), coarse).run();
+  ASSERT_EQ(rc.stages.size(), 1u);
+  EXPECT_EQ(rc.stages[0].stop, "time_budget");
+  EXPECT_EQ(rc.fields.at("x").shape(), (fk::Dims{8}));
+  EXPECT_EQ(rc.prediction.shape(), (fk::Dims{8}));
   // EMA: the stage ends with the shadow average, which lags the raw iterate
   // on a monotone path (the fit from 0 towards the data).
   nefi::Curriculum e = nefi::Curriculum::single({4}, 30, 0.05);
