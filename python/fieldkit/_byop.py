@@ -27,6 +27,21 @@ from ._forward_model import _Model, _shaped, _stack_complex
 __all__ = ["from_forward", "ForwardProblem", "quick_report", "lr_range_test"]
 
 
+def _real_truth(v):
+    """A ground truth as float64 values, refused when complex or not finite
+    (its PSNR would be nan or inf, or its imaginary part dropped)."""
+    if hasattr(v, "detach"):  # a torch tensor, maybe one that requires grad
+        v = v.detach().cpu().numpy()
+    a = np.asarray(v)
+    if np.iscomplexobj(a):
+        raise Error("ForwardProblem.solve: expected a real ground truth, got complex values")
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    if not np.isfinite(a).all():
+        raise Error(f"ForwardProblem.solve: expected a finite ground truth, got "
+                    f"{int((~np.isfinite(a)).sum())} non-finite value(s)")
+    return a
+
+
 class ForwardProblem:
     """A bring-your-own problem (from_forward): ``decisions`` (each automatic
     choice with its value and reason), ``noise_std`` (given or estimated),
@@ -61,8 +76,10 @@ class ForwardProblem:
         shape), prediction (the model on it), data_fit (rmse, data_psnr,
         discrepancy_ratio = chi), history, stages, total_s, ms_per_step and ``report``
         (quick_report's markdown; with ``ground_truth``, its PSNR too: an
-        array, or a dict {field: array} for several fields). ``steps`` and
-        ``lr`` replace the decided ones for this solve. ``callback(info)`` is
+        array, or a dict {field: array} for several fields). ``steps``
+        replaces the decided total for this solve (a multiscale problem's
+        stages share it as decided) and ``lr`` the first stage's rate (a
+        later stage keeps its decided ratio to it). ``callback(info)`` is
         called after every step with a dict (stage, step, global_step,
         total_steps, lr, progress, total, data_loss, step_ms); returning
         False ends the stage (a progress bar, a custom stop). ``device``
@@ -81,7 +98,7 @@ class ForwardProblem:
                         f"{self._model.names}, got {type(ground_truth).__name__}")
         else:
             truths = {self._model.names[0]: ground_truth}
-        truths = {str(k): np.ascontiguousarray(v, dtype=np.float64) for k, v in truths.items()}
+        truths = {str(k): _real_truth(v) for k, v in truths.items()}
         try:
             out = self._core.solve(None if seed is None else
                                    _whole("ForwardProblem.solve", "seed", seed, 0, _SEED_MAX),
@@ -329,10 +346,25 @@ def lr_range_test(problem, lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), steps
     return best[0], rows
 
 
-def quick_report(result):
-    """The markdown summary a solve carries: parameters, data RMSE, chi = RMSE /
-    sigma with a verdict (at the noise floor, slightly above, underfit, below
-    the noise), stage stops, timings, ground truth metrics, decisions."""
+def quick_report(result, problem=None, gt=None):
+    """The markdown summary a ForwardProblem.solve() result carries:
+    parameters, data RMSE, chi = RMSE / sigma with a verdict (at the noise
+    floor, slightly above, underfit, below the noise), stage stops, timings,
+    ground truth metrics, decisions. The reference's (result, problem, gt)
+    form is taken; its ground truth is scored by the solve that made the
+    result (solve(ground_truth=gt)), so a gt here is refused rather than
+    left out of the report."""
+    if gt is not None:
+        raise Error("quick_report: expected the ground truth at the solve "
+                    "(problem.solve(ground_truth=gt) puts its PSNR in the report), got gt= here")
+    if problem is not None and not isinstance(problem, ForwardProblem):
+        raise Error(f"quick_report: expected a from_forward ForwardProblem, got "
+                    f"{type(problem).__name__}")
+    if not isinstance(result, dict) or "report" not in result:
+        raise Error("quick_report: expected a ForwardProblem.solve() result (it carries its "
+                    "report; an instance's result has its metrics and data_fit instead), got "
+                    + ("a dict without 'report'" if isinstance(result, dict)
+                       else type(result).__name__))
     return result["report"]
 
 

@@ -32,6 +32,7 @@ import os
 
 from . import _operators as operators
 from ._byop import ForwardProblem, from_forward, lr_range_test, quick_report
+from ._byop import _INT_MAX, _SEED_MAX, _whole
 from ._custom_prior import register_prior, unregister_prior
 from ._time_stepper import TimeStepper
 from ._time_steps import (advection_diffusion_step, laplacian, ricker, stable_dt, wave_energy,
@@ -92,19 +93,38 @@ def _target(instance, config):
     return os.fspath(instance), config or {}
 
 
+def _seed(where, value, name="seed"):
+    """A seed as an int in [0, 2^64), None kept (the config's); a bool, a
+    fraction or a negative number refused by name, never truncated."""
+    return None if value is None else _whole(where, name, value, 0, _SEED_MAX)
+
+
+def _seeds(where, values, name="seeds"):
+    """A list of seeds (a single int taken as one)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        values = [values]
+    return [_seed(where, v, name) for v in values]
+
+
+def _names(value):
+    """A list of names; one string is one name, not its characters."""
+    return [value] if isinstance(value, str) else list(value or [])
+
+
 def config_yaml(instance, config=None, seed=None):
     """The effective config (YAML text) that invert() would run."""
     target, overrides = _target(instance, config)
     sets, _, s = _sets(overrides)
-    return _nefi.config_yaml(target, sets, s if seed is None else seed)
+    return _nefi.config_yaml(target, sets, _seed("config_yaml", s if seed is None else seed))
 
 
-def measurement(instance, config=None, seed=0):
-    """The data an instance's methods see for `seed` and its ground truth:
-    {data, mask (None: all observed), noise_std (None: unknown), ground_truth}."""
+def measurement(instance, config=None, seed=None):
+    """The data an instance's methods see for `seed` (default the config's
+    run.seed, as invert) and its ground truth: {data, mask (None: all
+    observed), noise_std (None: unknown), ground_truth}."""
     target, overrides = _target(instance, config)
-    sets, _, _ = _sets(overrides)
-    return _nefi.measurement(target, sets, int(seed))
+    sets, _, s = _sets(overrides)
+    return _nefi.measurement(target, sets, _seed("measurement", s if seed is None else seed))
 
 
 def invert(instance, config=None, seed=None, methods=None, device=None):
@@ -127,10 +147,8 @@ def invert(instance, config=None, seed=None, methods=None, device=None):
     sets, m, s = _sets(overrides)
     if device is not None:
         sets.append(f"run.device={device}")
-    methods = methods if methods is not None else m
-    if isinstance(methods, str):
-        methods = [methods]
-    out = _nefi.run(target, sets, s if seed is None else seed, list(methods or []))
+    methods = _names(methods if methods is not None else m)
+    out = _nefi.run(target, sets, _seed("invert", s if seed is None else seed), methods)
     return out["results"]
 
 
@@ -174,6 +192,7 @@ def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, dev
     `seeds` (run.init_seed): an EnsembleResult whose std maps where the data
     leave the field undetermined. `instance` may also be a from_forward
     ForwardProblem, solved once per seed (on `device`, default the CPU)."""
+    seeds = _seeds("ensemble", seeds)
     if not seeds:
         raise ValueError("ensemble: expected at least one initialisation seed, got none")
     if isinstance(instance, ForwardProblem):  # from_forward's problem: its field seeds
@@ -181,7 +200,7 @@ def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, dev
             raise ValueError("ensemble: expected only seeds and device with a from_forward "
                              "problem (its config, method and data are the problem's), got "
                              "config/method/seed")
-        return EnsembleResult([instance.solve(seed=int(k), device=device or "cpu")
+        return EnsembleResult([instance.solve(seed=k, device=device or "cpu")
                                for k in seeds], seeds)
     target, overrides = _target(instance, config)
     sets, m, s = _sets(overrides)
@@ -190,7 +209,8 @@ def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, dev
     methods = [method or "neural"]  # the reference's name for the instance's own solver
     results = []
     for k in seeds:
-        out = _nefi.run(target, sets + [f"run.init_seed={int(k)}"], s if seed is None else seed,
+        out = _nefi.run(target, sets + [f"run.init_seed={k}"],
+                        _seed("ensemble", s if seed is None else seed),
                         methods)
         results.append(next(iter(out["results"].values())))
     return EnsembleResult(results, seeds)
@@ -234,7 +254,9 @@ def batch_invert(instance, config=None, seeds=None, method="neural", data_seeds=
             if not isinstance(p, ForwardProblem):
                 raise ValueError(f"batch_invert: expected from_forward problems, got "
                                  f"{type(p).__name__} at {i}")
-        out = _nefi.batch_forward([p._core for p in problems], int(chunk_size), str(loss_mode),
+        out = _nefi.batch_forward([p._core for p in problems],
+                                  _whole("batch_invert", "chunk_size", chunk_size, 0, _INT_MAX),
+                                  str(loss_mode),
                                   bool(raise_on_error), str(device))
         for p, r in zip(problems, out):
             if r["reconstruction"] is not None:  # built-in models have one field
@@ -243,8 +265,9 @@ def batch_invert(instance, config=None, seeds=None, method="neural", data_seeds=
     seeds = (0, 1, 2) if seeds is None else seeds
     target, overrides = _target(instance, config)
     sets, _, _ = _sets(overrides)
-    return _nefi.batch_invert(target, sets, str(method), [int(s) for s in seeds],
-                              [int(s) for s in (data_seeds or [])], int(chunk_size),
+    return _nefi.batch_invert(target, sets, str(method), _seeds("batch_invert", seeds),
+                              _seeds("batch_invert", data_seeds or [], "data_seeds"),
+                              _whole("batch_invert", "chunk_size", chunk_size, 0, _INT_MAX),
                               str(loss_mode), bool(raise_on_error), str(device))
 
 
@@ -273,9 +296,9 @@ def bench(instance, config=None, methods=None, classes=None, n=4, seeds=(0, 1, 2
     allow_inverse_crime."""
     target, overrides = _target(instance, config)
     sets, m, _ = _sets(overrides)
-    methods = methods if methods is not None else (m or [])
-    return _nefi.bench(target, sets, list(methods), list(classes or []), int(n),
-                       [int(s) for s in seeds], float(budget_scale), bool(allow_inverse_crime))
+    methods = _names(methods if methods is not None else m)
+    return _nefi.bench(target, sets, methods, _names(classes), _whole("bench", "n", n, 1, _INT_MAX),
+                       _seeds("bench", seeds), float(budget_scale), bool(allow_inverse_crime))
 
 
 def _variants(instance, config, base, kind, axis=None, values=(), modifiers=(),
@@ -284,9 +307,10 @@ def _variants(instance, config, base, kind, axis=None, values=(), modifiers=(),
     target, overrides = _target(instance, config)
     sets, m, _ = _sets(overrides)
     base = base if base is not None else (m[0] if m else None)
-    return _nefi.variant_campaign(target, sets, base, kind, axis or "", [str(v) for v in values],
-                                  [str(v) for v in modifiers], bool(independent),
-                                  list(classes or []), int(n), [int(s) for s in seeds],
+    listed = (lambda v: [str(x) for x in ([v] if isinstance(v, (str, int, float)) else v)])
+    return _nefi.variant_campaign(target, sets, base, kind, axis or "", listed(values),
+                                  listed(modifiers), bool(independent), _names(classes),
+                                  _whole(kind, "n", n, 1, _INT_MAX), _seeds(kind, seeds),
                                   float(budget_scale), bool(allow_inverse_crime))
 
 
@@ -362,15 +386,19 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
     $NEFI_DEVICE, else the CPU; the CPU for a from_forward problem) is where
     the operator's products and the Hessian's gradients run (and, with
     solve, where the run trains)."""
-    common = (int(probes), int(k), int(n_iter), bool(exact_sensitivity))
+    counts = {name: _whole("diagnose", name, v, lo, _INT_MAX) for name, v, lo in
+              (("probes", probes, 1), ("k", k, 1), ("n_iter", n_iter, 1), ("hessian", hessian, 0),
+               ("hessian_iter", hessian_iter, 1))}
+    common = (counts["probes"], counts["k"], counts["n_iter"], bool(exact_sensitivity))
     out = "" if out is None else os.fspath(out)
     if isinstance(instance, ForwardProblem):
         if config is not None or method is not None or solve:
             raise ValueError("diagnose: expected only at= (and the probe settings) with a "
                              "from_forward problem, got config/method/solve (solve it and pass "
                              "the result as at=)")
-        return instance.diagnose(at, *common, seed=0 if seed is None else int(seed), out=out,
-                                 plot=plot, hessian=int(hessian), hessian_iter=int(hessian_iter),
+        return instance.diagnose(at, *common, seed=0 if seed is None else _seed("diagnose", seed),
+                                 out=out, plot=plot, hessian=counts["hessian"],
+                                 hessian_iter=counts["hessian_iter"],
                                  device=device or "cpu")
     if at is not None:
         raise ValueError("diagnose: expected at= only with a from_forward problem (an "
@@ -380,8 +408,9 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
     if device is not None:
         sets.append(f"run.device={device}")
     method = method if method is not None else (m[0] if m else None)
-    return _nefi.diagnose(target, sets, s if seed is None else int(seed), method, bool(solve),
-                          *common, out, bool(plot), int(hessian), int(hessian_iter))
+    return _nefi.diagnose(target, sets, _seed("diagnose", s if seed is None else seed), method,
+                          bool(solve), *common, out, bool(plot), counts["hessian"],
+                          counts["hessian_iter"])
 
 
 def autotune(instance, config=None, seed=None, method=None, *, level="quick", compare=False,
@@ -414,13 +443,14 @@ def autotune(instance, config=None, seed=None, method=None, *, level="quick", co
     target, overrides = _target(instance, config)
     sets, m, s = _sets(overrides)
     method = method if method is not None else (m[0] if m else None)
-    return _nefi.autotune(target, sets, s if seed is None else int(seed), method, str(level),
+    return _nefi.autotune(target, sets, _seed("autotune", s if seed is None else seed), method,
+                          str(level),
                           bool(compare), "" if out is None else os.fspath(out))
 
 
 def set_num_threads(n):
     """fk's thread count for the solves (the CLI's --threads)."""
-    _nefi.set_num_threads(int(n))
+    _nefi.set_num_threads(_whole("set_num_threads", "n", n, 1, 4096))
 
 
 def get_num_threads():

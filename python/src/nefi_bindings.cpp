@@ -32,10 +32,9 @@ namespace {
 
 nefi::RunConfig resolve(const std::string& target, const std::vector<std::string>& sets,
                         std::optional<uint64_t> seed) {
-  namespace fs = std::filesystem;
-  const bool is_file = fs::exists(target) || target.ends_with(".yaml") || target.ends_with(".yml");
-  nefi::RunConfig cfg =
-      is_file ? nefi::load_run_config_file(target) : nefi::default_run_config(target);
+  // A directory named like an instance is not a config file (as the CLI).
+  nefi::RunConfig cfg = nefi::is_config_file_target(target) ? nefi::load_run_config_file(target)
+                                                            : nefi::default_run_config(target);
   for (const auto& s : sets) nefi::apply_set(cfg, s);
   if (seed) cfg.seed = *seed;
   return cfg;
@@ -334,14 +333,15 @@ void bind_nefi(nb::module_& parent) {
       nb::arg("seed") = nb::none());
   m.def(
       "measurement",
-      [](const std::string& target, const std::vector<std::string>& sets, uint64_t seed) {
-        nefi::RunConfig cfg = resolve(target, sets, seed);
-        auto [meas, gt] = nefi::find_instance(cfg.instance)->make_measurement(cfg.config, seed);
+      [](const std::string& target, const std::vector<std::string>& sets,
+         std::optional<uint64_t> seed) {
+        const nefi::RunConfig cfg = resolve(target, sets, seed);  // seed: else the config's
+        auto [meas, gt] = nefi::find_instance(cfg.instance)->make_measurement(cfg.config, cfg.seed);
         nb::dict d = measurement_dict(meas);
         d["ground_truth"] = numpy_or_none(gt);
         return d;
       },
-      nb::arg("target"), nb::arg("sets"), nb::arg("seed"));
+      nb::arg("target"), nb::arg("sets"), nb::arg("seed").none());
   m.def("run", &run, nb::arg("target"), nb::arg("sets") = std::vector<std::string>{},
         nb::arg("seed") = nb::none(), nb::arg("methods") = std::vector<std::string>{});
   m.def(

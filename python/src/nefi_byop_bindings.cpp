@@ -241,10 +241,31 @@ void bind_nefi_byop(nb::module_& m) {
             fk::check_usable(dev, "ForwardProblem.solve device");  // before any work
             nefi::AutoProblem ap = p.ap;
             if (seed) ap.seed = *seed;
-            // A short probe (lr_range_test): one stage's steps and lr replaced.
-            for (nefi::Stage& st : ap.curriculum.stages) {
-              if (steps) st.steps = *steps;
-              if (lr) st.lr = *lr;
+            // `steps` replaces the total (split over the stages as decided,
+            // each at least 1) and `lr` the first stage's rate (a later
+            // stage keeps its decided ratio to it): a short probe
+            // (lr_range_test) of a multiscale problem is the same solve, shorter.
+            std::vector<nefi::Stage>& stages = ap.curriculum.stages;
+            FK_CHECK(!steps || *steps >= static_cast<int>(ap.curriculum.stages.size()),
+                     "ForwardProblem.solve steps",
+                     "at least one step for each of the " +
+                         std::to_string(ap.curriculum.stages.size()) + " stages",
+                     std::to_string(steps.value_or(0)));
+            const int decided_total = ap.curriculum.total_steps();
+            const double decided_lr = stages.front().lr;
+            int left = steps ? *steps : 0;
+            for (size_t i = 0; i < stages.size(); ++i) {
+              nefi::Stage& st = stages[i];
+              if (steps) {
+                // This stage's share, leaving each later stage at least one.
+                const int later = static_cast<int>(stages.size() - i - 1);
+                const double share = static_cast<double>(*steps) * st.steps / decided_total;
+                st.steps = later == 0 ? left
+                                      : std::clamp(static_cast<int>(std::lround(share)), 1,
+                                                   std::max(1, left - later));
+                left -= st.steps;
+              }
+              if (lr) st.lr = *lr * st.lr / decided_lr;
               st.lr_warmup = std::min(st.lr_warmup, st.steps - 1);
             }
             if (steps || lr) ap.curriculum.validate();

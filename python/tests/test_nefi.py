@@ -144,6 +144,42 @@ def test_measurement_is_what_the_methods_see():
     assert np.array_equal(m["ground_truth"], r["grid"]["ground_truth"])
 
 
+def test_measurement_follows_the_configs_run_seed(tmp_path):
+    path = tmp_path / "seed3.yaml"
+    path.write_text("instance: toy1d\nconfig:\n  n: 32\nrun:\n  seed: 3\n  methods: [grid]\n")
+    r = nefi.invert(str(path), {"steps": [2, 2]})["grid"]
+    assert np.array_equal(nefi.measurement(str(path))["data"], r["measurement"]["data"])
+    assert np.array_equal(nefi.measurement("toy1d", {"run": {"seed": 1}})["data"],
+                          nefi.measurement("toy1d", seed=1)["data"])
+    assert not np.array_equal(nefi.measurement("toy1d", seed=1)["data"],
+                              nefi.measurement("toy1d")["data"])
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: nefi.invert("toy1d", seed=-1), r"seed a whole number in \[0, 1844"),
+    (lambda: nefi.invert("toy1d", seed=1.5), "seed a whole number, got 1.5"),
+    (lambda: nefi.invert("toy1d", seed=True), "seed a whole number, got True"),
+    (lambda: nefi.measurement("toy1d", seed=2 ** 70), "seed a whole number in"),
+    (lambda: nefi.ensemble("toy1d", seeds=[0.5], method="grid"), "seeds a whole number"),
+    (lambda: nefi.batch_invert("toy1d", seeds=[-1]), "seeds a whole number in"),
+    (lambda: nefi.batch_invert("toy1d", chunk_size=1.5), "chunk_size a whole number"),
+    (lambda: nefi.diagnose("toy1d", k=2.7), "k a whole number, got 2.7"),
+    (lambda: nefi.diagnose("toy1d", hessian=-1), r"hessian a whole number in \[0"),
+    (lambda: nefi.bench("toy1d", methods="grid", n=1.5), "n a whole number, got 1.5"),
+    (lambda: nefi.set_num_threads(-3), r"n a whole number in \[1, 4096\]"),
+    (lambda: nefi.quick_report({"metrics": {}}), "a dict without 'report'"),
+])
+def test_seeds_and_counts_are_whole_numbers_named_when_not(call, message):
+    with pytest.raises(fieldkit.Error, match=message):
+        call()
+
+
+def test_one_name_is_one_method_or_class_not_its_letters():
+    rows = nefi.bench("toy1d", {"n": 32, "steps": [2, 2]}, methods="grid", classes="bumps", n=1,
+                      seeds=0)
+    assert [(r["method"], r["class"]) for r in rows] == [("grid", "bumps")]
+
+
 def test_parameter_groups_and_sgd_reach_the_solve():
     nefi.set_num_threads(1)
     cfg = {"steps": [20, 20], "optimizer": "sgd", "lr": 0.002,

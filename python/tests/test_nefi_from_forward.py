@@ -308,6 +308,10 @@ def test_what_the_review_found_stays_fixed():
     p = nefi.from_forward(a, y, noise=0.01, budget="5")
     with pytest.raises(fieldkit.Error, match=r"field's shape \[32\]"):
         p.solve(ground_truth=np.zeros(31))
+    with pytest.raises(fieldkit.Error, match="finite ground truth, got 32 non-finite"):
+        p.solve(ground_truth=np.full(32, np.nan))
+    with pytest.raises(fieldkit.Error, match="real ground truth, got complex"):
+        p.solve(ground_truth=np.zeros(32) + 1j)
     with pytest.raises(fieldkit.Error, match="n_octaves only with"):
         nefi.from_forward(a, y, representation="hash", n_octaves=4)
     with pytest.raises(fieldkit.Error, match="hidden/depth only"):
@@ -579,3 +583,18 @@ def test_the_dry_run_draws_each_field_within_its_prior():
     with pytest.raises(fieldkit.Error, match="prior of field 'c'"):
         nefi.from_forward(two, np.ones(2 * n), shape=(n,), vjp=two_vjp, noise=1e-3,
                           prior={"D": "positive", "c": "wiggly"})
+
+
+def test_steps_and_lr_of_a_multiscale_solve_replace_the_total_and_the_first_rate():
+    # steps is the solve's total, shared by the stages as decided; lr is the
+    # first stage's, the native stage keeping its half.
+    n = 32
+    x = np.arange(n)
+    a = np.exp(-0.5 * ((x[:, None] - x[None]) / 1.5) ** 2)
+    p = nefi.from_forward(a, a @ (x > 10), noise=0.01, budget=400, multiscale=True)
+    r = p.solve(steps=20, lr=0.02)
+    assert r["total_steps"] == 20 and [s["steps"] for s in r["stages"]] == [6, 14]
+    lr = r["history"]["lr"]
+    assert lr[0] == pytest.approx(0.02) and max(lr[6:]) == pytest.approx(0.01)
+    with pytest.raises(fieldkit.Error, match="at least one step for each of the 2 stages, got 1"):
+        p.solve(steps=1)
