@@ -81,7 +81,9 @@ class ForwardProblem:
         stages share it as decided) and ``lr`` the first stage's rate (a
         later stage keeps its decided ratio to it). ``callback(info)`` is
         called after every step with a dict (stage, step, global_step,
-        total_steps, lr, progress, total, data_loss, step_ms); returning
+        total_steps, lr, progress, total, data_loss, step_ms; ``step`` is the
+        stage's 0-based index, ``global_step`` the steps done so far, this one
+        included: the history's 0-based global_step plus one); returning
         False ends the stage (a progress bar, a custom stop). ``device``
         ("cpu", "cuda", "cuda:N") is where the fit trains: a neural, grid,
         hash, lowrank, spectral, parametric or layered field through a
@@ -89,6 +91,9 @@ class ForwardProblem:
         there and recurses on the host; a Python forward model or another
         field is refused by name). One solve runs at a time per problem
         (another thread's call waits)."""
+        if callback is not None and not callable(callback):
+            raise Error(f"ForwardProblem.solve: expected a callable callback, got "
+                        f"{type(callback).__name__}")
         if ground_truth is None:
             truths = {}
         elif isinstance(ground_truth, dict):

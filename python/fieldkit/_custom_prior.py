@@ -26,8 +26,25 @@ def register_prior(name, penalty, grad=None):
     it. It is called on the host every step (a device solve copies the
     field over)."""
     name = str(name)
+    if not callable(penalty) or not (grad is None or callable(grad)):
+        raise Error(f"register_prior: expected a callable penalty (and grad, when given) for "
+                    f"{name!r}, got {type(penalty).__name__}"
+                    + ("" if grad is None else f" and {type(grad).__name__}"))
+
+    def checked(v, g):
+        """A non-finite value or gradient named here, not as the solve's
+        'non-finite loss' with no word of which term."""
+        if not np.isfinite(v):
+            raise Error(f"prior {name!r}: expected a finite penalty, got {v}")
+        if g is not None and not np.isfinite(g).all():
+            raise Error(f"prior {name!r}: expected a finite gradient, got "
+                        f"{int((~np.isfinite(g)).sum())} non-finite value(s)")
+        return v, g
 
     def call(x, want_grad):
+        return checked(*evaluate(x, want_grad))
+
+    def evaluate(x, want_grad):
         if grad is not None:
             return float(penalty(x)), (np.asarray(grad(x), dtype=np.float64) if want_grad
                                        else None)

@@ -70,14 +70,16 @@ std::string python_error_text(nb::python_error& e) {
 // A Python exception from a model call as the fk::Error that names the
 // model; Ctrl-C and SystemExit go through unchanged (the solve stops and
 // Python sees them as raised).
-[[noreturn]] void rethrow_as_model_error(const std::string& who) {
+// `what`: the Python code that was called ("a model call", "a callback").
+[[noreturn]] void rethrow_as_model_error(const std::string& who,
+                                         const std::string& what = "a model call") {
   try {
     throw;
   } catch (nb::python_error& e) {
     if (e.matches(PyExc_KeyboardInterrupt) || e.matches(PyExc_SystemExit)) throw;
-    throw fk::Error(who, "a model call that succeeds", python_error_text(e));
+    throw fk::Error(who, what + " that succeeds", python_error_text(e));
   } catch (const nb::builtin_exception& e) {  // a cast or DLPack refusal of what it returned
-    throw fk::Error(who, "a model call that returns real arrays", e.what());
+    throw fk::Error(who, what + " that returns real arrays", e.what());
   }
 }
 
@@ -142,7 +144,7 @@ nefi::StepCallback python_step_callback(Callable cb) {
       const nb::object r = (*cb)(d);
       return !(r.is(nb::bool_(false)));
     } catch (...) {
-      rethrow_as_model_error("solve callback");
+      rethrow_as_model_error("solve callback", "a callback");
     }
   };
 }
@@ -160,8 +162,14 @@ nefi::PenaltyFunction python_penalty(Callable fn, const std::string& name) {
       return v;
     } catch (const fk::Error&) {
       throw;
+    } catch (nb::python_error& e) {
+      // register_prior's own checks (a non-finite value or gradient) already
+      // name the prior: their message goes through as it is.
+      if (nb::cast<std::string>(e.type().attr("__module__")) == "fieldkit._core")
+        throw fk::Error(nb::cast<std::string>(nb::str(e.value())));
+      rethrow_as_model_error(who, "a penalty call");
     } catch (...) {
-      rethrow_as_model_error(who);
+      rethrow_as_model_error(who, "a penalty call");
     }
   };
 }

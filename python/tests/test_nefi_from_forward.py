@@ -485,6 +485,12 @@ def test_registered_prior_misuse_is_named():
     nefi.register_prior("plain", lambda x: float(np.sum(x ** 2)))  # numpy without grad=
     nefi.register_prior("floats", lambda x: float((x ** 2).sum()))  # no torch scalar back
     nefi.register_prior("raises", lambda x: 1 / 0, grad=lambda x: x)
+    nefi.register_prior("nan_grad", lambda x: float(np.sum(x ** 2)),
+                        grad=lambda x: np.full_like(x, np.nan))
+    with pytest.raises(fieldkit.Error, match="callable penalty .* for 'number', got int"):
+        nefi.register_prior("number", 3)
+    with pytest.raises(fieldkit.Error, match="got function and int"):
+        nefi.register_prior("bad_grad", lambda x: 0.0, grad=3)
     try:
         a, gt, y = blur_problem(n=32)
         with pytest.raises(fieldkit.Error, match="write it with torch operations, or pass grad="):
@@ -493,9 +499,25 @@ def test_registered_prior_misuse_is_named():
             nefi.from_forward(a, y, prior="nonnegative + floats").solve(steps=5)
         with pytest.raises(fieldkit.Error, match="prior term 'raises'.*ZeroDivisionError"):
             nefi.from_forward(a, y, prior="nonnegative + raises")
+        # A non-finite gradient names its prior, not the solve's "non-finite loss".
+        with pytest.raises(fieldkit.Error,
+                           match="prior 'nan_grad': expected a finite gradient, got 32"):
+            nefi.from_forward(a, y, prior="nonnegative + nan_grad").solve(steps=5)
     finally:
-        for name in ("plain", "floats", "raises"):
+        for name in ("plain", "floats", "raises", "nan_grad"):
             nefi.unregister_prior(name)
+    # A callback that is not callable is refused before the solve; one that
+    # raises is named as the callback.
+    p = nefi.from_forward(a, y, budget="10")
+    with pytest.raises(fieldkit.Error, match="expected a callable callback, got int"):
+        p.solve(callback=3)
+
+    def boom(info):
+        raise RuntimeError("boom")
+
+    with pytest.raises(fieldkit.Error, match="solve callback: expected a callback that succeeds, "
+                                             "got RuntimeError: boom"):
+        p.solve(callback=boom)
 
 
 def test_a_torch_module_trains_its_own_parameters_with_the_field():

@@ -63,6 +63,10 @@
 namespace nefi {
 
 struct StepInfo {
+  // step: the stage's 0-based step index (the history's `step`); global_step:
+  // the steps done over the run, this one included (1 after the first, so a
+  // progress line reads global_step / total_steps; the history's
+  // `global_step` is the 0-based row index, one less).
   int stage = 0, step = 0, global_step = 0, stage_steps = 0, total_steps = 0;
   double lr = 0, progress = 0, total = 0, data_loss = 0;
   // The step's wall time (from the top of the loop to the callbacks, history
