@@ -246,6 +246,10 @@ class ForwardProblem:
         accepted or not), field, prediction and data_fit (of the field to
         use)."""
         given = result if isinstance(result, dict) else {"reconstruction": np.asarray(result)}
+        if "reconstruction" not in given:
+            raise Error("refine_edges: expected a solve() result (a dict with its "
+                        "reconstruction) or the field as an array, got a dict of "
+                        f"{sorted(given)}")
         x = given["reconstruction"]
         if isinstance(x, dict):
             raise Error("refine_edges: expected a problem of one field, got a result of "

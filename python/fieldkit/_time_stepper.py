@@ -27,6 +27,21 @@ def _like(parts, state):
     return parts if isinstance(state, (tuple, list)) else parts[0]
 
 
+def _whole_number(v):
+    """v is a whole number (2 or 2.0; not a bool, NaN, inf or None)."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        return False
+    return math.isfinite(v) and v == int(v)
+
+
+def _values(x):
+    """x's values as a float64 numpy array: a tensor (one that requires grad,
+    or on a device, too) or anything numpy reads."""
+    if hasattr(x, "detach"):
+        x = x.detach().cpu().numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
 class TimeStepper:
     """A forward model that is a loop of ``n_steps`` steps written with torch:
     ``step(state, field, k)`` returns the state after step k + 1 (``state``
@@ -70,7 +85,7 @@ class TimeStepper:
         if not callable(step):
             raise Error(f"TimeStepper: expected a callable step(state, field, k), got "
                         f"{type(step).__name__}")
-        if isinstance(n_steps, bool) or int(n_steps) != n_steps or n_steps < 1:
+        if not _whole_number(n_steps) or n_steps < 1:
             raise Error(f"TimeStepper: expected n_steps an integer >= 1, got {n_steps!r}")
         self.n_steps = int(n_steps)
         try:
@@ -86,12 +101,15 @@ class TimeStepper:
         self.observe_at = at
         every = math.ceil(math.sqrt(self.n_steps)) if checkpoint_every is None else \
             checkpoint_every
-        if isinstance(every, bool) or int(every) != every or every < 1:
+        if not _whole_number(every) or every < 1:
             raise Error(f"TimeStepper: expected checkpoint_every an integer >= 1, got "
                         f"{checkpoint_every!r}")
         self.checkpoint_every = int(every)
         self._step, self._init, self._observe = step, init, observe
         torch = _torch()
+        if isinstance(params, torch.Tensor):  # iterating it would give its rows
+            raise Error("TimeStepper: expected params as a list of tensors, got one tensor "
+                        "(pass [tensor])")
         self.params = list(params)
         for p in self.params:
             if not (isinstance(p, torch.Tensor) and p.is_leaf and p.requires_grad and
@@ -105,6 +123,8 @@ class TimeStepper:
             # torch cannot use is refused here, not at the first step.
             self.device = torch.empty(0, device=device).device if device is not None else \
                 self.params[0].device if self.params else torch.device("cpu")
+            if self.device.type not in ("cpu", "cuda"):  # "meta" holds no values
+                raise TypeError
         except (RuntimeError, TypeError, AssertionError):
             raise Error(f"TimeStepper: expected device a torch device this torch can use "
                         f"(\"cpu\", \"cuda\", \"cuda:1\"), got {device!r}") from None
@@ -113,7 +133,9 @@ class TimeStepper:
                 raise Error(f"TimeStepper: expected every param on the steps' device "
                             f"{self.device}, got one on {p.device}")
         self.param_grads = [np.zeros(tuple(p.shape)) for p in self.params]
-        self._last = None  # (field, block length, params, block starts) of the last call
+        # (field, block length and params; block starts; observations' size) of
+        # the last call
+        self._last = None
 
     def _start(self, field):
         if self._init is not None:
@@ -129,12 +151,13 @@ class TimeStepper:
         return _as_tuple(state)[0]
 
     def _field(self, x, grad):
-        """x (an array, or a dict of them for several fields) as f64 tensors."""
+        """x (an array or tensor, or a dict of them for several fields) as f64
+        tensors (a tensor that requires grad taken by value)."""
         torch = _torch()
         if isinstance(x, dict):
             return {k: self._field(v, grad) for k, v in x.items()}
-        return torch.tensor(np.asarray(x, dtype=np.float64), dtype=torch.float64,
-                            device=self.device, requires_grad=grad)
+        return torch.tensor(_values(x), dtype=torch.float64, device=self.device,
+                            requires_grad=grad)
 
     def _run(self, x):
         """The observations and the state at each block's start (no graph),
@@ -156,7 +179,7 @@ class TimeStepper:
     def _arrays(x):
         """The field's arrays by name ("" for a single field), f64 copies."""
         items = x.items() if isinstance(x, dict) else [("", x)]
-        return {k: np.array(v, dtype=np.float64, copy=True) for k, v in items}
+        return {k: np.array(_values(v), dtype=np.float64, copy=True) for k, v in items}
 
     def _key(self, x):
         """What a run's block starts depend on."""
@@ -175,8 +198,9 @@ class TimeStepper:
         """The observations of field x (numpy; a dict of arrays for several
         fields), stacked, in the steps' dtype."""
         y, starts = self._run(x)
-        # A fit asks for the gradient at the field it just ran: keep the starts.
-        self._last = (self._key(x), starts)
+        # A fit asks for the gradient at the field it just ran: keep the
+        # starts (and the observations' size, which vjp's g must have).
+        self._last = (self._key(x), starts, y.numel())
         return y.cpu().numpy()
 
     def vjp(self, x, g):
@@ -185,12 +209,16 @@ class TimeStepper:
         field for several fields; the params' gradients go to
         param_grads."""
         torch = _torch()
-        g = torch.tensor(np.asarray(g, dtype=np.float64),
-                         dtype=torch.float64, device=self.device).reshape(len(self.observe_at), -1)
+        g = torch.tensor(_values(g), dtype=torch.float64, device=self.device)
         if self._last is not None and self._same(self._last[0], x):
-            starts = self._last[1]
+            starts, size = self._last[1], self._last[2]
         else:
-            starts = self._run(x)[1]
+            y, starts = self._run(x)
+            size = y.numel()
+        if g.numel() != size:
+            raise Error(f"TimeStepper.vjp: expected g with the observations' {size} values, got "
+                        f"shape {tuple(g.shape)}")
+        g = g.reshape(len(self.observe_at), -1)
         B = self.checkpoint_every
         field = self._field(x, True)
         fields = list(field.values()) if isinstance(field, dict) else [field]

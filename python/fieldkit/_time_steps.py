@@ -41,11 +41,12 @@ def _number(x):
 def _spacing(where, spacing):
     if _number(spacing) is not None:
         spacing = (spacing,)
-    try:
-        h = tuple(float(s) for s in spacing)
-    except (TypeError, ValueError):
+    # A string is refused, not read as one size per character ("12").
+    h = None if isinstance(spacing, (str, bytes)) or not hasattr(spacing, "__iter__") else \
+        tuple(_number(s) for s in spacing)
+    if h is None or None in h:
         raise Error(f"{where}: expected spacing as one positive cell size per grid axis, got "
-                    f"{spacing!r}") from None
+                    f"{spacing!r}")
     if not 1 <= len(h) <= 3 or not all(math.isfinite(s) and s > 0 for s in h):
         raise Error(f"{where}: expected spacing as 1 to 3 positive cell sizes, got {spacing!r}")
     return h
@@ -93,6 +94,19 @@ def _coefficient(where, name, value, u):
     if not fits:
         raise Error(expected + f"shape {tuple(t.shape)}")
     return t.expand(u.shape)
+
+
+def _check_finite(where, name, t):
+    """Every value of t finite (a NaN would spread through the state); a check
+    on a CUDA tensor would wait for the device at every step: not there."""
+    torch = _torch()
+    if t.device.type != "cpu":
+        return
+    with torch.no_grad():
+        bad = ~torch.isfinite(t)
+        if bool(bad.any()):
+            raise Error(f"{where}: expected a finite {name} in every cell, got "
+                        f"{float(t[bad].flatten()[0])!r}")
 
 
 def _check_diffusivity(where, D):
@@ -204,18 +218,27 @@ def ricker(t, f0, t0=None):
     if f is None or not math.isfinite(f) or f <= 0:
         raise Error(f"ricker: expected a positive peak frequency f0, got {f0!r}")
     f0 = f
-    t0 = 1.0 / f0 if t0 is None else t0
-    t = t if isinstance(t, torch.Tensor) else torch.as_tensor(t, dtype=torch.float64)
+    if t0 is None:
+        t0 = 1.0 / f0
+    elif not isinstance(t0, torch.Tensor) and (_number(t0) is None or
+                                               not math.isfinite(_number(t0))):
+        raise Error(f"ricker: expected t0 a finite number (or a tensor), got {t0!r}")
+    try:
+        t = t if isinstance(t, torch.Tensor) else torch.as_tensor(t, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        raise Error(f"ricker: expected times t as numbers, an array or a tensor, got "
+                    f"{type(t).__name__}") from None
     a = (math.pi * f0 * (t - t0)) ** 2
     return (1 - 2 * a) * torch.exp(-a)
 
 
 def _positive_dt(where, dt):
-    """dt as a float, checked positive and finite."""
+    """dt checked positive and finite: a float, or the 0-d tensor given as it
+    is (a dt that requires grad keeps its gradient)."""
     value = _number(dt)
     if value is None or not math.isfinite(value) or value <= 0:
         raise Error(f"{where}: expected dt a positive number, got {dt!r}")
-    return value
+    return dt if isinstance(dt, _torch().Tensor) else value
 
 
 def _velocity(where, velocity, u, ndim):
@@ -231,10 +254,14 @@ def _velocity(where, velocity, u, ndim):
             raise Error(f"{where}: expected the velocity's first axis to be its {ndim} "
                         f"components, got shape {tuple(velocity.shape)}")
         velocity = list(velocity.unbind(0))
-    elif _number(velocity) is not None or len(velocity) != ndim:
-        raise Error(f"{where}: expected the velocity as one entry per grid axis ({ndim}), got "
-                    f"{velocity!r}")
-    return [_coefficient(where, "each velocity component", v, u) for v in velocity]
+    elif _number(velocity) is not None or not isinstance(velocity, (list, tuple)) or \
+            len(velocity) != ndim:
+        raise Error(f"{where}: expected the velocity as one entry per grid axis ({ndim}): a "
+                    f"list, a tuple or a tensor, got {velocity!r}")
+    out = [_coefficient(where, "each velocity component", v, u) for v in velocity]
+    for component in out:
+        _check_finite(where, "velocity", component)
+    return out
 
 
 def _faces(where, u, h, velocity, diffusivity, boundary):
@@ -364,11 +391,18 @@ def stable_dt(spacing, c=None, velocity=None, diffusivity=None, boundary=None, s
                     f"tracer), got " + ("both" if wave else "neither"))
     with torch.no_grad():
         if wave:
-            cmax = float(torch.as_tensor(c, dtype=torch.float64).abs().max())
+            try:
+                cmax = float(torch.as_tensor(_detached(c), dtype=torch.float64).abs().max())
+            except (TypeError, ValueError, RuntimeError):
+                raise Error(f"{where}: expected a wave speed c as a number, an array or a "
+                            f"tensor, got {c!r}") from None
             if not cmax > 0 or not math.isfinite(cmax):
                 raise Error(f"{where}: expected a wave speed c with a finite, positive largest "
                             f"value, got {cmax!r}")
             return safety / (cmax * math.sqrt(sum(1 / (s * s) for s in h)))
+        if isinstance(velocity, (str, bytes, dict)):
+            raise Error(f"{where}: expected the velocity as one entry per grid axis ({len(h)}): "
+                        f"a list, a tuple or a tensor, got {velocity!r}")
         v = _detached(velocity)
         if isinstance(v, torch.Tensor):
             if v.dim() == 0 or v.shape[0] != len(h):

@@ -257,10 +257,29 @@ def test_bad_arguments_are_refused_by_name():
         nefi.TimeStepper(fisher_kpp, 10, checkpoint_every=0)
     with pytest.raises(fieldkit.Error, match="device a torch device"):
         nefi.TimeStepper(fisher_kpp, 10, device="gpu7")
+    with pytest.raises(fieldkit.Error, match="device a torch device .* got 'meta'"):
+        nefi.TimeStepper(fisher_kpp, 10, device="meta")  # holds no values
     rate = torch.tensor(1.0, dtype=torch.float64, requires_grad=True)
-    with pytest.raises(fieldkit.Error, match="every param on the steps' device meta, got one on "
-                                             "cpu"):
-        nefi.TimeStepper(fisher_kpp, 10, params=[rate], device="meta")
+    if torch.cuda.is_available():
+        with pytest.raises(fieldkit.Error, match="every param on the steps' device cuda:0, got "
+                                                 "one on cpu"):
+            nefi.TimeStepper(fisher_kpp, 10, params=[rate], device="cuda:0")
+    with pytest.raises(fieldkit.Error, match=r"params as a list of tensors, got one tensor"):
+        nefi.TimeStepper(fisher_kpp, 10, params=rate)
+    for bad in (None, float("nan"), float("inf"), 2.5, True):
+        with pytest.raises(fieldkit.Error, match="n_steps an integer >= 1"):
+            nefi.TimeStepper(fisher_kpp, bad)
+    with pytest.raises(fieldkit.Error, match="checkpoint_every an integer >= 1"):
+        nefi.TimeStepper(fisher_kpp, 10, checkpoint_every=float("nan"))
+    # vjp's g must have the observations' size; tensors that require grad
+    # are taken by value.
+    stepper = nefi.TimeStepper(fisher_kpp, 4)
+    x = torch.full((8,), 0.5, dtype=torch.float64, requires_grad=True)
+    y = stepper(x)
+    with pytest.raises(fieldkit.Error, match="g with the observations' 8 values, got shape"):
+        stepper.vjp(x, np.ones(5))
+    np.testing.assert_array_equal(stepper.vjp(x, torch.ones(8, requires_grad=True)),
+                                  stepper.vjp(x.detach().numpy(), np.ones_like(y)))
     with pytest.raises(fieldkit.Error, match="a callable step"):
         nefi.TimeStepper(3, 10)
     with pytest.raises(fieldkit.Error, match="params to be floating-point torch tensors"):

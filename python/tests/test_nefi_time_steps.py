@@ -367,6 +367,16 @@ def test_bad_arguments_are_refused_by_name():
         (lambda: nefi.advection_diffusion_step(u, 0.1, (0.1, 0.1), diffusivity="x"),
          "diffusivity a number, array or tensor broadcastable .* got str"),
         (lambda: nefi.wave_energy((u, u), 0.0, 0.1, (0.1, 0.1)), "wave speed c > 0"),
+        (lambda: nefi.laplacian(u, "12"), "spacing as one positive cell size per grid axis"),
+        (lambda: nefi.laplacian(u, (True, 1)), "spacing as one positive cell size"),
+        (lambda: nefi.stable_dt((1,), c="a"), "wave speed c as a number, an array or a tensor"),
+        (lambda: nefi.stable_dt((1, 1), velocity="ab"), r"one entry per grid axis \(2\)"),
+        (lambda: nefi.ricker(0.1, 5, t0="a"), "t0 a finite number"),
+        (lambda: nefi.ricker(0.1, 5, t0=float("nan")), "t0 a finite number"),
+        (lambda: nefi.advection_diffusion_step(u, 0.1, (0.1, 0.1), velocity={"a": 1, "b": 2}),
+         "a list, a tuple or a tensor"),
+        (lambda: nefi.advection_diffusion_step(u, 0.1, (0.1, 0.1), velocity=(float("nan"), 0.0)),
+         "finite velocity in every cell, got nan"),
     ]
     for call, message in cases:
         with pytest.raises(fieldkit.Error, match=message):
@@ -383,3 +393,12 @@ def test_bad_arguments_are_refused_by_name():
         nefi.wave_step((u, u), 1.0, True, (0.1, 0.1))
     # No motion at all: any step is stable.
     assert nefi.stable_dt((0.1,), velocity=[0.0]) == math.inf
+
+
+def test_a_time_step_that_requires_grad_gets_its_gradient():
+    u = torch.rand((6, 6), dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    dt = torch.tensor(0.05, dtype=torch.float64, requires_grad=True)
+    nxt, _ = nefi.wave_step((u, 0.9 * u), 1.0, dt, (0.1, 0.1))
+    nxt.sum().backward()
+    lap = nefi.laplacian(u, (0.1, 0.1), "dirichlet")
+    torch.testing.assert_close(dt.grad, (2 * 0.05 * lap).sum())  # d/d dt of dt^2 lap(u)

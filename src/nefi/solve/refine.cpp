@@ -1,5 +1,7 @@
 #include "nefi/solve/refine.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -358,12 +360,15 @@ void RefineOptions::validate() const {
            "separation or chi", "'" + levels_by + "'");
   FK_CHECK(max_levels >= 2 && max_levels <= 8, "refine option 'max_levels'", "in [2, 8]",
            std::to_string(max_levels));
-  FK_CHECK(
-      start_levels.empty() || (static_cast<int>(start_levels.size()) == levels &&
-                               std::adjacent_find(start_levels.begin(), start_levels.end(),
-                                                  std::greater_equal<>()) == start_levels.end()),
-      "refine option 'start_levels'", "none, or `levels` ascending values",
-      std::to_string(start_levels.size()) + " values for " + std::to_string(levels) + " phases");
+  std::string given;  // "[1, 1]"
+  for (double v : start_levels) given += (given.empty() ? "[" : ", ") + fmt::format("{:g}", v);
+  given += given.empty() ? "none" : "]";
+  FK_CHECK(start_levels.empty() || static_cast<int>(start_levels.size()) == levels,
+           "refine option 'start_levels'",
+           "none, or one value for each of the " + std::to_string(levels) + " phases", given);
+  FK_CHECK(std::adjacent_find(start_levels.begin(), start_levels.end(), std::greater_equal<>()) ==
+               start_levels.end(),
+           "refine option 'start_levels'", "strictly ascending values", given);
   FK_CHECK(auto_separation > 0 && auto_separation <= 1, "refine option 'auto_separation'",
            "a fraction in (0, 1]", std::to_string(auto_separation));
   FK_CHECK(steps >= 1 && steps <= 1000000, "refine option 'steps'", "a step count in [1, 1e6]",

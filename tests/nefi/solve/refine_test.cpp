@@ -431,6 +431,20 @@ TEST(NefiRefine, BadOptionsAndShapes) {
     o.mode = o.mode == "levelset" ? "voxels" : o.mode;
     EXPECT_THROW(nefi::refine_edges(p.problem, p.smooth, o), fk::Error);
   }
+  // The start levels' messages say what is wrong and show the values.
+  for (const auto& [levels, message] :
+       {std::pair{std::vector<double>{1, 1}, "strictly ascending values, got [1, 1]"},
+        {std::vector<double>{0.1, 0.5, 0.9}, "each of the 2 phases, got [0.1, 0.5, 0.9]"}}) {
+    nefi::RefineOptions o;
+    o.levels = 2;
+    o.start_levels = levels;
+    try {
+      nefi::refine_levelset(p.problem, p.smooth, o);
+      ADD_FAILURE() << message;
+    } catch (const fk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
   nefi::RefineOptions v;
   v.mode = "voxels";
   EXPECT_THROW(nefi::refine_edges(p.problem, fk::zeros({4, 4}, {fk::DType::F64}), v), fk::Error);
