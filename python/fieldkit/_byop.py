@@ -27,17 +27,19 @@ from ._forward_model import _Model, _shaped, _stack_complex
 __all__ = ["from_forward", "ForwardProblem", "quick_report", "lr_range_test"]
 
 
-def _real_truth(v):
-    """A ground truth as float64 values, refused when complex or not finite
-    (its PSNR would be nan or inf, or its imaginary part dropped)."""
-    if hasattr(v, "detach"):  # a torch tensor, maybe one that requires grad
+def _real_values(where, name, v):
+    """An array of field values as float64, refused when complex or not
+    finite (a PSNR would be nan or inf, a linearization meaningless, an
+    imaginary part dropped); a torch tensor (one that requires grad too) is
+    taken by value."""
+    if hasattr(v, "detach"):
         v = v.detach().cpu().numpy()
     a = np.asarray(v)
     if np.iscomplexobj(a):
-        raise Error("ForwardProblem.solve: expected a real ground truth, got complex values")
+        raise Error(f"{where}: expected a real {name}, got complex values")
     a = np.ascontiguousarray(a, dtype=np.float64)
     if not np.isfinite(a).all():
-        raise Error(f"ForwardProblem.solve: expected a finite ground truth, got "
+        raise Error(f"{where}: expected a finite {name}, got "
                     f"{int((~np.isfinite(a)).sum())} non-finite value(s)")
     return a
 
@@ -103,7 +105,8 @@ class ForwardProblem:
                         f"{self._model.names}, got {type(ground_truth).__name__}")
         else:
             truths = {self._model.names[0]: ground_truth}
-        truths = {str(k): _real_truth(v) for k, v in truths.items()}
+        truths = {str(k): _real_values("ForwardProblem.solve", "ground truth", v)
+                  for k, v in truths.items()}
         try:
             out = self._core.solve(None if seed is None else
                                    _whole("ForwardProblem.solve", "seed", seed, 0, _SEED_MAX),
@@ -160,12 +163,18 @@ class ForwardProblem:
                 parameters = np.ascontiguousarray(at["field_parameters"], dtype=np.float64)
             at = at["reconstruction"]
         if at is not None:
-            at = np.ascontiguousarray(at, dtype=np.float64)
+            at = _real_values("ForwardProblem.diagnose", "at", at)
+        where = "ForwardProblem.diagnose"
         with self._module_kept():
-            return self._core.diagnose(at, fitted, int(probes), int(k), int(n_iter),
-                                       bool(exact_sensitivity), int(seed),
+            return self._core.diagnose(at, fitted, _whole(where, "probes", probes, 1, _INT_MAX),
+                                       _whole(where, "k", k, 1, _INT_MAX),
+                                       _whole(where, "n_iter", n_iter, 1, _INT_MAX),
+                                       bool(exact_sensitivity),
+                                       _whole(where, "seed", seed, 0, _SEED_MAX),
                                        "" if out is None else os.fspath(out), bool(plot),
-                                       int(hessian), int(hessian_iter), parameters,
+                                       _whole(where, "hessian", hessian, 0, _INT_MAX),
+                                       _whole(where, "hessian_iter", hessian_iter, 1, _INT_MAX),
+                                       parameters,
                                        str(device))
 
     def hessian_spectrum(self, at=None, k=6, n_iter=30, seed=0, device="cpu"):
@@ -245,7 +254,7 @@ class ForwardProblem:
         replayed a captured CUDA graph on a device), refined (the refit,
         accepted or not), field, prediction and data_fit (of the field to
         use)."""
-        given = result if isinstance(result, dict) else {"reconstruction": np.asarray(result)}
+        given = result if isinstance(result, dict) else {"reconstruction": result}
         if "reconstruction" not in given:
             raise Error("refine_edges: expected a solve() result (a dict with its "
                         "reconstruction) or the field as an array, got a dict of "
@@ -270,8 +279,9 @@ class ForwardProblem:
                 raise Error(f"refine_edges: expected a number for option {k!r}, got {v!r}")
             numbers[str(k)] = float(v)
         rep = self._core.refine_edges(
-            np.ascontiguousarray(np.asarray(x, dtype=np.float64)), str(mode), int(levels),
-            str(levels_by), start_levels or [], numbers, int(seed), str(device))
+            _real_values("refine_edges", "field", x), str(mode), int(levels), str(levels_by),
+            start_levels or [], numbers, _whole("refine_edges", "seed", seed, 0, _SEED_MAX),
+            str(device))
         out = dict(given)
         if rep["accepted"]:
             name = self._model.names[0]

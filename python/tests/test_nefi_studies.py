@@ -8,6 +8,7 @@ import subprocess
 
 import numpy as np
 import pytest
+import torch
 
 import fieldkit
 import fieldkit.nefi as nefi
@@ -73,6 +74,23 @@ def test_a_nonlinear_model_is_linearized_where_asked():
     np.testing.assert_allclose(d["sensitivity"]["map"], (jac ** 2).sum(0), rtol=1e-4)
     assert d["at"] == "the given field" and "central" in d["jvp_mode"]
     assert d["data_fit"]["residual_rms"] < 1e-6  # the truth of noiseless data (kept in f32)
+
+
+def test_diagnose_and_refine_take_tensors_by_value_and_refuse_nonsense():
+    a = blur(24)
+    x0 = np.linspace(0.2, 1.0, 24)
+    p = nefi.from_forward(a, a @ x0, prior="positive")
+    t = torch.tensor(x0, requires_grad=True)
+    np.testing.assert_allclose(p.diagnose(at=t, k=2, n_iter=8, plot=False)["singular_values"],
+                               p.diagnose(at=x0, k=2, n_iter=8, plot=False)["singular_values"])
+    for call, message in [
+            (lambda: p.diagnose(hessian=-1), r"hessian a whole number in \[0"),
+            (lambda: p.diagnose(k=2.5), "k a whole number, got 2.5"),
+            (lambda: p.diagnose(at=np.full(24, np.nan)), "finite at, got 24 non-finite"),
+            (lambda: p.refine_edges(x0, seed=1.5), "seed a whole number, got 1.5"),
+            (lambda: p.refine_edges({"fields": {}}), "a dict of \\['fields'\\]")]:
+        with pytest.raises(fieldkit.Error, match=message):
+            call()
 
 
 def test_a_solved_problem_is_diagnosed_at_its_reconstruction(tmp_path):
