@@ -140,6 +140,14 @@ class Source {
     FK_CHECK(files_.size() >= 2, "minkowski train --data " + o.data,
              "at least two .ply/.npy/.xyz/.txt files", std::to_string(files_.size()));
     held_out_ = std::max<size_t>(1, files_.size() / 5);
+    // The held-out files are first read after a whole epoch: their labels
+    // are checked now, so a bad one fails before the training, not after it.
+    for (size_t i = files_.size() - held_out_; i < files_.size(); ++i)
+      for (int64_t l : load(files_[i]).labels)
+        FK_CHECK((l >= 0 && l < o.classes) || l == -100, "minkowski train " + files_[i],
+                 "labels in [0, " + std::to_string(o.classes) + ") or -100 (--classes " +
+                     std::to_string(o.classes) + ")",
+                 std::to_string(l));
   }
   data::Batch train_batch(int64_t step) const {
     const data::AugmentOptions aug;

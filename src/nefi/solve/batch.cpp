@@ -423,22 +423,6 @@ void finish(BatchRun& run, int64_t b, const Domain& final_domain, double final_p
 
 }  // namespace
 
-std::vector<std::string> detail::batch_history_columns(const LossSet& losses) {
-  std::vector<std::string> c{"step",     "global_step", "stage",    "lr",
-                             "progress", "total",       "data_loss"};
-  for (const auto& t : losses.terms()) c.push_back(t.loss->name());
-  return c;
-}
-
-std::optional<size_t> detail::batch_only_stage(const std::optional<int>& only, int n_stages) {
-  if (!only) return std::nullopt;
-  const int k = *only < 0 ? n_stages + *only : *only;
-  FK_CHECK(k >= 0 && k < n_stages, "nefi::batch_invert stage",
-           "an index in [" + std::to_string(-n_stages) + ", " + std::to_string(n_stages) + ")",
-           std::to_string(*only));
-  return static_cast<size_t>(k);
-}
-
 std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Curriculum& cur,
                                  const BatchOptions& opt) {
   cur.validate();
@@ -482,7 +466,7 @@ std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Cur
   BatchRun run{
       {problems, cur, opt}, layout, mlp0, grid0, chunk, parameter_blocks(problems, opt, chunk)};
   for (int64_t b = 0; b < n; ++b)
-    run.results[b].history.columns = detail::batch_history_columns(problems[b].losses);
+    run.results[b].history.columns = detail::history_columns(problems[b].losses);
   return detail::run_batch_stages<BatchStage>(
       run, "nefi::batch_invert", [&run](int64_t b, const Domain& domain, double progress) {
         finish(run, b, domain, progress);

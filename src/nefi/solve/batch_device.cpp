@@ -424,7 +424,7 @@ std::vector<Result> batch_invert_device(std::vector<InverseProblem>& problems,
   }
   for (int64_t b = 0; b < n; ++b) {
     problems[b].field->reset_parameters(opt.seeds.empty() ? 0 : opt.seeds[b]);
-    run.results[b].history.columns = batch_history_columns(problems[b].losses);
+    run.results[b].history.columns = history_columns(problems[b].losses);
     run.results[b].device = opt.device.str();
   }
   // The fields stay on the host; their parameters train as one block.

@@ -19,12 +19,6 @@ bool loss_sets_match(const std::vector<const LossSet*>& sets, const std::vector<
 // Term i's weight for each set, [i][b] (matching sets: loss_sets_match).
 std::vector<std::vector<double>> term_row_weights(const std::vector<const LossSet*>& sets);
 
-// The history's column names for a problem's loss set.
-std::vector<std::string> batch_history_columns(const LossSet& losses);
-
-// BatchOptions::only_stage as a stage index (nullopt: every stage).
-std::optional<size_t> batch_only_stage(const std::optional<int>& only, int n_stages);
-
 // The device loop (batch.h's header comment); batch_device_reason already
 // passed. With options.device the CPU it runs the same loop on host tensors
 // (the CPU batch's f64 gradient norms and adam_update): the tests check the

@@ -111,7 +111,7 @@ std::vector<Result> run_batch_stages(Run& run, const char* who, Finish&& finish)
   const std::vector<InverseProblem>& problems = run.problems;
   const int64_t n = run.n;
   const std::optional<size_t> only =
-      batch_only_stage(run.opt.only_stage, static_cast<int>(cur.stages.size()));
+      only_stage_index(run.opt.only_stage, static_cast<int>(cur.stages.size()));
   Domain final_domain = problems[0].domain;
   std::vector<double> final_progress(n, 1.0);
   std::optional<size_t> last_run;  // the index of the last stage that ran

@@ -24,19 +24,14 @@ bool all_finite(const std::vector<fk::Tensor>& params) {
 }
 
 using detail::Clock;
+using detail::history_columns;
+using detail::only_stage_index;
 using detail::restore;
 using detail::seconds_since;
 using detail::snapshot;
 using detail::solve_parameters;
 using detail::stage_shape;
 using detail::StageRun;
-
-std::vector<std::string> history_columns(const LossSet& losses) {
-  std::vector<std::string> c{"step",     "global_step", "stage",    "lr",
-                             "progress", "total",       "data_loss"};
-  for (const auto& t : losses.terms()) c.push_back(t.loss->name());
-  return c;
-}
 
 // The checkpoint a run continues from, checked against this field and curriculum.
 Checkpoint checkpoint_to_resume(const std::string& path, const Field& field,
@@ -50,16 +45,6 @@ Checkpoint checkpoint_to_resume(const std::string& path, const Field& field,
            "nefi::Solver resume", "a position inside this curriculum",
            "stage " + std::to_string(ck.stage) + " step " + std::to_string(ck.step));
   return ck;
-}
-
-// SolverOptions::only_stage as an index into the curriculum (negative: from the end).
-std::optional<size_t> only_stage_index(const std::optional<int>& only, int n_stages) {
-  if (!only) return std::nullopt;
-  const int k = *only < 0 ? n_stages + *only : *only;
-  FK_CHECK(k >= 0 && k < n_stages, "nefi::Solver stage",
-           "an index in [" + std::to_string(-n_stages) + ", " + std::to_string(n_stages) + ")",
-           std::to_string(*only));
-  return static_cast<size_t>(k);
 }
 
 }  // namespace

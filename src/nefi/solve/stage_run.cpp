@@ -27,6 +27,22 @@ std::vector<fk::Tensor> solve_parameters(Field& field, const Operator& op) {
   return params;
 }
 
+std::vector<std::string> history_columns(const LossSet& losses) {
+  std::vector<std::string> c{"step",     "global_step", "stage",    "lr",
+                             "progress", "total",       "data_loss"};
+  for (const auto& t : losses.terms()) c.push_back(t.loss->name());
+  return c;
+}
+
+std::optional<size_t> only_stage_index(const std::optional<int>& only, int n_stages) {
+  if (!only) return std::nullopt;
+  const int k = *only < 0 ? n_stages + *only : *only;
+  FK_CHECK(k >= 0 && k < n_stages, "the stage run alone (nefi profile --stage, only_stage)",
+           "an index in [" + std::to_string(-n_stages) + ", " + std::to_string(n_stages) + ")",
+           std::to_string(*only));
+  return static_cast<size_t>(k);
+}
+
 fk::Dims stage_shape(const Stage& stage, const Domain& domain) {
   return stage.shape.empty() ? domain.shape() : stage.shape;
 }

@@ -32,6 +32,14 @@ std::vector<fk::Tensor> solve_parameters(Field& field, const Operator& op);
 // The grid a stage runs on: its own shape, or the domain's when it has none.
 fk::Dims stage_shape(const Stage& stage, const Domain& domain);
 
+// A run's history columns: step, global_step, stage, lr, progress, total,
+// data_loss, then each loss's name (the Solver's and the batches').
+std::vector<std::string> history_columns(const LossSet& losses);
+
+// SolverOptions::only_stage (BatchOptions' too) as an index into n_stages
+// (negative: from the end); nullopt when unset; an fk::Error outside.
+std::optional<size_t> only_stage_index(const std::optional<int>& only, int n_stages);
+
 // The curriculum's optimizer settings as adam_update takes them.
 OptimizerOptions adam_options(const OptimConfig& o);
 

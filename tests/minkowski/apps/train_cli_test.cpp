@@ -193,9 +193,12 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
   EXPECT_FALSE(fs::exists(dir / "refused" / "log.csv"));
-  r = fieldkit_test::run_cli(bin, folder + " --classes 2", dir);  // label 2 is out of range
+  // Label 2 is out of range: the held-out file says so before any training.
+  r = fieldkit_test::run_cli(bin, folder + " --classes 2", dir);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("expected a label in [0, 2) or -100, got 2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("b.xyz: expected labels in [0, 2) or -100 (--classes 2), got 2"),
+            std::string::npos)
+      << r.err;
   fs::remove_all(dir);
 }
 
