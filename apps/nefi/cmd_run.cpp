@@ -194,7 +194,8 @@ Command add_run(CLI::App& app, const Context& ctx) {
       "steps at --smoke-steps");
   o->smoke_steps_opt = run->add_option(
       "--smoke-steps", o->smoke_steps,
-      "cap each method's total steps (stages scaled alike, each at least 2; default 40 with "
+      "cap each method's total steps (each stage scaled and rounded as the reference does, "
+      "then at least 2, so a small cap can be passed by a step or two; default 40 with "
       "--smoke; 0: no cap)");
   run->add_option("--scene", r.scene, "scene class (the config key scene)");
   run->add_flag("--plot,!--no-plot", r.plot,

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "fk/error.h"
 #include "fk/parallel.h"
 
 namespace fs = std::filesystem;
@@ -13,7 +14,13 @@ namespace nefi::cli {
 
 std::vector<fs::path> config_dirs(const char* argv0) {
   std::vector<fs::path> dirs;
-  if (const char* e = std::getenv("NEFI_CONFIG_DIR")) dirs.emplace_back(e);
+  // An empty value is unset (as fk's knobs); a missing directory is refused,
+  // not skipped while the configs come from elsewhere.
+  if (const char* e = std::getenv("NEFI_CONFIG_DIR"); e != nullptr && *e != '\0') {
+    FK_CHECK(fs::is_directory(e), "NEFI_CONFIG_DIR", "a directory of config files",
+             "'" + std::string(e) + "'");
+    dirs.emplace_back(e);
+  }
   dirs.emplace_back("configs");
   std::error_code ec;
   const fs::path exe = fs::canonical(fs::path(argv0), ec);

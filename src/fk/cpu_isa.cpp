@@ -13,7 +13,7 @@
 namespace fk {
 namespace {
 
-Knob kCpuIsa("FK_CPU_ISA", KnobType::String, "auto",
+Knob kCpuIsa("FK_CPU_ISA", KnobChoices{{"auto", "avx512", "avx2", "generic"}}, "auto",
              "highest x86 vector ISA the CPU kernels may use: auto, avx512, avx2 or generic "
              "(capped by what the CPU has)",
              KnobRead::Latched);
@@ -48,8 +48,6 @@ CpuIsa cpu_isa() {
   const uint64_t c = cache.load(std::memory_order_acquire);
   if (c >> 2 == v) return static_cast<CpuIsa>(c & 3);
   const std::string want = kCpuIsa.as_string();
-  FK_CHECK(want == "auto" || want == "avx512" || want == "avx2" || want == "generic", "FK_CPU_ISA",
-           "one of auto, avx512, avx2, generic", want);
   const CpuIsa cap = want == "generic" ? CpuIsa::Generic
                      : want == "avx2"  ? CpuIsa::Avx2
                                        : CpuIsa::Avx512;

@@ -22,7 +22,13 @@ std::mutex& registry_mutex() {
   return *m;
 }
 
-std::string accepts(KnobType t, const KnobRange& range) {
+std::string accepts(KnobType t, const KnobRange& range, const std::vector<std::string>& words) {
+  if (!words.empty()) {  // "one of a, b or c"
+    std::string s = "one of ";
+    for (size_t i = 0; i < words.size(); ++i)
+      s += (i == 0 ? "" : i + 1 == words.size() ? " or " : ", ") + words[i];
+    return s;
+  }
   switch (t) {
     case KnobType::Bool:
       return "0, 1, true, false, on, off, yes or no";
@@ -45,9 +51,17 @@ Knob::Knob(const char* name, KnobType type, const char* default_value, const cha
   registry()[name_] = this;
 }
 
+Knob::Knob(const char* name, KnobChoices choices, const char* default_value, const char* doc,
+           KnobRead read)
+    : Knob(name, KnobType::String, default_value, doc, read) {
+  choices_ = std::move(choices);
+}
+
 std::string Knob::raw() const {
   if (override_) return *override_;
-  if (const char* v = std::getenv(name_)) return v;
+  // An empty value is unset (the shell's `VAR= cmd`): the default, not a
+  // Bool's false or a refusal.
+  if (const char* v = std::getenv(name_); v != nullptr && *v != '\0') return v;
   return default_;
 }
 
@@ -55,7 +69,8 @@ Knob::Parsed Knob::parse(const std::string& text) const {
   Parsed p;
   p.s = text;
   auto bad = [&]() {
-    return Error(std::string("knob ") + name_, accepts(type_, range_), "'" + text + "'");
+    return Error(std::string("knob ") + name_, accepts(type_, range_, choices_.words),
+                 "'" + text + "'");
   };
   switch (type_) {
     case KnobType::Bool: {
@@ -63,7 +78,7 @@ Knob::Parsed Knob::parse(const std::string& text) const {
       std::transform(t.begin(), t.end(), t.begin(), ::tolower);
       if (t == "1" || t == "true" || t == "on" || t == "yes") {
         p.b = true;
-      } else if (t == "0" || t == "false" || t == "off" || t == "no" || t.empty()) {
+      } else if (t == "0" || t == "false" || t == "off" || t == "no") {
         p.b = false;
       } else {
         throw bad();
@@ -90,6 +105,9 @@ Knob::Parsed Knob::parse(const std::string& text) const {
       break;
     }
     case KnobType::String:
+      if (!choices_.words.empty() &&
+          std::find(choices_.words.begin(), choices_.words.end(), text) == choices_.words.end())
+        throw bad();
       break;
   }
   return p;

@@ -3,7 +3,7 @@
 // with its type, default, a one-line doc and whether it is latched (read once,
 // at first use) or read at every call. `fk::knobs()` and `fk-info` list them.
 // A malformed value is an fk::Error naming the knob, what it accepts and what
-// was given.
+// was given; an empty value is the same as unset (the default).
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -24,12 +24,22 @@ struct KnobRange {
   double hi = 1e9;
 };
 
+// The words a String knob takes (empty: any text): another value is refused
+// when read or validated, so fk-info vouches for no value a reader would
+// refuse later, and a latched knob never latches one.
+struct KnobChoices {
+  std::vector<std::string> words;
+};
+
 class Knob {
  public:
   // Registers the knob; define knobs as namespace-scope objects in the .cpp
   // that reads them. `range` applies to Float knobs only.
   Knob(const char* name, KnobType type, const char* default_value, const char* doc, KnobRead read,
        KnobRange range = {});
+  // A String knob taking one of `choices`.
+  Knob(const char* name, KnobChoices choices, const char* default_value, const char* doc,
+       KnobRead read);
   Knob(const Knob&) = delete;
   Knob& operator=(const Knob&) = delete;
 
@@ -44,6 +54,7 @@ class Knob {
   const char* doc() const { return doc_; }
   KnobRead read() const { return read_; }
   const KnobRange& range() const { return range_; }
+  const std::vector<std::string>& choices() const { return choices_.words; }
   // The raw text in force: the environment's value, else the default.
   std::string raw() const;
   // Validates the current value (throws fk::Error when malformed).
@@ -73,6 +84,7 @@ class Knob {
   const char* doc_;
   KnobRead read_;
   KnobRange range_;
+  KnobChoices choices_;
   mutable std::mutex mu_;
   mutable std::atomic<bool> latched_ready_{false};
   std::atomic<uint64_t> version_{0};

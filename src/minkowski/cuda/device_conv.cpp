@@ -29,7 +29,7 @@ thread_local DeviceConvInfo tl_info;
 
 // Off until a GPU run compares it with the per-offset GEMMs (gpu-check's
 // BM_DeviceConv grouped rows and the MinkUNet18 step's).
-fk::Knob kGroupedGemm("ME_CONV_GROUPED_GEMM", fk::KnobType::String, "off",
+fk::Knob kGroupedGemm("ME_CONV_GROUPED_GEMM", fk::KnobChoices{{"off", "features", "all"}}, "off",
                       "minkowski device convolution (gather dataflow): the per-offset cuBLAS "
                       "GEMMs of a staging group as one grouped call (cublasGemmGroupedBatchedEx): "
                       "off, features (the forward's and the input gradient's) or all (the weight "
@@ -42,8 +42,6 @@ struct GroupedProducts {
 };
 GroupedProducts grouped_products() {
   const std::string v = kGroupedGemm.as_string();
-  FK_CHECK(v == "off" || v == "features" || v == "all", "ME_CONV_GROUPED_GEMM",
-           "one of off, features, all", "'" + v + "'");
   return {v != "off", v == "all"};
 }
 

@@ -26,7 +26,7 @@ namespace {
 
 // auto since the implicit kernels passed their tests on an H200 and the cost
 // model's constants were fitted to its timings (conv_dataflow.cpp).
-fk::Knob kDataflow("ME_CONV_DATAFLOW", fk::KnobType::String, "auto",
+fk::Knob kDataflow("ME_CONV_DATAFLOW", fk::KnobChoices{{"auto", "gather", "implicit"}}, "auto",
                    "minkowski device convolution dataflow: auto (a cost model per call), gather "
                    "(gather, cuBLAS GEMM, scatter) or implicit (output-stationary implicit GEMM "
                    "over rows sorted by offset mask, where the map allows)",

@@ -36,6 +36,14 @@ fk::Knob kFusedCopyMaxMb("ME_FUSED_COPY_MAX_MB", fk::KnobType::Float, "2048",
                          "offsets are processed in groups, and one over it in 2048-row pieces",
                          fk::KnobRead::PerCall, fk::KnobRange{0, 1e9});
 
+// ME_FUSED_COPY, read with its cap: a malformed ME_FUSED_COPY_MAX_MB is then
+// refused at the first convolution, whichever path it takes, not at the
+// first one that plans groups.
+bool fused_copy() {
+  (void)kFusedCopyMaxMb.as_float();
+  return kFusedCopy.as_bool();
+}
+
 thread_local ConvCallInfo tl_info;
 
 void note_call(bool fused, int64_t groups, int64_t staging_bytes) {
@@ -242,7 +250,7 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
     run_gemms(dt, jobs);
     return;
   }
-  bool fused = kFusedCopy.as_bool();
+  bool fused = fused_copy();
   // f32 micro-kernels read input rows in place: no input staging; the fused
   // path then needs no staging at all (each output row accumulates its terms).
   bool direct = false;
@@ -309,7 +317,7 @@ void input_grad_impl(const T* G, int64_t cin, const T* W, int64_t cout, const Ke
     run_gemms(dt, jobs);
     return;
   }
-  bool fused = kFusedCopy.as_bool();
+  bool fused = fused_copy();
   bool direct_in = false;
   if constexpr (std::is_same_v<T, float>) direct_in = tiles;
   int64_t staged_cols = direct_in ? cin : cin + cout;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -21,7 +22,7 @@ namespace minkowski {
 
 namespace {
 
-fk::Knob kConvPath("ME_CONV_PATH", fk::KnobType::String, "auto",
+fk::Knob kConvPath("ME_CONV_PATH", fk::KnobChoices{{"auto", "tiles", "gemm"}}, "auto",
                    "minkowski convolution dataflow: auto (measured per shape on first use), tiles "
                    "(f32 register tiles where they apply) or gemm (gather, BLAS GEMM, scatter)",
                    fk::KnobRead::PerCall);
@@ -57,7 +58,13 @@ Key key_of(const ConvShape& s) {
 
 // One line per choice: the key's seven integers, then tiles|gemm. Lines that
 // do not parse are skipped (a file from another version, a torn write).
+// The file must be one this process can append to (opened so here, which
+// creates a missing one): a path that cannot keep the choices is refused by
+// name at the first measured pass, not ignored.
 void read_file(Choices& c, const std::string& path) {
+  FK_CHECK(!std::filesystem::is_directory(path) && std::ofstream(path, std::ios::app).good(),
+           "knob ME_CONV_PATH_CACHE", "a file this process can read and append to",
+           "'" + path + "'");
   std::ifstream in(path);
   std::string line;
   while (std::getline(in, line)) {
@@ -92,8 +99,6 @@ const char* conv_path_name(ConvPath p) {
 ConvPath run_conv_pass(const ConvShape& shape, bool tiles_ok,
                        const std::function<void(ConvPath)>& run) {
   const std::string want = kConvPath.as_string();
-  FK_CHECK(want == "auto" || want == "tiles" || want == "gemm", "ME_CONV_PATH",
-           "one of auto, tiles, gemm", want);
   ConvPath p = ConvPath::Gemm;
   if (!tiles_ok || want != "auto") {
     p = tiles_ok && want == "tiles" ? ConvPath::Tiles : ConvPath::Gemm;

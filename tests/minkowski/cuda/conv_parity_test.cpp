@@ -154,10 +154,10 @@ TEST(MinkowskiCudaConvGrouped, MatchesCpuInOneCallPerGroup) {
       expect_close(grads[1].weight.to(fk::DType::F64), grads[0].weight.to(fk::DType::F64), tol,
                    what + " grad weight");
     }
-  KnobOverride bad("ME_CONV_GROUPED_GEMM", "yes");
-  const std::string msg = error_of([&] { cuda::conv_forward(fd, wd, o.dev); });
-  EXPECT_NE(msg.find("ME_CONV_GROUPED_GEMM"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("one of off, features, all"), std::string::npos) << msg;
+  // Refused by the knob itself (so fk-info refuses it too).
+  const std::string msg = error_of([&] { KnobOverride bad("ME_CONV_GROUPED_GEMM", "yes"); });
+  EXPECT_NE(msg.find("knob ME_CONV_GROUPED_GEMM"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("one of off, features or all, got 'yes'"), std::string::npos) << msg;
 }
 
 TEST(MinkowskiCudaConvStrided, MatchesCpu) {

@@ -207,21 +207,58 @@ TEST(MinkowskiConvPaths, AutoChoosesOnceKeepsItAndReadsTheCacheFile) {
   if (fk::cpu_isa() >= fk::CpuIsa::Avx2) {
     EXPECT_EQ(last_conv_call().path, ConvPath::Tiles);
   }
+  set_deterministic(false);
   std::remove(file.c_str());
+  // A path that cannot keep the choices (a directory here) is refused by
+  // name at the first measured pass, not ignored.
+  fk::mutable_knob("ME_CONV_PATH_CACHE")
+      .set_override(std::filesystem::temp_directory_path().string());
+  clear_conv_path_choices();
+  try {
+    forward();
+    ADD_FAILURE() << "a directory was taken as the cache file";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("knob ME_CONV_PATH_CACHE: expected a file this process "
+                                         "can read and append to"),
+              std::string::npos)
+        << e.what();
+  }
+  clear_conv_path_choices();
+}
+
+// A malformed staging cap is refused at the first convolution, whichever
+// path it takes (the tiles plan no groups and never read it before).
+TEST(MinkowskiConvPaths, AMalformedStagingCapIsRefusedAtTheFirstConvolution) {
+  Knobs knobs;
+  Case c = make_case(2, 50, 5, 1, 8, 8, 9, 3);
+  SparseTensor x(c.f.to(fk::DType::F32), to_tensor(c.rows));
+  setenv("ME_FUSED_COPY_MAX_MB", "nan", 1);
+  for (const char* path : {"tiles", "gemm"}) {
+    fk::mutable_knob("ME_CONV_PATH").set_override(path);
+    EXPECT_THROW(convolution(x, c.w.to(fk::DType::F32), fk::Tensor(), KernelRegion::cube({3})),
+                 fk::Error)
+        << path;
+  }
+  unsetenv("ME_FUSED_COPY_MAX_MB");
 }
 
 TEST(MinkowskiConvPaths, UnknownPathIsAnError) {
   Knobs knobs;
   Case c = make_case(2, 50, 5, 1, 8, 8, 9, 3);
   SparseTensor x(c.f.to(fk::DType::F32), to_tensor(c.rows));
-  fk::mutable_knob("ME_CONV_PATH").set_override("fast");
+  // Refused by the knob itself, set or read from the environment.
   try {
-    convolution(x, c.w.to(fk::DType::F32), fk::Tensor(), KernelRegion::cube({3}));
+    fk::mutable_knob("ME_CONV_PATH").set_override("fast");
     ADD_FAILURE() << "ME_CONV_PATH=fast was accepted";
   } catch (const fk::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("one of auto, tiles, gemm, got fast"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("one of auto, tiles or gemm, got 'fast'"),
+              std::string::npos)
         << e.what();
   }
+  setenv("ME_CONV_PATH", "fast", 1);
+  EXPECT_THROW(convolution(x, c.w.to(fk::DType::F32), fk::Tensor(), KernelRegion::cube({3})),
+               fk::Error);
+  unsetenv("ME_CONV_PATH");
 }
 
 // The row-stationary and weight-gradient tiles give each offset's bucket one
