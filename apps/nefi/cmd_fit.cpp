@@ -11,6 +11,7 @@
 // --refine MODE sharpens the fit into phases (solve/refine.h) and writes
 // <out>/refine (the field to use, the refit and why it was kept or not).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -78,7 +79,14 @@ int fit_cmd(const FitRequest& r) {
     model = builtin_model(r.op, r.shape, m);
   }
   const fk::Dims& shape = model.shape;
-  if (!r.mask.empty()) m.mask = fk::read_npy(r.mask);
+  // Real values only: a conversion to f64 would drop an imaginary part.
+  const auto real_file = [](const std::string& path, const char* flag) {
+    fk::Tensor t = fk::read_npy(path);
+    FK_CHECK(!fk::is_complex(t.dtype()), flag, "real values",
+             std::string(fk::name(t.dtype())) + " in " + path);
+    return t;
+  };
+  if (!r.mask.empty()) m.mask = real_file(r.mask, "--mask");
   // A weight per k-space sample weighs its real and imaginary parts alike.
   if (m.mask.defined() && m.data.dim() == 2 && m.data.size(0) == 2 &&
       r.op.kind == "fourier_sampling" && m.mask.shape() == fk::Dims({m.data.size(1)}))
@@ -88,7 +96,7 @@ int fit_cmd(const FitRequest& r) {
   AutoOptions o;
   o.prior = r.prior;
   if (!r.support.empty())  // its shape and values: auto_problem
-    o.supports["x"] = fk::read_npy(r.support).to(fk::DType::F64);
+    o.supports["x"] = real_file(r.support, "--support").to(fk::DType::F64);
   o.representation = r.representation;
   o.rank = r.rank;
   o.shapes = r.shapes;
@@ -119,7 +127,8 @@ int fit_cmd(const FitRequest& r) {
            "--representation " + r.representation);
   o.budget = r.budget;
   o.seed = r.seed;
-  FK_CHECK(r.tau > 0, "--tau", "a factor > 0", std::to_string(r.tau));
+  FK_CHECK(std::isfinite(r.tau) && r.tau > 0, "--tau", "a finite factor > 0",
+           std::to_string(r.tau));
   o.discrepancy_tau = r.tau;
   if (r.lr) {
     FK_CHECK(*r.lr > 0, "--lr", "a learning rate > 0", std::to_string(*r.lr));

@@ -31,9 +31,27 @@ namespace {
 // a progress line on a terminal; off a terminal, --verbose logs a line every
 // twentieth of the steps (a log file or CI shows the run's course, and stays
 // quiet without -v).
+// What a checkpoint of method m is tied to: the instance, its config (the
+// step budget aside: a resume may run longer), the seeds and the measured
+// data's bytes. A resume from a checkpoint of another run is refused.
+std::string run_identity(const nefi::RunConfig& cfg, const std::string& m) {
+  nefi::RunConfig id;
+  id.instance = cfg.instance;
+  for (const auto& e : cfg.config.entries())
+    if (e.key != "steps" && e.key != "stage_steps") id.config.declare(e.key, e.value, "");
+  id.seed = cfg.seed;
+  id.init_seed = cfg.init_seed;
+  id.methods = {m};
+  id.data = cfg.data;
+  id.mask = cfg.mask;
+  id.noise_std = cfg.noise_std;
+  return nefi::config_hash(id, "checkpoint");
+}
+
 nefi::SolverOptions solver_options(const nefi::RunConfig& cfg, const RunRequest& r,
                                    const std::string& out, const std::string& m, bool tty) {
   nefi::SolverOptions so = nefi::solver_options(cfg);
+  so.run_identity = run_identity(cfg, m);
   const std::string ckpt = "checkpoint-" + m + ".ckpt";
   if (r.save_every > 0) {
     so.checkpoint_path = (fs::path(out) / ckpt).string();
@@ -146,9 +164,9 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
   check_device(cfg.device);
   nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
   check_baseline(*inst, r.baseline);
-  const std::string out =
-      r.out.empty() ? "runs/" + cfg.instance + "-" + nefi::config_hash(cfg, r.smoke ? "smoke" : "")
-                    : r.out;
+  const std::string out = r.out.empty() ? "runs/" + cfg.instance + "-" +
+                                              nefi::config_hash(cfg, cfg.smoke ? "smoke" : "")
+                                        : r.out;
   FK_CHECK(!fs::exists(out) || fs::is_directory(out), "--out", "a directory (or a new path)",
            "'" + out + "', a file");  // before the solve, not after it
   check_checkpoint_options(r, cfg);
@@ -168,6 +186,12 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
           std::fprintf(stderr, "%s stage %s: %s\n", m.c_str(), st.name.c_str(),
                        st.device_note.c_str());
   }
+  // A direct baseline has no solver, so no checkpoint to write or read.
+  const bool trained = std::any_of(
+      outs.begin(), outs.end(), [](const nefi::RunOutput& o) { return !o.result.stages.empty(); });
+  FK_CHECK(trained || (r.resume.empty() && r.save_every == 0), "--resume / --save-every",
+           "a method that trains (a direct baseline keeps no checkpoint)",
+           "only direct methods (" + cfg.methods.front() + ")");
   select_metrics(outs, r.metrics);
   nefi::write_run_dir(out, cfg, outs, fk::get_num_threads(), r.plot);
   if (!r.quiet) std::cout << summary_line(cfg, outs, r.metrics) << " -> " << out << "\n";

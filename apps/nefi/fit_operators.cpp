@@ -1,6 +1,7 @@
 #include "fit_operators.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -207,11 +208,15 @@ std::vector<int64_t> parse_list(const std::string& s, const char* flag) {
   std::vector<int64_t> v;
   std::stringstream in(s);
   std::string part;
+  // "6," ends in an empty part getline never returns: refused here.
+  FK_CHECK(!s.empty() && s.back() != ',', flag, "1 to 3 positive integers separated by commas",
+           "'" + s + "'");
   while (std::getline(in, part, ',')) {
     char* end = nullptr;
+    errno = 0;
     const long e = std::strtol(part.c_str(), &end, 10);
-    FK_CHECK(!part.empty() && *end == '\0' && e >= 1, flag,
-             "1 to 3 positive integers separated by commas", "'" + s + "'");
+    FK_CHECK(!part.empty() && *end == '\0' && e >= 1 && errno == 0 && e <= (int64_t{1} << 31), flag,
+             "1 to 3 positive integers (each up to 2^31) separated by commas", "'" + s + "'");
     v.push_back(e);
   }
   FK_CHECK(v.size() >= 1 && v.size() <= 3, flag, "1 to 3 axes", "'" + s + "'");

@@ -51,7 +51,7 @@ void check_mask(const Measurement& m, const std::string& where, const std::strin
            "a mask of the data's shape " + m.data.shape().str(), m.mask.shape().str() + in);
   double sum = 0;
   for (const double w : m.mask.to_vector<double>()) {
-    FK_CHECK(std::isfinite(w) && w >= 0, where, "mask weights that are finite and >= 0",
+    FK_CHECK(std::isfinite(w) && w >= 0 && w <= 1, where, "mask weights in [0, 1]",
              "a weight " + std::to_string(w) + in);
     sum += w;
   }

@@ -44,11 +44,15 @@ TEST(NefiCheckMask, AnAllZeroMaskIsRefusedNamingWhose) {
             "where: expected a mask with at least one observed cell, got an all-zero mask");
 }
 
-TEST(NefiCheckMask, NegativeOrNonFiniteWeightsAndAWrongShapeAreRefused) {
+TEST(NefiCheckMask, WeightsOutsideZeroToOneAndAWrongShapeAreRefused) {
   // -1 and 2 sum to a positive weight: the sum alone would let it pass.
-  EXPECT_NE(mask_error(with_mask({-1, 2, 0, 0})).find("finite and >= 0"), std::string::npos);
+  EXPECT_NE(mask_error(with_mask({-1, 1, 0, 0})).find("mask weights in [0, 1], got a weight -1"),
+            std::string::npos);
+  EXPECT_NE(mask_error(with_mask({1, 2, 0, 0})).find("mask weights in [0, 1], got a weight 2"),
+            std::string::npos);
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_NE(mask_error(with_mask({1, nan, 0, 0})).find("finite and >= 0"), std::string::npos);
+  EXPECT_NE(mask_error(with_mask({1, nan, 0, 0})).find("mask weights in [0, 1]"),
+            std::string::npos);
   const std::string shape = mask_error(with_mask({1, 1, 1}), "problem 0");
   EXPECT_NE(shape.find("a mask of the data's shape [2, 2]"), std::string::npos) << shape;
   EXPECT_NE(shape.find("[3] in problem 0"), std::string::npos) << shape;

@@ -272,6 +272,11 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
                mask.defined() ? mask.shape().str() + " " + fk::name(mask.dtype()) : "none");
       pr.known_support = true;
       k.support[i] = mask.to(fk::DType::F64).contiguous();
+      // Checked here, before the start's constant fit runs the model over it
+      // (a NaN there would be blamed on the model).
+      for (const double w : k.support[i].to_vector<double>())
+        FK_CHECK(w >= 0 && w <= 1, "support of field '" + ap.fields[i] + "'", "weights in [0, 1]",
+                 std::to_string(w));
       k.fill[i] = support_fill(pr);
     }
     FK_CHECK(!pr.known_support || k.support[i].defined(), where,

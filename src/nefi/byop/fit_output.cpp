@@ -156,7 +156,7 @@ void write_fit(const std::string& dir, const AutoProblem& ap, const Result& r) {
                            {"seconds", s.seconds},
                            {"final_data_loss", s.final_data_loss}});
   write_text(dir + "/fit.json", j.dump(2) + "\n");
-  write_history_png(dir + "/history.png", "nefi fit", {{"fit", &r}});
+  if (!r.history.rows.empty()) write_history_png(dir + "/history.png", "nefi fit", {{"fit", &r}});
   write_fit_png(dir + "/fit.png", ap, r);
 }
 

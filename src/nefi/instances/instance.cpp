@@ -87,6 +87,8 @@ std::pair<Measurement, fk::Tensor> measured_or(std::pair<Measurement, fk::Tensor
   if (measured->mask.defined()) {
     FK_CHECK(measured->mask.shape() == want, "run.mask", "a " + want.str() + " array of weights",
              measured->mask.shape().str());
+    FK_CHECK(!fk::is_complex(measured->mask.dtype()), "run.mask", "real weights",
+             fk::name(measured->mask.dtype()));
     m.mask = measured->mask.to(own.data.dtype());
     check_mask(m, "run.mask");
   } else {

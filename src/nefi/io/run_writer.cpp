@@ -20,6 +20,35 @@ void write_text(const std::string& path, const std::string& text) {
   f << text;
 }
 
+// A run written into the folder of an earlier one replaces that run's
+// outputs: files this run may not write again (another method's field, a
+// ground truth or a figure it has none of) would otherwise sit beside its
+// own and contradict metrics.json. Only an earlier run's outputs go (the
+// methods its metrics.json names and the fixed names), never the run's
+// inputs; checkpoints stay (a resume reads them).
+void clear_earlier_run(const std::string& dir, const RunConfig& cfg) {
+  namespace fs = std::filesystem;
+  const fs::path metrics = fs::path(dir) / "metrics.json";
+  if (!fs::is_regular_file(metrics)) return;
+  std::vector<std::string> names{"ground_truth.npy", "panel.png", "history.png", "history.csv"};
+  try {
+    const nlohmann::json j = nlohmann::json::parse(std::ifstream(metrics));
+    if (j.contains("methods") && j["methods"].is_object())
+      for (const auto& [m, _] : j["methods"].items()) {
+        names.push_back(m + ".npy");
+        names.push_back("history-" + m + ".csv");
+      }
+  } catch (const nlohmann::json::exception&) {
+    // Not a metrics.json we wrote: its methods' files are left alone.
+  }
+  std::error_code ec;
+  for (const std::string& n : names) {
+    const fs::path p = fs::path(dir) / n;
+    if (fs::equivalent(p, cfg.data, ec) || fs::equivalent(p, cfg.mask, ec)) continue;
+    fs::remove(p, ec);
+  }
+}
+
 }  // namespace
 
 void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vector<RunOutput>& outs,
@@ -29,6 +58,7 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
   std::filesystem::create_directories(dir, ec);
   FK_CHECK(!ec, "nefi::write_run_dir", "a directory that can be created",
            dir + " (" + ec.message() + ")");
+  clear_earlier_run(dir, cfg);
   write_text(dir + "/config.yaml", to_yaml(cfg));
   nlohmann::json j;
   j["instance"] = cfg.instance;
@@ -36,7 +66,7 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
   j["scene"] = cfg.config.has("scene") ? cfg.config.s("scene") : "";
   j["device"] = cfg.device;
   j["threads"] = threads;
-  j["config_hash"] = config_hash(cfg);
+  j["config_hash"] = config_hash(cfg, cfg.smoke ? "smoke" : "");  // the run folder's name
   bool history_written = false;
   for (const RunOutput& o : outs) {
     nlohmann::json m;
@@ -74,8 +104,10 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
     m["stage_results"] = stages;
     j["methods"][o.method] = m;
     fk::write_npy(dir + "/" + o.method + ".npy", o.reconstruction);
-    if (!history_written && !r.history.rows.empty()) {
-      write_text(dir + "/history.csv", r.history.csv());
+    // history.csv: the first method's; another method's: history-<method>.csv.
+    if (!r.history.rows.empty()) {
+      write_text(dir + (history_written ? "/history-" + o.method + ".csv" : "/history.csv"),
+                 r.history.csv());
       history_written = true;
     }
   }

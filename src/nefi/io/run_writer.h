@@ -1,9 +1,12 @@
 #pragma once
 // Writes a run directory: config.yaml (re-runnable), metrics.json, history.csv
-// (of the first method that has one), the fields as .npy (ground truth,
-// measurement, one reconstruction per method), panel.png and history.png
-// (run_figures.h) unless `figures` is false (`nefi run --no-plot`);
-// metrics.json's figures_s is the time the figures took (0 without them).
+// (of the first method that has one; history-<method>.csv for the others),
+// the fields as .npy (ground truth, measurement, one reconstruction per
+// method), panel.png and history.png (run_figures.h) unless `figures` is
+// false (`nefi run --no-plot`); metrics.json's figures_s is the time the
+// figures took (0 without them). Into the folder of an earlier run, the
+// earlier run's outputs are replaced: those this run does not write are
+// removed (its checkpoints and the run's input files stay).
 #include <string>
 #include <vector>
 

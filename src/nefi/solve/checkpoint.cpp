@@ -1,6 +1,7 @@
 #include "nefi/solve/checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -97,12 +98,19 @@ void save_checkpoint(const std::string& path, const Checkpoint& ck) {
                             {"step", ck.step},
                             {"global_step", ck.global_step},
                             {"field_kind", ck.field_kind},
+                            {"run_identity", ck.run_identity},
+                            {"stop", ck.stop},
+                            {"since_best", ck.since_best},
+                            {"final_total", ck.final_total},
+                            {"final_data_loss", ck.final_data_loss},
                             {"lr_mult", ck.lr_mult},
                             {"adam_steps", ck.adam_steps},
                             {"params", describe(ck.params)},
                             {"adam_m", describe(ck.adam_m)},
                             {"adam_v", describe(ck.adam_v)}};
-  const std::string header = h.dump();
+  nlohmann::json full = h;
+  if (std::isfinite(ck.best_data_loss)) full["best_data_loss"] = ck.best_data_loss;  // else none
+  const std::string header = full.dump();
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
@@ -156,6 +164,13 @@ Checkpoint load_checkpoint(const std::string& path) {
     ck.step = h.at("step").get<int>();
     ck.global_step = h.at("global_step").get<int>();
     ck.field_kind = h.at("field_kind").get<std::string>();
+    // Absent from a checkpoint written before they were kept: the defaults.
+    ck.run_identity = h.value("run_identity", std::string());
+    ck.stop = h.value("stop", std::string());
+    ck.since_best = h.value("since_best", 0);
+    ck.final_total = h.value("final_total", 0.0);
+    ck.final_data_loss = h.value("final_data_loss", 0.0);
+    if (h.contains("best_data_loss")) ck.best_data_loss = h.at("best_data_loss").get<double>();
     ck.lr_mult = h.at("lr_mult").get<double>();
     ck.adam_steps = h.at("adam_steps").get<int64_t>();
     ck.params = read_tensors(f, h.at("params"), path, payload);
@@ -168,6 +183,14 @@ Checkpoint load_checkpoint(const std::string& path) {
   const auto stored = get<uint64_t>(f, path);
   FK_CHECK(stored == payload, "nefi::load_checkpoint", std::to_string(payload) + " payload bytes",
            std::to_string(stored) + " in " + path);
+  FK_CHECK(ck.stage >= 0 && ck.step >= 0 && ck.global_step >= 0 && ck.adam_steps >= 0 &&
+               ck.since_best >= 0 && std::isfinite(ck.lr_mult) && ck.lr_mult > 0,
+           "nefi::load_checkpoint",
+           "a header with stage, step, global_step, adam_steps and since_best >= 0 and lr_mult > 0",
+           "stage " + std::to_string(ck.stage) + ", step " + std::to_string(ck.step) +
+               ", global_step " + std::to_string(ck.global_step) + ", adam_steps " +
+               std::to_string(ck.adam_steps) + ", since_best " + std::to_string(ck.since_best) +
+               ", lr_mult " + std::to_string(ck.lr_mult) + " in " + path);
   return ck;
 }
 

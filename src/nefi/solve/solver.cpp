@@ -34,9 +34,13 @@ using detail::stage_shape;
 using detail::StageRun;
 
 // The checkpoint a run continues from, checked against this field and curriculum.
-Checkpoint checkpoint_to_resume(const std::string& path, const Field& field,
-                                const Curriculum& cur) {
+Checkpoint checkpoint_to_resume(const std::string& path, const Field& field, const Curriculum& cur,
+                                const std::string& identity) {
   Checkpoint ck = load_checkpoint(path);
+  FK_CHECK(identity.empty() || ck.run_identity.empty() || ck.run_identity == identity,
+           "nefi::Solver resume",
+           "a checkpoint this run wrote (run " + identity + ": the same config, seed and data)",
+           "one of run " + ck.run_identity + " (" + path + ")");
   FK_CHECK(ck.field_kind == field.kind(), "nefi::Solver resume",
            "a checkpoint of a '" + field.kind() + "' field",
            "one of a '" + ck.field_kind + "' field (" + path + ")");
@@ -186,7 +190,7 @@ Solver::Attempt Solver::run_once(uint64_t seed, bool first, Clock::time_point t_
   // A resume applies to the first attempt only (restarts re-seed from scratch).
   std::optional<Checkpoint> resume;
   if (!opt_.resume_from.empty() && first)
-    resume = checkpoint_to_resume(opt_.resume_from, field, cur_);
+    resume = checkpoint_to_resume(opt_.resume_from, field, cur_, opt_.run_identity);
   int global = resume ? resume->global_step : 0;
   const std::optional<size_t> only =
       only_stage_index(opt_.only_stage, static_cast<int>(cur_.stages.size()));

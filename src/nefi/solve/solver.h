@@ -109,6 +109,10 @@ struct SolverOptions {
   std::string checkpoint_path;  // empty: no checkpoints on disk
   int checkpoint_interval = 0;  // steps between checkpoints (0: stage ends only)
   std::string resume_from;      // a checkpoint file to continue from
+  // Who writes and who may resume the checkpoints (a hash of the run's
+  // config, seed and data, say): a resume from a checkpoint another run
+  // wrote is an fk::Error. Empty: unchecked.
+  std::string run_identity;
   // Profiling and benchmarking switches; the defaults are the normal solve.
   bool stopping_rules = true;         // false: no early stop, discrepancy or time-budget stop
   std::optional<int> only_stage;      // run just this stage (negative: counted from the end)

@@ -165,6 +165,16 @@ void StageRun::resume(const Checkpoint& ck, const std::string& path) {
   lr_mult_ = ck.lr_mult;
   t0_ = ck.step + 1;
   progress_ = stage_.progress_at(ck.step);  // what the field ends at if no step is left
+  // The stopping state the saved step left; a stage a rule ended there runs
+  // no further step (and says why it ended).
+  best_ = ck.best_data_loss;
+  since_best_ = ck.since_best;
+  if (!ck.stop.empty()) {
+    t0_ = stage_.steps;
+    sr_.stop = ck.stop;
+  }
+  sr_.final_total = ck.final_total;
+  sr_.final_data_loss = ck.final_data_loss;
   good_ = snapshot(params_);
   if (cur_.optim.ema) shadow_ = snapshot(params_);
 }
@@ -233,7 +243,8 @@ bool StageRun::non_finite_step(int t, double total) {
   ++bad_;
   FK_CHECK(bad_ <= opt_.max_bad_steps, "nefi::Solver",
            "at most " + std::to_string(opt_.max_bad_steps) + " non-finite steps in a row",
-           "a persistent non-finite loss at stage " + stage_.name);
+           "a persistent non-finite loss at stage " + stage_.name +
+               " (values past float32's range, such as data of a huge magnitude, do this)");
   restore(params_, good_);
   lr_mult_ *= 0.5;
   adam_.reset_state();  // new moment buffers: a captured graph would update the old ones
@@ -322,18 +333,24 @@ double StageRun::record(History& history, int t, int global, double lr, const St
                           data};
   row.insert(row.end(), comps.begin(), comps.end());
   history.rows.push_back(std::move(row));
-  sr_.steps = t + 1;
+  sr_.steps = t + 1 - t0_;  // the steps run here: a resumed stage's count from its checkpoint
   sr_.final_total = v.total;
   sr_.final_data_loss = data;
   return data;
 }
 
-void StageRun::save(int t, int global) const {
+void StageRun::save(int t, int global, const std::string& stop) const {
   Checkpoint ck;
   ck.stage = index_;
   ck.step = t;
   ck.global_step = global;
   ck.field_kind = field_.kind();
+  ck.run_identity = opt_.run_identity;
+  ck.stop = stop;
+  ck.best_data_loss = best_;
+  ck.since_best = since_best_;
+  ck.final_total = sr_.final_total;
+  ck.final_data_loss = sr_.final_data_loss;
   ck.lr_mult = lr_mult_;
   ck.params = on_host(snapshot(params_));
   if (!use_lbfgs_) {
@@ -393,10 +410,6 @@ StageResult StageRun::run(History& history, int& global, int total_steps, Clock:
     if (t % opt_.checkpoint_every == 0) good_ = snapshot(params_);
     const double data = record(history, t, global, lr, v);
     ++global;
-    if (!opt_.checkpoint_path.empty() &&
-        (t + 1 == stage_.steps ||
-         (opt_.checkpoint_interval > 0 && global % opt_.checkpoint_interval == 0)))
-      save(t, global);
     const fk::profile::Counters& c_now = fk::profile::counters();
     const StepInfo info{index_,
                         t,
@@ -412,11 +425,31 @@ StageResult StageRun::run(History& history, int& global, int total_steps, Clock:
                         c_now.view_ops - c_step.view_ops,
                         c_now.launches - c_step.launches,
                         graph_ != nullptr && graph_->last_replayed()};
-    if (const char* stop = stop_reason(info, v, t_run, run_over)) {
+    // The stop rules first, so a checkpoint holds the state they leave: a
+    // resume from it stops where this run stops. A stop saves too (the
+    // stage's last step). Early stopping and the discrepancy principle are
+    // the run's own: kept, a resume ends the stage there too. A callback or
+    // the time budget interrupted the run from outside: kept as "go on".
+    const char* stop = stop_reason(info, v, t_run, run_over);
+    const std::string own_stop =
+        stop && (std::string(stop) == "early_stop" || std::string(stop) == "discrepancy") ? stop
+                                                                                          : "";
+    if (!opt_.checkpoint_path.empty() &&
+        (t + 1 == stage_.steps || stop ||
+         (opt_.checkpoint_interval > 0 && global % opt_.checkpoint_interval == 0)))
+      save(t, global, own_stop);
+    if (stop) {
       sr_.stop = stop;
       break;
     }
   }
+  // A stage whose every step the NaN guard skipped (fewer than max_bad_steps
+  // of them) trained nothing: not a completed stage.
+  FK_CHECK(sr_.steps > 0 || bad_ == 0, "nefi::Solver",
+           "a finite loss on some step of stage " + stage_.name,
+           std::to_string(bad_) +
+               " non-finite steps and no other (values past float32's range, "
+               "such as data of a huge magnitude, do this)");
   sr_.seconds = seconds_since(t_stage);
   const auto rep = prof.report();
   sr_.ops = rep.counts.ops;

@@ -82,7 +82,8 @@ class StageRun {
   void enqueue_device_step(int t);
   int64_t step_shape();
   double record(History& history, int t, int global, double lr, const StepValue& v);
-  void save(int t, int global) const;
+  // `stop`: the rule that ended the stage at step t ("" while it goes on).
+  void save(int t, int global, const std::string& stop) const;
   // Calls the callbacks and applies the stopping rules; nullptr: go on.
   const char* stop_reason(const StepInfo& info, const StepValue& v, Clock::time_point t_run,
                           bool& run_over);

@@ -49,6 +49,13 @@ void write_problem(const fs::path& dir) {
   fk::write_npy((dir / "A.npy").string(), fk::from_vector(a, {n * n, n * n}));
   fk::write_npy((dir / "y.npy").string(), fk::from_vector(y, {n, n}));
   fk::write_npy((dir / "mask_bad.npy").string(), fk::ones({3}));
+  // Masks and supports of the right shape but wrong values: weights of 2,
+  // complex weights, a NaN.
+  fk::write_npy((dir / "mask_two.npy").string(), fk::full({n, n}, 2.0));
+  fk::write_npy((dir / "mask_complex.npy").string(), fk::ones({n, n}, {fk::DType::C64}));
+  std::vector<double> nan_support(n * n, 1.0);
+  nan_support[5] = std::nan("");
+  fk::write_npy((dir / "support_nan.npy").string(), fk::from_vector(nan_support, {n, n}));
 }
 
 TEST(FitCli, SolvesAMatrixModelAndWritesEveryOutput) {
@@ -530,6 +537,17 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
        {"fit" + A + y + " --shape 16,16 --support " + (dir / "mask_bad.npy").string() + o,
         "support of field 'x'"},
        {"fit" + A + y + " --shape 16,16 --prior known_support" + o, "a support mask given"},
+       {"fit" + A + y + " --shape 16,16 --mask " + (dir / "mask_two.npy").string() + o,
+        "mask weights in [0, 1]"},
+       {"fit" + A + y + " --shape 16,16 --mask " + (dir / "mask_complex.npy").string() + o,
+        "--mask: expected real values, got c64"},
+       {"fit" + A + y + " --shape 16,16 --support " + (dir / "mask_complex.npy").string() + o,
+        "--support: expected real values, got c64"},
+       {"fit" + A + y + " --shape 16,16 --support " + (dir / "support_nan.npy").string() + o,
+        "support of field 'x': expected weights in [0, 1], got nan"},
+       {"fit" + A + y + " --shape 256, " + o, "--shape: expected 1 to 3 positive integers"},
+       {"fit" + A + y + " --shape 99999999999999999999" + o, "each up to 2^31"},
+       {"fit" + A + y + " --shape 16,16 --tau inf" + o, "--tau: expected a finite factor > 0"},
        {"fit --matrix " + (dir / "missing.npy").string() + y + o, "missing.npy"},
        {"fit --matrix " + (dir / "y.npy").string() + y + " --shape 16" + o,
         "measurements (its rows)"},

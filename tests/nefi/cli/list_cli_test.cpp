@@ -71,6 +71,30 @@ TEST(RunCli, NoPlotSkipsTheFigures) {
   EXPECT_EQ(nefi::test::slurp(a / "neural.npy"), nefi::test::slurp(b / "neural.npy"));
 }
 
+// A run into the folder of an earlier one replaces its outputs: no other
+// method's field or figure is left to contradict metrics.json; each method's
+// history has its file; a direct baseline refuses checkpoints.
+TEST(RunCli, ARunReplacesAnEarlierRunsOutputs) {
+  if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const fs::path d = nefi::test::fresh_dir("run_again");
+  ASSERT_EQ(
+      nefi_stdout("run toy1d --smoke --smoke-steps 4 -m neural -m grid -o " + d.string()).status,
+      0);
+  EXPECT_TRUE(fs::exists(d / "history.csv"));
+  EXPECT_TRUE(fs::exists(d / "history-grid.csv"));
+  EXPECT_TRUE(fs::exists(d / "panel.png"));
+  ASSERT_EQ(
+      nefi_stdout("run toy1d --smoke --smoke-steps 4 -m grid --no-plot -o " + d.string()).status,
+      0);
+  EXPECT_TRUE(fs::exists(d / "grid.npy"));
+  for (const char* gone : {"neural.npy", "history-grid.csv", "panel.png", "history.png"})
+    EXPECT_FALSE(fs::exists(d / gone)) << gone;
+  nefi::test::expect_one_line_errors(
+      {{"run deconvolution --smoke -b wiener --save-every 1 -o " + d.string(),
+        "--resume / --save-every: expected a method that trains"}},
+      nefi::test::scratch());
+}
+
 TEST(RunCli, BaselineRunsThatMethodAlone) {
   if (!nefi_built()) GTEST_SKIP() << "nefi_cli not built";
   const fs::path d = nefi::test::fresh_dir("run_baseline");

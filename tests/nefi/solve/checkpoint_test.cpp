@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -87,6 +88,67 @@ TEST(NefiCheckpoint, ResumedRunFinishesBitIdentical) {
   fs::remove(ck);
 }
 
+// With early stopping on, a resume from any checkpoint stops where the
+// uninterrupted run stops: the stopping state (best loss, steps since) is
+// kept, and a checkpoint written at the stopping step says the stage ended.
+TEST(NefiCheckpoint, ResumedRunStopsEarlyWhereTheUninterruptedOneDid) {
+  nefi::Curriculum cur = curriculum();
+  cur.early_stop_patience = 2;
+  cur.early_stop_min_delta = 1e9;  // no step improves enough: the stage ends 2 steps in
+  for (nefi::Stage& st : cur.stages) st.anneal_fraction = 0.01;  // progress 1 at once
+  const nefi::Result full = nefi::Solver(problem(), cur).run();
+  ASSERT_EQ(full.stages.back().stop, "early_stop");
+  const int total = full.total_steps();
+  const fs::path ck = temp_path("early.ckpt");
+  for (int cut = 1; cut < total; ++cut) {
+    // A crash after global step `cut` (a callback returning false would end
+    // the stage, a stop of the run's own): the last checkpoint is that step's.
+    nefi::SolverOptions first;
+    first.checkpoint_path = ck.string();
+    first.checkpoint_interval = 1;
+    first.callbacks.push_back([cut](const nefi::StepInfo& s) {
+      if (s.global_step > cut) throw std::runtime_error("interrupted");
+      return true;
+    });
+    EXPECT_THROW(nefi::Solver(problem(), cur, first).run(), std::runtime_error);
+    nefi::SolverOptions second;
+    second.resume_from = ck.string();
+    const nefi::Result resumed = nefi::Solver(problem(), cur, second).run();
+    EXPECT_EQ(resumed.fields.at("x").to_vector<double>(), full.fields.at("x").to_vector<double>())
+        << "cut at " << cut;
+    EXPECT_EQ(resumed.stages.back().stop, "early_stop") << cut;
+    // The steps reported are the ones this run did.
+    EXPECT_EQ(resumed.total_steps(), static_cast<int>(resumed.history.rows.size())) << cut;
+  }
+  fs::remove(ck);
+}
+
+// A checkpoint knows the run that wrote it: another run's is refused.
+TEST(NefiCheckpoint, AnotherRunsCheckpointIsRefused) {
+  const fs::path ck = temp_path("identity.ckpt");
+  nefi::SolverOptions first;
+  first.checkpoint_path = ck.string();
+  first.run_identity = "aaaa";
+  first.callbacks.push_back([](const nefi::StepInfo& s) { return s.global_step < 4; });
+  nefi::Solver(problem(), curriculum(), first).run();
+  EXPECT_EQ(nefi::load_checkpoint(ck.string()).run_identity, "aaaa");
+  nefi::SolverOptions other;
+  other.resume_from = ck.string();
+  other.run_identity = "bbbb";
+  try {
+    nefi::Solver(problem(), curriculum(), other).run();
+    ADD_FAILURE() << "resumed another run's checkpoint";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("a checkpoint this run wrote (run bbbb"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("got one of run aaaa"), std::string::npos) << e.what();
+  }
+  other.run_identity = "aaaa";  // the same run resumes
+  EXPECT_NO_THROW(nefi::Solver(problem(), curriculum(), other).run());
+  fs::remove(ck);
+}
+
 TEST(NefiCheckpoint, RoundTripAndBadFiles) {
   nefi::Checkpoint ck;
   ck.stage = 2;
@@ -133,6 +195,14 @@ TEST(NefiCheckpoint, RoundTripAndBadFiles) {
   const fs::path foreign = temp_path("foreign.ckpt");
   std::ofstream(foreign) << "\x93NUMPY this is not a checkpoint";
   expect_error(foreign.string(), "NEFICKPT");
+  // A header's counts are checked (a crafted negative step would resume
+  // before the stage's start).
+  nefi::Checkpoint negative = ck;
+  negative.step = -5;
+  const fs::path neg = temp_path("negative.ckpt");
+  nefi::save_checkpoint(neg.string(), negative);
+  expect_error(neg.string(), "step, global_step, adam_steps and since_best >= 0");
+  fs::remove(neg);
   // A resume into another field kind is refused by the solver.
   nefi::InverseProblem prob = problem();
   nefi::SolverOptions so;
