@@ -10,9 +10,9 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
-#include <optional>
 
 #include "fk/fk.h"
 #include "fk/io/npy.h"
@@ -22,6 +22,7 @@
 #include "minkowski/nn/checkpoint.h"
 #include "minkowski/nn/segmentation.h"
 #include "network.h"
+#include "output_path.h"
 #include "train.h"
 
 namespace minkowski_app {
@@ -43,16 +44,23 @@ std::array<int, 3> colour_of(int64_t c) {
           static_cast<int>(40 + 190 * v[2])};
 }
 
-// The paths --ply and --labels name are opened before the work, so a bad
-// one fails at once.
-std::ofstream open_output(const std::string& path, const std::string& flag) {
-  std::ofstream out(path, std::ios::binary);
-  FK_CHECK(out.good(), "minkowski predict " + flag, "a writable path", "'" + path + "'");
-  return out;
+// An output path is checked before the work (opened for appending, so
+// nothing is truncated yet) and may not be one of the inputs: relabelling a
+// cloud in place would read an emptied file.
+void check_output(const std::string& path, const std::string& flag, const PredictOptions& o) {
+  if (path.empty()) return;
+  std::error_code ec;
+  for (const std::string& input : {o.input, o.checkpoint})
+    FK_CHECK(input.empty() || !std::filesystem::equivalent(path, input, ec),
+             "minkowski predict " + flag, "a file other than the inputs",
+             "'" + path + "', which is " + input);
+  check_writable(path, "minkowski predict " + flag);
 }
 
-void write_ply(std::ofstream& out, const data::PointCloud& cloud,
+void write_ply(const std::string& path, const data::PointCloud& cloud,
                const std::vector<int64_t>& predicted) {
+  std::ofstream out(path);
+  FK_CHECK(out.good(), "minkowski predict --ply", "a writable path", "'" + path + "'");
   out << "ply\nformat ascii 1.0\nelement vertex " << cloud.size()
       << "\nproperty float x\nproperty float y\nproperty float z\nproperty uchar red\n"
          "property uchar green\nproperty uchar blue\nproperty int label\nend_header\n";
@@ -139,9 +147,8 @@ int predict(const PredictOptions& options) {
   const fk::DType precision = nn::parse_precision(o.precision, "minkowski predict --precision");
   const fk::Device device = fk::parse_device(o.device);
   if (o.threads > 0) fk::set_num_threads(o.threads);
-  std::optional<std::ofstream> ply, labels;
-  if (!o.ply.empty()) ply.emplace(open_output(o.ply, "--ply"));
-  if (!o.labels.empty()) labels.emplace(open_output(o.labels, "--labels"));
+  check_output(o.ply, "--ply", o);
+  check_output(o.labels, "--labels", o);
   const nn::NamedTensors tensors = model_tensors(o.checkpoint);
   const int64_t classes = classes_of(tensors, o.checkpoint);
   const auto net = make_network({o.model, o.variant, o.planes, classes}, "minkowski predict");
@@ -161,11 +168,8 @@ int predict(const PredictOptions& options) {
     for (int64_t c = 0; c < classes; ++c)
       std::printf("  %-9s IoU %.4f\n", class_name(c, classes, false).c_str(), points.iou(c));
   }
-  if (ply) write_ply(*ply, cloud, predicted);
-  if (labels) {
-    labels->close();  // opened only to check the path: write_npy writes the file
-    fk::write_npy(o.labels, fk::from_vector(predicted));
-  }
+  if (!o.ply.empty()) write_ply(o.ply, cloud, predicted);
+  if (!o.labels.empty()) fk::write_npy(o.labels, fk::from_vector(predicted));
   return 0;
 }
 

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <numeric>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -34,6 +36,17 @@ struct GalleryRequest {
   int threads = 0;
 };
 
+// The preset's total steps: its `steps` list summed, or its one count.
+int64_t total_steps(const Params& config) {
+  for (const auto& e : config.entries()) {
+    if (e.key != "steps") continue;
+    if (const auto* l = std::get_if<std::vector<double>>(&e.value))
+      return std::llround(std::accumulate(l->begin(), l->end(), 0.0));
+    if (const auto* i = std::get_if<int64_t>(&e.value)) return *i;
+  }
+  return 0;
+}
+
 GalleryEntry run_instance(const Instance& inst, const GalleryRequest& g,
                           const std::vector<fs::path>& dirs) {
   GalleryEntry e;
@@ -47,9 +60,14 @@ GalleryEntry run_instance(const Instance& inst, const GalleryRequest& g,
     r.smoke = true;
     r.smoke_steps = 0;
     RunConfig cfg = resolve_config(r, dirs);
-    // Every stage's steps times the budget; an instance without `steps`
-    // (direct methods only) runs as its preset says.
-    if (g.budget != 1.0 && cfg.config.has("steps")) bench::scale_steps(cfg.config, g.budget);
+    // Every stage's steps times the budget (`steps`, the budget of the
+    // neural field and of most baselines). Below 1 the preset's total also
+    // caps every solver method (a grid or PINN baseline's own steps key
+    // included); an instance without `steps` runs as its preset says.
+    if (g.budget != 1.0 && cfg.config.has("steps")) {
+      bench::scale_steps(cfg.config, g.budget);
+      if (g.budget < 1.0) cfg.max_total_steps = std::max<int64_t>(1, total_steps(cfg.config));
+    }
     std::vector<RunOutput> outs;
     for (const auto& m : cfg.methods)
       outs.push_back(inst.run(cfg.config, m, cfg.seed, solver_options(cfg)));

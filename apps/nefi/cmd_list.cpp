@@ -33,7 +33,6 @@ std::string joined(const std::vector<std::string>& v) {
   return s;
 }
 
-// The YAML files of the first config directory that exists.
 // The config files of every config directory, as a lookup by name finds
 // them: a name in an earlier directory hides the same name in a later one.
 std::vector<std::string> bundled_configs(const std::vector<fs::path>& dirs) {

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "common.h"
 #include "fk/device.h"
@@ -26,28 +27,29 @@ namespace fs = std::filesystem;
 namespace nefi::cli {
 namespace {
 
+// What a checkpoint of method m is tied to: the whole config (its
+// curriculum, NaN guard, seeds and the measured data's bytes), less what a
+// resume may change: the step budgets (config keys ending in "steps", the
+// smoke cap, the time budget), the device and the other methods. A resume
+// from a checkpoint of another run is refused.
+std::string run_identity(const nefi::RunConfig& cfg, const std::string& m) {
+  nefi::RunConfig id = cfg;
+  id.config = nefi::Params();
+  for (const auto& e : cfg.config.entries())
+    if (!e.key.ends_with("steps")) id.config.declare(e.key, e.value, "");
+  id.methods = {m};
+  id.max_total_steps = 0;
+  id.smoke = false;
+  id.device = "cpu";
+  id.curriculum.time_budget_s.reset();
+  return nefi::config_hash(id, "checkpoint");
+}
+
 // The solver switches of one method: the config's NaN guard, checkpoints
 // under --save-every, --resume (a file, or DIR/checkpoint-<method>.ckpt), and
 // a progress line on a terminal; off a terminal, --verbose logs a line every
 // twentieth of the steps (a log file or CI shows the run's course, and stays
 // quiet without -v).
-// What a checkpoint of method m is tied to: the instance, its config (the
-// step budget aside: a resume may run longer), the seeds and the measured
-// data's bytes. A resume from a checkpoint of another run is refused.
-std::string run_identity(const nefi::RunConfig& cfg, const std::string& m) {
-  nefi::RunConfig id;
-  id.instance = cfg.instance;
-  for (const auto& e : cfg.config.entries())
-    if (e.key != "steps" && e.key != "stage_steps") id.config.declare(e.key, e.value, "");
-  id.seed = cfg.seed;
-  id.init_seed = cfg.init_seed;
-  id.methods = {m};
-  id.data = cfg.data;
-  id.mask = cfg.mask;
-  id.noise_std = cfg.noise_std;
-  return nefi::config_hash(id, "checkpoint");
-}
-
 nefi::SolverOptions solver_options(const nefi::RunConfig& cfg, const RunRequest& r,
                                    const std::string& out, const std::string& m, bool tty) {
   nefi::SolverOptions so = nefi::solver_options(cfg);
@@ -191,7 +193,7 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
       outs.begin(), outs.end(), [](const nefi::RunOutput& o) { return !o.result.stages.empty(); });
   FK_CHECK(trained || (r.resume.empty() && r.save_every == 0), "--resume / --save-every",
            "a method that trains (a direct baseline keeps no checkpoint)",
-           "only direct methods (" + cfg.methods.front() + ")");
+           "only direct methods (" + fmt::format("{}", fmt::join(cfg.methods, ", ")) + ")");
   select_metrics(outs, r.metrics);
   nefi::write_run_dir(out, cfg, outs, fk::get_num_threads(), r.plot);
   if (!r.quiet) std::cout << summary_line(cfg, outs, r.metrics) << " -> " << out << "\n";

@@ -46,7 +46,7 @@ fs::path find_config(const std::vector<fs::path>& dirs, const std::string& file)
 void set_threads(int threads) {
   if (threads > 0)
     fk::set_num_threads(threads);
-  else if (!std::getenv("OMP_NUM_THREADS"))
+  else if (const char* v = std::getenv("OMP_NUM_THREADS"); v == nullptr || *v == '\0')
     fk::set_num_threads(1);
 }
 

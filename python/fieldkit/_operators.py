@@ -24,8 +24,8 @@ from ._core import nefi as _nefi
 def _integer(where, name, value):
     """value as an int when it is a whole number (2 or 2.0); anything else
     (2.5, True, "2") is refused by name rather than truncated."""
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value.item()
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):  # a 0-d array or tensor
+        value = value.item()  # a bool one stays a bool, refused below
     if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         return int(value)
     if isinstance(value, (float, np.floating)) and np.isfinite(value) and value == int(value):

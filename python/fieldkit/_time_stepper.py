@@ -28,7 +28,10 @@ def _like(parts, state):
 
 
 def _whole_number(v):
-    """v is a whole number (2 or 2.0; not a bool, NaN, inf or None)."""
+    """v is a whole number (2 or 2.0, a 0-d array or tensor of one; not a
+    bool, NaN, inf or None)."""
+    if getattr(v, "ndim", None) == 0 and hasattr(v, "item"):
+        v = v.item()
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
         return False
     return math.isfinite(v) and v == int(v)
@@ -123,7 +126,7 @@ class TimeStepper:
             # torch cannot use is refused here, not at the first step.
             self.device = torch.empty(0, device=device).device if device is not None else \
                 self.params[0].device if self.params else torch.device("cpu")
-            if self.device.type not in ("cpu", "cuda"):  # "meta" holds no values
+            if self.device.type == "meta":  # holds no values to step
                 raise TypeError
         except (RuntimeError, TypeError, AssertionError):
             raise Error(f"TimeStepper: expected device a torch device this torch can use "

@@ -233,12 +233,13 @@ def ricker(t, f0, t0=None):
 
 
 def _positive_dt(where, dt):
-    """dt checked positive and finite: a float, or the 0-d tensor given as it
-    is (a dt that requires grad keeps its gradient)."""
+    """dt checked positive and finite: a float, or a 0-d tensor that requires
+    grad as it is (it keeps its gradient; the caller's arithmetic needs it on
+    the state's device)."""
     value = _number(dt)
     if value is None or not math.isfinite(value) or value <= 0:
         raise Error(f"{where}: expected dt a positive number, got {dt!r}")
-    return dt if isinstance(dt, _torch().Tensor) else value
+    return dt if isinstance(dt, _torch().Tensor) and dt.requires_grad else value
 
 
 def _velocity(where, velocity, u, ndim):

@@ -101,7 +101,8 @@ def _seed(where, value, name="seed"):
 
 def _seeds(where, values, name="seeds"):
     """A list of seeds (a single int taken as one)."""
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") or \
+            getattr(values, "ndim", None) == 0:  # one seed, a 0-d array or tensor too
         values = [values]
     return [_seed(where, v, name) for v in values]
 

@@ -58,6 +58,13 @@ nb::object offset_pairs(const mk::KernelMap& m, int64_t k) {
   return to_torch(fk::from_vector(rows, fk::Dims{2, n}));
 }
 
+// A key is set once union_map (or a map) gave it a positive tensor stride;
+// CoordinateMapKey(coordinate_size) makes one with stride 0 on every axis.
+bool key_is_set(const mk::MapKey& k) {
+  return std::all_of(k.tensor_stride.begin(), k.tensor_stride.end(),
+                     [](int32_t s) { return s > 0; });
+}
+
 void bind_coordinates(nb::module_& m) {
   nb::class_<mk::MapKey>(m, "MapKey")
       .def(nb::init<std::vector<int32_t>, std::string>(), nb::arg("tensor_stride"),
@@ -81,12 +88,10 @@ void bind_coordinates(nb::module_& m) {
       .def("get_key", [](const mk::MapKey& k) { return nb::make_tuple(k.tensor_stride, k.tag); })
       .def("get_coordinate_size",
            [](const mk::MapKey& k) { return static_cast<int>(k.tensor_stride.size()) + 1; })
-      .def("is_key_set",
-           [](const mk::MapKey& k) {
-             return std::all_of(k.tensor_stride.begin(), k.tensor_stride.end(),
-                                [](int32_t s) { return s > 0; });
-           })
-      .def("__eq__", [](const mk::MapKey& a, const mk::MapKey& b) { return a == b; })
+      .def("is_key_set", &key_is_set)
+      // As the reference: two keys are unequal when either is unset.
+      .def("__eq__", [](const mk::MapKey& a,
+                        const mk::MapKey& b) { return key_is_set(a) && key_is_set(b) && a == b; })
       .def("__hash__", [](const mk::MapKey& k) { return nb::hash(nb::make_tuple(k.str())); })
       .def("__repr__", &mk::MapKey::str);
 

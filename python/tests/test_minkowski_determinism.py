@@ -115,3 +115,28 @@ def test_the_unsorted_input_joins_its_sorted_outputs(deterministic):
                          coordinate_manager=x.coordinate_manager)
     ME.cat(y.detach(), xs).F[:, 3:].sum().backward()
     assert torch.equal(fx.grad, torch.ones_like(f))
+
+
+def test_global_pools_join_across_sorted_twins_and_strides(deterministic):
+    # Pools of x (its map) and of conv(x) (its "@sorted" twin) and of a
+    # strided conv are all on one origin map, as the reference's single one.
+    c, f = shuffled(n=60, extent=9)
+    x = ME.SparseTensor(f, c)
+    y = ME.MinkowskiConvolution(3, 3, kernel_size=3, dimension=2).double()(x)
+    w = ME.MinkowskiConvolution(3, 3, kernel_size=2, stride=2, dimension=2).double()(x)
+    pool = ME.MinkowskiGlobalAvgPooling()
+    gx, gy, gw = pool(x), pool(y), pool(w)
+    assert torch.equal(ME.cat(gx, gy, gw).F, torch.cat([gx.F, gy.F, gw.F], 1))
+    assert (gx + gw).coordinate_map_key == gx.coordinate_map_key
+
+
+def test_the_twin_join_reuses_the_sort(deterministic):
+    # sorted_coordinates keeps its permutation: a join is a gather, no search.
+    c, f = shuffled(n=60, extent=9)
+    x = ME.SparseTensor(f, c)
+    y = ME.MinkowskiConvolution(3, 3, kernel_size=3, dimension=2).double()(x)
+    twins = x.coordinate_manager._twin_rows
+    assert (y.coordinate_map_key, x.coordinate_map_key) in twins
+    assert (x.coordinate_map_key, y.coordinate_map_key) in twins
+    rows = twins[(y.coordinate_map_key, x.coordinate_map_key)]
+    assert torch.equal(x.C[rows], y.C)

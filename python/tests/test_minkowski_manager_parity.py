@@ -229,6 +229,7 @@ def test_union_map_sets_an_unset_key_and_places_every_row():
     b, _ = mgr.insert_and_map(_ints([[0, 1, 1], [0, 3, 3]]), 1, "b")
     out = ME.CoordinateMapKey(3)
     assert not out.is_key_set() and out.get_coordinate_size() == 3
+    assert out != ME.CoordinateMapKey(3)  # as the reference: unset keys are never equal
     maps = mgr.union_map([a, b], out)
     assert out.is_key_set() and mgr.size(out) == 4
     union = mgr.get_coordinates(out)

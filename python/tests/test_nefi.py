@@ -174,6 +174,16 @@ def test_seeds_and_counts_are_whole_numbers_named_when_not(call, message):
         call()
 
 
+def test_torch_and_numpy_scalars_are_whole_numbers_too():
+    import torch
+
+    a = nefi.measurement("toy1d", seed=torch.tensor(2))["data"]
+    assert np.array_equal(a, nefi.measurement("toy1d", seed=np.int64(2))["data"])
+    assert np.array_equal(a, nefi.measurement("toy1d", seed=np.array(2))["data"])
+    with pytest.raises(fieldkit.Error, match="seed a whole number"):
+        nefi.measurement("toy1d", seed=torch.tensor(True))
+
+
 def test_one_name_is_one_method_or_class_not_its_letters():
     rows = nefi.bench("toy1d", {"n": 32, "steps": [2, 2]}, methods="grid", classes="bumps", n=1,
                       seeds=0)

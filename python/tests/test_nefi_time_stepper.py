@@ -266,7 +266,8 @@ def test_bad_arguments_are_refused_by_name():
             nefi.TimeStepper(fisher_kpp, 10, params=[rate], device="cuda:0")
     with pytest.raises(fieldkit.Error, match=r"params as a list of tensors, got one tensor"):
         nefi.TimeStepper(fisher_kpp, 10, params=rate)
-    for bad in (None, float("nan"), float("inf"), 2.5, True):
+    assert nefi.TimeStepper(fisher_kpp, torch.tensor(4), checkpoint_every=np.array(2)).n_steps == 4
+    for bad in (None, float("nan"), float("inf"), 2.5, True, torch.tensor(2.5)):
         with pytest.raises(fieldkit.Error, match="n_steps an integer >= 1"):
             nefi.TimeStepper(fisher_kpp, bad)
     with pytest.raises(fieldkit.Error, match="checkpoint_every an integer >= 1"):

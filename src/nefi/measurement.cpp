@@ -1,5 +1,7 @@
 #include "nefi/measurement.h"
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "fk/error.h"
@@ -26,7 +28,10 @@ Measurement Measurement::resampled(const fk::Dims& shape) const {
   for (size_t i = 0; i < d.size(); ++i) d[i] *= m[i];
   std::vector<double> dm = area_resample(d, data.shape(), shape);
   std::vector<double> mm = area_resample(m, data.shape(), shape);
-  for (size_t i = 0; i < dm.size(); ++i) dm[i] = mm[i] > 0 ? dm[i] / mm[i] : 0.0;
+  for (size_t i = 0; i < dm.size(); ++i) {
+    dm[i] = mm[i] > 0 ? dm[i] / mm[i] : 0.0;
+    mm[i] = std::clamp(mm[i], 0.0, 1.0);  // an area mean of weights in [0, 1], to the ulp
+  }
   out.data = fk::from_vector(dm, shape).to(dt);
   out.mask = fk::from_vector(mm, shape).to(dt);
   return out;

@@ -86,6 +86,9 @@ class CoordinateManager(_mk.CoordinateManager):
         self._fields = {}
         self._field_to_sparse = {}
         self._unique_keys = 0
+        # {(map, its "@sorted" twin) and back: the other's row of each row}
+        # (determinism.sorted_coordinates' permutation, sparse_tensor's joins).
+        self._twin_rows = {}
 
     def clear(self):
         super().clear()

@@ -46,4 +46,10 @@ def sorted_coordinates(st):
     sorted_key = _mk.MapKey(list(key.tensor_stride), key.tag + _SORTED_TAG)
     if not mgr.has(sorted_key):
         sorted_key = mgr.insert(c[perm].contiguous(), list(key.tensor_stride), sorted_key.tag)[0]
+        twins = getattr(mgr, "_twin_rows", None)
+        if twins is not None:  # the joins of sparse_tensor._aligned_rows, without a search
+            inverse = torch.empty_like(perm)
+            inverse[perm] = torch.arange(len(perm), device=perm.device)
+            twins[(sorted_key, key)] = perm.cpu()
+            twins[(key, sorted_key)] = inverse.cpu()
     return SparseTensor(st.F[perm], coordinate_map_key=sorted_key, coordinate_manager=mgr)

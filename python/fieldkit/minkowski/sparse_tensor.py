@@ -69,15 +69,31 @@ def _aligned_rows(manager, a, b):
     deterministic mode, so conv(x) still cats with x; None for two sets."""
     if a == b:
         return True
+    if a.tag.endswith("@origin") and b.tag.endswith("@origin"):  # of any stride or twin
+        ca, cb = manager.coordinates(a), manager.coordinates(b)
+        return True if ca.shape == cb.shape and torch.equal(ca, cb) else None
     for tag, twin in ((a.tag, b.tag), (b.tag, a.tag)):
-        if tag.endswith("@origin") and tag == twin:
-            ca, cb = manager.coordinates(a), manager.coordinates(b)
-            return True if ca.shape == cb.shape and torch.equal(ca, cb) else None
         if tag == twin + "@sorted" and a.tensor_stride == b.tensor_stride:
-            rows = _rows_in_map(manager.coordinates(b), manager.coordinates(a))
-            return rows if manager.size(a) == manager.size(b) and bool((rows >= 0).all()) \
-                else None
+            # sorted_coordinates kept the permutation; else found once and kept.
+            cache = _twin_rows(manager)
+            rows = cache.get((a, b))
+            if rows is None:
+                rows = _rows_in_map(manager.coordinates(b), manager.coordinates(a))
+                if manager.size(a) != manager.size(b) or not bool((rows >= 0).all()):
+                    return None
+                cache[(a, b)] = rows
+            return rows
     return None
+
+
+def _twin_rows(manager):
+    """The manager's {(key a, key b): b's row of each of a's rows} for maps
+    and their "@sorted" twins: a Python manager keeps it (clear() forgets it),
+    a bare C++ one gets a throwaway dict."""
+    try:
+        return manager._twin_rows
+    except AttributeError:
+        return {}
 
 
 def _aligned_features(x, other):

@@ -235,6 +235,7 @@ template <typename T>
 void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const KernelMap& m, T* out,
                   bool tiles) {
   constexpr fk::DType dt = dtype_of_t<T>();
+  const bool fused = fused_copy();  // read (and checked) on every path
   if (m.identity) {
     // Every row is written once (micro-kernel stores, GEMMs with beta = 0):
     // no zeroing first.
@@ -250,7 +251,6 @@ void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const Kerne
     run_gemms(dt, jobs);
     return;
   }
-  bool fused = fused_copy();
   // f32 micro-kernels read input rows in place: no input staging; the fused
   // path then needs no staging at all (each output row accumulates its terms).
   bool direct = false;

@@ -47,6 +47,10 @@ InstancePtr find_instance(const std::string& name) {
   throw fk::Error("target", "an instance (" + names + ") or a config file", "'" + name + "'");
 }
 
+std::string direct_blur_data_tag(int64_t supersample) {
+  return "blur-" + std::to_string(supersample) + "x-float64-direct";
+}
+
 std::string default_method(const Instance& inst) {
   const auto m = inst.methods();
   return std::find(m.begin(), m.end(), "neural") != m.end() ? "neural" : m.front();

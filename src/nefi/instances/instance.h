@@ -120,6 +120,9 @@ InstancePtr make_wave_fwi();
 InstancePtr make_photoacoustic3d();
 InstancePtr make_dot3d();
 // Fidelity tags of the data generators (the inversion operators carry others).
+// The data tag of a blur drawn directly (f64, in space) on a grid
+// `supersample` times finer than the inversion grid: "blur-4x-float64-direct".
+std::string direct_blur_data_tag(int64_t supersample);
 const char* toy1d_data_tag();
 const char* deconvolution_data_tag();
 const char* thermal_tomography_data_tag();

@@ -100,7 +100,7 @@ class Toy1D : public Instance {
   // The tag of the data as drawn: the blur on a grid `supersample` times
   // finer (the default's is the *_data_tag() constant).
   std::string data_tag(const Params& p) const override {
-    return "blur-" + std::to_string(p.i("supersample")) + "x-float64-direct";
+    return direct_blur_data_tag(p.i("supersample"));
   }
   std::string summary() const override {
     return "1-D Gaussian deblurring of a non-negative signal (tutorial / CI)";

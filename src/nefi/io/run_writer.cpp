@@ -33,13 +33,19 @@ void clear_earlier_run(const std::string& dir, const RunConfig& cfg) {
   std::vector<std::string> names{"ground_truth.npy", "panel.png", "history.png", "history.csv"};
   try {
     const nlohmann::json j = nlohmann::json::parse(std::ifstream(metrics));
-    if (j.contains("methods") && j["methods"].is_object())
-      for (const auto& [m, _] : j["methods"].items()) {
-        names.push_back(m + ".npy");
-        names.push_back("history-" + m + ".csv");
-      }
+    // Only a folder this writer made (its metrics.json's own keys) is
+    // cleared: another program's metrics.json leaves everything alone.
+    if (!j.is_object() || !j.contains("instance") || !j.contains("config_hash") ||
+        !j.contains("methods") || !j["methods"].is_object())
+      return;
+    for (const auto& [m, _] : j["methods"].items()) {
+      // A method is a plain name: nothing outside the folder is named.
+      if (m.empty() || fs::path(m).filename() != m || m == "." || m == "..") continue;
+      names.push_back(m + ".npy");
+      names.push_back("history-" + m + ".csv");
+    }
   } catch (const nlohmann::json::exception&) {
-    // Not a metrics.json we wrote: its methods' files are left alone.
+    return;  // not a metrics.json we wrote
   }
   std::error_code ec;
   for (const std::string& n : names) {

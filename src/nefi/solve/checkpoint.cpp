@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -101,15 +102,18 @@ void save_checkpoint(const std::string& path, const Checkpoint& ck) {
                             {"run_identity", ck.run_identity},
                             {"stop", ck.stop},
                             {"since_best", ck.since_best},
-                            {"final_total", ck.final_total},
-                            {"final_data_loss", ck.final_data_loss},
                             {"lr_mult", ck.lr_mult},
                             {"adam_steps", ck.adam_steps},
                             {"params", describe(ck.params)},
                             {"adam_m", describe(ck.adam_m)},
                             {"adam_v", describe(ck.adam_v)}};
+  // JSON has no inf or NaN: a non-finite number is left out (read back as
+  // the default: an infinite best, a NaN loss).
   nlohmann::json full = h;
-  if (std::isfinite(ck.best_data_loss)) full["best_data_loss"] = ck.best_data_loss;  // else none
+  for (const auto& [key, v] : {std::pair{"best_data_loss", ck.best_data_loss},
+                               {"final_total", ck.final_total},
+                               {"final_data_loss", ck.final_data_loss}})
+    if (std::isfinite(v)) full[key] = v;
   const std::string header = full.dump();
   const std::string tmp = path + ".tmp";
   {
@@ -168,8 +172,10 @@ Checkpoint load_checkpoint(const std::string& path) {
     ck.run_identity = h.value("run_identity", std::string());
     ck.stop = h.value("stop", std::string());
     ck.since_best = h.value("since_best", 0);
-    ck.final_total = h.value("final_total", 0.0);
-    ck.final_data_loss = h.value("final_data_loss", 0.0);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    ck.final_total = h.contains("final_total") ? h.at("final_total").get<double>() : nan;
+    ck.final_data_loss =
+        h.contains("final_data_loss") ? h.at("final_data_loss").get<double>() : nan;
     if (h.contains("best_data_loss")) ck.best_data_loss = h.at("best_data_loss").get<double>();
     ck.lr_mult = h.at("lr_mult").get<double>();
     ck.adam_steps = h.at("adam_steps").get<int64_t>();
@@ -183,6 +189,9 @@ Checkpoint load_checkpoint(const std::string& path) {
   const auto stored = get<uint64_t>(f, path);
   FK_CHECK(stored == payload, "nefi::load_checkpoint", std::to_string(payload) + " payload bytes",
            std::to_string(stored) + " in " + path);
+  FK_CHECK(ck.stop.empty() || ck.stop == "early_stop" || ck.stop == "discrepancy",
+           "nefi::load_checkpoint", "a stop of early_stop, discrepancy or none",
+           "'" + ck.stop + "' in " + path);
   FK_CHECK(ck.stage >= 0 && ck.step >= 0 && ck.global_step >= 0 && ck.adam_steps >= 0 &&
                ck.since_best >= 0 && std::isfinite(ck.lr_mult) && ck.lr_mult > 0,
            "nefi::load_checkpoint",

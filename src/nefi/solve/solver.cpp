@@ -63,6 +63,13 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
            std::to_string(opt_.checkpoint_every));
   FK_CHECK(opt_.checkpoint_interval >= 0, "SolverOptions::checkpoint_interval", "a step count >= 0",
            std::to_string(opt_.checkpoint_interval));
+  // A checkpoint holds one attempt's stage and step: with restarts it would
+  // say nothing of which seed wrote it; run alone, a stage has no place in
+  // the run the checkpoint came from.
+  FK_CHECK(opt_.resume_from.empty() || (cur_.restarts <= 1 && !opt_.only_stage),
+           "nefi::Solver resume",
+           "a run of one attempt and every stage (no restarts, no only_stage)",
+           std::to_string(cur_.restarts) + " restarts" + (opt_.only_stage ? ", only_stage" : ""));
   FK_CHECK(!(cur_.optim.optimizer == "lbfgs" && problem_.field->autocast() == fk::DType::F16),
            "nefi::Solver", "L-BFGS without fp16 autocast (its line search needs unscaled losses)",
            "optimizer lbfgs with autocast fp16");

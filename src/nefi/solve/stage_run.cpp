@@ -146,6 +146,9 @@ StageRun::StageRun(const InverseProblem& problem, const Curriculum& cur, const S
 }
 
 void StageRun::resume(const Checkpoint& ck, const std::string& path) {
+  FK_CHECK(ck.stage == static_cast<int>(index_), "nefi::Solver resume",
+           "the checkpoint's own stage " + std::to_string(ck.stage),
+           "stage " + std::to_string(index_) + " (" + path + ")");
   FK_CHECK(ck.params.size() == params_.size(), "nefi::Solver resume",
            std::to_string(params_.size()) + " parameter buffers",
            std::to_string(ck.params.size()) + " in " + path);
@@ -362,7 +365,11 @@ void StageRun::save(int t, int global, const std::string& stop) const {
 }
 
 const char* StageRun::stop_reason(const StepInfo& info, const StepValue& v, Clock::time_point t_run,
-                                  bool& run_over) {
+                                  bool& run_over, const char*& own_stop) {
+  // The run's own rules first: their state (early stopping's best and count)
+  // moves at every step whatever else ends it, so a checkpoint of a step a
+  // callback or the budget ended holds the state an uninterrupted run has.
+  own_stop = own_stop_reason(info, v);
   bool keep = true;
   for (const auto& cb : opt_.callbacks) keep = cb(info) && keep;
   if (!keep) return "callback";
@@ -371,7 +378,11 @@ const char* StageRun::stop_reason(const StepInfo& info, const StepValue& v, Cloc
     run_over = true;
     return "time_budget";
   }
-  if (progress_ < 1.0) return nullptr;
+  return own_stop;
+}
+
+const char* StageRun::own_stop_reason(const StepInfo& info, const StepValue& v) {
+  if (!opt_.stopping_rules || progress_ < 1.0) return nullptr;
   if (cur_.early_stop_patience) {
     if (info.data_loss < best_ - cur_.early_stop_min_delta) {
       best_ = info.data_loss;
@@ -430,14 +441,12 @@ StageResult StageRun::run(History& history, int& global, int total_steps, Clock:
     // stage's last step). Early stopping and the discrepancy principle are
     // the run's own: kept, a resume ends the stage there too. A callback or
     // the time budget interrupted the run from outside: kept as "go on".
-    const char* stop = stop_reason(info, v, t_run, run_over);
-    const std::string own_stop =
-        stop && (std::string(stop) == "early_stop" || std::string(stop) == "discrepancy") ? stop
-                                                                                          : "";
+    const char* own_stop = nullptr;
+    const char* stop = stop_reason(info, v, t_run, run_over, own_stop);
     if (!opt_.checkpoint_path.empty() &&
         (t + 1 == stage_.steps || stop ||
          (opt_.checkpoint_interval > 0 && global % opt_.checkpoint_interval == 0)))
-      save(t, global, own_stop);
+      save(t, global, own_stop ? own_stop : "");
     if (stop) {
       sr_.stop = stop;
       break;
@@ -445,7 +454,7 @@ StageResult StageRun::run(History& history, int& global, int total_steps, Clock:
   }
   // A stage whose every step the NaN guard skipped (fewer than max_bad_steps
   // of them) trained nothing: not a completed stage.
-  FK_CHECK(sr_.steps > 0 || bad_ == 0, "nefi::Solver",
+  FK_CHECK(sr_.steps > 0 || t0_ > 0 || bad_ == 0, "nefi::Solver",
            "a finite loss on some step of stage " + stage_.name,
            std::to_string(bad_) +
                " non-finite steps and no other (values past float32's range, "

@@ -85,8 +85,12 @@ class StageRun {
   // `stop`: the rule that ended the stage at step t ("" while it goes on).
   void save(int t, int global, const std::string& stop) const;
   // Calls the callbacks and applies the stopping rules; nullptr: go on.
+  // `own_stop`: what the run's own rules (early stopping, the discrepancy
+  // principle) said at this step, whatever the callbacks or budget did.
   const char* stop_reason(const StepInfo& info, const StepValue& v, Clock::time_point t_run,
-                          bool& run_over);
+                          bool& run_over, const char*& own_stop);
+  // Early stopping and the discrepancy principle (their state moves).
+  const char* own_stop_reason(const StepInfo& info, const StepValue& v);
 
   const Curriculum& cur_;
   const SolverOptions& opt_;

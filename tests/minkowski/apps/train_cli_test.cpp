@@ -184,7 +184,12 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
            {"bench conv --points 100 --json /proc/no/such.json",
             "--json: expected a writable file"},
            {"bench ops --points -5", "--points: Value -5 not in range"},
-           {"bench ops --points 100 --scene x.npy", "give --scene or --points, not both"}}) {
+           {"bench ops --points 100 --scene x.npy", "give --scene or --points, not both"},
+           // An output on an input would be emptied before it was read.
+           {"predict --voxel 1 --checkpoint " + (dir / "run2" / "best.ckpt").string() +
+                " --input " + (dir / "points" / "a.xyz").string() + " --ply " +
+                (dir / "points" / "a.xyz").string(),
+            "--ply: expected a file other than the inputs"}}) {
     const bool train = args.starts_with("train");
     r = fieldkit_test::run_cli(bin, train ? args + " --out " + (dir / "refused").string() : args,
                                dir);
@@ -193,6 +198,7 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
   EXPECT_FALSE(fs::exists(dir / "refused" / "log.csv"));
+  EXPECT_GT(fs::file_size(dir / "points" / "a.xyz"), 0u);  // the refused --ply left it whole
   // Label 2 is out of range: the held-out file says so before any training.
   r = fieldkit_test::run_cli(bin, folder + " --classes 2", dir);
   EXPECT_EQ(r.status, 1);

@@ -93,6 +93,23 @@ TEST(RunCli, ARunReplacesAnEarlierRunsOutputs) {
       {{"run deconvolution --smoke -b wiener --save-every 1 -o " + d.string(),
         "--resume / --save-every: expected a method that trains"}},
       nefi::test::scratch());
+  // A folder whose metrics.json another program wrote keeps every file.
+  const fs::path other = nefi::test::fresh_dir("run_foreign");
+  std::ofstream(other / "metrics.json")
+      << "{\"instance\": \"x\", \"config_hash\": \"0\", \"methods\": {\"../outside\": 1}}\n";
+  std::ofstream(other.parent_path() / "outside.npy") << "not ours\n";
+  std::ofstream(other / "panel.png") << "not ours either\n";
+  ASSERT_EQ(nefi_stdout("run toy1d --smoke --smoke-steps 4 -m grid --no-plot -o " + other.string())
+                .status,
+            0);
+  EXPECT_TRUE(fs::exists(other.parent_path() / "outside.npy"));  // a method name is a file name
+  EXPECT_FALSE(fs::exists(other / "panel.png"));  // this schema is ours: its outputs go
+  std::ofstream(other / "metrics.json") << "{\"methods\": {}}\n";  // another program's
+  std::ofstream(other / "panel.png") << "theirs\n";
+  ASSERT_EQ(nefi_stdout("run toy1d --smoke --smoke-steps 4 -m grid --no-plot -o " + other.string())
+                .status,
+            0);
+  EXPECT_TRUE(fs::exists(other / "panel.png"));
 }
 
 TEST(RunCli, BaselineRunsThatMethodAlone) {

@@ -120,6 +120,25 @@ TEST(NefiCheckpoint, ResumedRunStopsEarlyWhereTheUninterruptedOneDid) {
     // The steps reported are the ones this run did.
     EXPECT_EQ(resumed.total_steps(), static_cast<int>(resumed.history.rows.size())) << cut;
   }
+  // A callback that ends the last stage early (an interruption from outside)
+  // still leaves the early-stopping state of its step in the checkpoint.
+  for (int cut = full.total_steps() - full.stages.back().steps + 1; cut < total; ++cut) {
+    nefi::SolverOptions first;
+    first.checkpoint_path = ck.string();
+    first.callbacks.push_back([cut](const nefi::StepInfo& s) { return s.global_step < cut; });
+    nefi::Solver(problem(), cur, first).run();
+    nefi::SolverOptions second;
+    second.resume_from = ck.string();
+    const nefi::Result resumed = nefi::Solver(problem(), cur, second).run();
+    EXPECT_EQ(resumed.fields.at("x").to_vector<double>(), full.fields.at("x").to_vector<double>())
+        << "callback at " << cut;
+  }
+  // One checkpoint cannot say which of several restarts wrote it.
+  nefi::Curriculum restarts = curriculum();
+  restarts.restarts = 2;
+  nefi::SolverOptions resume;
+  resume.resume_from = ck.string();
+  EXPECT_THROW(nefi::Solver(problem(), restarts, resume), fk::Error);
   fs::remove(ck);
 }
 
