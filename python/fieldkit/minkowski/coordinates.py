@@ -193,7 +193,7 @@ class CoordinateManager(_mk.CoordinateManager):
         """(input rows, strided rows): every row of in_key's map (0 .. N-1) and
         the row of its parent floor(c / ts) * ts on stride_key's map, whose
         tensor stride ts must be a multiple of in_key's."""
-        from .sparse_tensor import _rows_in_map
+        from .map_rows import _rows_in_map
 
         where = "CoordinateManager.stride_map"
         for key in (in_key, stride_key):
@@ -343,7 +343,7 @@ class CoordinateManager(_mk.CoordinateManager):
         and the point's row; points off the map are left out (as in the
         reference). Kept for get_field_to_sparse_map unless a map of this pair
         already is."""
-        from .sparse_tensor import _rows_in_map
+        from .map_rows import _rows_in_map
 
         points = self._field(field_map_key, "field_to_sparse_map")
         if not isinstance(sparse_map_key, _mk.MapKey) or not self.has(sparse_map_key):

@@ -47,7 +47,7 @@ def sorted_coordinates(st):
     if not mgr.has(sorted_key):
         sorted_key = mgr.insert(c[perm].contiguous(), list(key.tensor_stride), sorted_key.tag)[0]
         twins = getattr(mgr, "_twin_rows", None)
-        if twins is not None:  # the joins of sparse_tensor._aligned_rows, without a search
+        if twins is not None:  # map_rows._aligned_rows joins them without a search
             inverse = torch.empty_like(perm)
             inverse[perm] = torch.arange(len(perm), device=perm.device)
             twins[(sorted_key, key)] = perm.cpu()

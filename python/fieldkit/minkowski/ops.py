@@ -5,7 +5,8 @@ import torch
 
 from .._core import minkowski as _mk
 from .functional import SpmmFunction, run
-from .sparse_tensor import SparseTensor, TensorField, _features_on, layer_input
+from .map_rows import _features_on
+from .sparse_tensor import SparseTensor, TensorField, layer_input
 
 
 class MinkowskiPruning(torch.nn.Module):
