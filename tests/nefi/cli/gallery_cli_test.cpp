@@ -45,6 +45,14 @@ TEST(GalleryCli, PageReferencesFilesThatExist) {
   EXPECT_EQ(j["instances"][0]["error"], "");
   EXPECT_GT(j["instances"][1]["methods"]["neural"]["metrics"]["psnr"].get<double>(), 10.0);
   EXPECT_TRUE(j["instances"][1]["methods"].contains("wiener"));
+  // A direct method has a solve time too (it had 0: no solver timed it).
+  EXPECT_GT(j["instances"][1]["methods"]["wiener"]["total_s"].get<double>(), 0.0);
+  // The budget scales the smoke preset's steps (toy1d's 180) both ways.
+  EXPECT_EQ(j["instances"][0]["methods"]["neural"]["steps"], 18);
+  const fs::path twice = nefi::test::fresh_dir("gallery_cli_twice");
+  ASSERT_EQ(nefi_stdout("gallery --instances toy1d --budget 2 -o " + twice.string()).status, 0);
+  const auto k = nlohmann::json::parse(nefi::test::slurp(twice / "gallery.json"));
+  EXPECT_EQ(k["instances"][0]["methods"]["neural"]["steps"], 360);
 }
 
 // Pixels of a warm, saturated colour (channel spread > 100, red over blue):
