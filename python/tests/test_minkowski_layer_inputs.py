@@ -1,5 +1,6 @@
 """Layers given the wrong input: a TypeError or ValueError naming the layer
 and what it expected, never an AttributeError from deep inside."""
+import numpy as np
 import pytest
 import torch
 
@@ -60,3 +61,25 @@ def test_channel_counts_are_named(x):
     with pytest.raises(ValueError, match="MinkowskiUnion: expected inputs of 2 torch.float32 "
                                          "channels, got 3 torch.float32"):
         ME.MinkowskiUnion()(x, other)
+
+
+def test_sparse_quantize_never_hands_back_the_callers_features():
+    # Every point in its own voxel: the features come back as they were, but
+    # in a buffer of their own (an edit of the result left the input alone).
+    coords = np.array([[0, 0], [1, 1], [2, 2]], dtype=np.int32)
+    feats = np.arange(6, dtype=np.float32).reshape(3, 2)
+    _, qf = ME.sparse_quantize(coords, feats)
+    assert not np.shares_memory(qf, feats)
+    qf *= 0
+    assert feats.tolist() == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_a_pointwise_half_convolution_and_zero_channels_run_on_the_cpu(x):
+    half = ME.SparseTensor(x.F.half(), coordinate_map_key=x.coordinate_map_key,
+                           coordinate_manager=x.coordinate_manager)
+    conv = ME.MinkowskiConvolution(2, 3, kernel_size=1, dimension=2).half()
+    y = conv(half)
+    assert y.F.dtype == torch.float16
+    torch.testing.assert_close(y.F.float(), x.F @ conv.kernel.float(), rtol=2e-3, atol=2e-3)
+    assert ME.MinkowskiConvolution(0, 2, kernel_size=3, dimension=2).kernel.shape == (9, 0, 2)
+    assert ME.MinkowskiChannelwiseConvolution(0, kernel_size=3, dimension=2).kernel.shape == (9, 0)

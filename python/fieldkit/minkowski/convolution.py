@@ -60,7 +60,7 @@ class _ConvolutionBase(torch.nn.Module):
     def reset_parameters(self):
         k = self.kernel_generator.kernel_volume
         fan = (self.out_channels if self.transposed else self.in_channels) * k
-        bound = 1.0 / math.sqrt(fan)
+        bound = 1.0 / math.sqrt(max(fan, 1))  # 0 channels: nothing to initialise
         with torch.no_grad():
             self.kernel.uniform_(-bound, bound)
             if self.bias is not None:
@@ -94,7 +94,11 @@ class _ConvolutionBase(torch.nn.Module):
                 raise ValueError(f"{type(self).__name__}: expected {kernel.shape[-2]} input "
                                  f"channels, got {input._F.shape[1]}")
             f, w = autocast(input._F, kernel)
-            out, key = f.mm(w), input._key
+            if f.dtype == torch.float16 and f.device.type == "cpu":  # torch < 2 has no CPU
+                out = f.float().mm(w.float()).half()  # half matmul: f32, rounded once
+            else:
+                out = f.mm(w)
+            key = input._key
         else:
             if is_deterministic():
                 input = sorted_coordinates(input)
@@ -154,7 +158,7 @@ class MinkowskiChannelwiseConvolution(torch.nn.Module):
         k = self.kernel_generator.kernel_volume
         self.kernel = torch.nn.Parameter(torch.empty(k, in_channels))
         self.bias = torch.nn.Parameter(torch.empty(1, in_channels)) if bias else None
-        bound = 1.0 / math.sqrt(in_channels * k)
+        bound = 1.0 / math.sqrt(max(in_channels * k, 1))
         with torch.no_grad():
             self.kernel.uniform_(-bound, bound)
             if self.bias is not None:

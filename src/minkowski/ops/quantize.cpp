@@ -87,7 +87,12 @@ Quantized sparse_quantize(const fk::Tensor& coordinates, const fk::Tensor& featu
   q.coordinates = fk::from_blob_copy(map.coordinates().data(), {map.size(), d}, fk::DType::I32);
   if (mode == QuantizationMode::RandomSubsample)
     q.unique_index = subsample_rows(q.inverse, map.size(), seed);
-  if (features.defined()) q.features = quantize_features(features, q.unique_index, q.inverse, mode);
+  if (features.defined()) {
+    q.features = quantize_features(features, q.unique_index, q.inverse, mode);
+    // No two points shared a voxel: the features come back as given. A new
+    // buffer, not the caller's (an edit of the result would reach the input).
+    if (q.features.data_ptr() == features.data_ptr()) q.features = q.features.clone();
+  }
   if (labels.defined()) q.labels = quantize_labels(labels, q.inverse, map.size(), ignore_label);
   return q;
 }

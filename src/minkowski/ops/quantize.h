@@ -9,7 +9,7 @@ namespace minkowski {
 
 struct Quantized {
   fk::Tensor coordinates;  // M x D int32 (floor(c / quantization_size))
-  fk::Tensor features;     // M x C reduced by the mode (undefined if none given)
+  fk::Tensor features;     // M x C reduced by the mode, a new buffer (undefined if none given)
   fk::Tensor labels;       // M, the labels' dtype (undefined if none given)
   // Input row kept for each output row: under RandomSubsample the randomly
   // chosen point whose features the row holds, under every other mode the
