@@ -298,3 +298,24 @@ def test_instance_norm_defaults_to_the_references_eps():
     reference = ME.MinkowskiInstanceNormFunction.apply(x.F, x.coordinate_map_key, None,
                                                        x.coordinate_manager)
     assert torch.allclose(y.F, reference, atol=1e-12)
+
+
+def test_f64_features_at_f32_points_keep_f64_weights():
+    c = _ints([[0, 0, 0], [0, 1, 0], [0, 0, 1], [0, 1, 1]])
+    f = torch.rand(4, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    x = ME.SparseTensor(f, c)
+    p = torch.tensor([[0, 0.3, 0.7]], dtype=torch.float32)
+    wx, wy = float(p[0, 1]), float(p[0, 2])  # the f32 points' own values, in f64
+    ref = f[0] * (1 - wx) * (1 - wy) + f[1] * wx * (1 - wy) + f[2] * (1 - wx) * wy + f[3] * wx * wy
+    torch.testing.assert_close(x.features_at_coordinates(p)[0], ref, rtol=0, atol=1e-15)
+
+
+def test_origin_map_groups_rows_in_order_of_batch_and_row():
+    mgr = ME.CoordinateManager(D=2)
+    key, _ = mgr.insert_and_map(_ints([[2, 0, 0], [0, 1, 1], [2, 1, 0], [1, 3, 3], [0, 2, 2]]))
+    items, rows = mgr.origin_map(key)
+    c = mgr.get_coordinates(key)
+    assert items.tolist() == [0, 1, 2]
+    for b, r in zip(items.tolist(), rows):
+        assert r.tolist() == sorted(r.tolist()) and (c[r, 0] == b).all()
+    assert sum(len(r) for r in rows) == 5

@@ -55,7 +55,10 @@ def interpolate(input, points, mode=_mk.InterpolationMode.MULTILINEAR):
     # The points and weights are built on the host; the spmm runs where F is.
     coo, weights = _mk.interpolation_weights(input.coordinate_manager, input.coordinate_map_key,
                                              input.F.detach(), points.detach().cpu(), mode)
-    out = run(SpmmFunction, weights.to(input.F.device, points.dtype), input.F, coo)
+    # The weights (f64 from C++) in the finer of the points' and the features'
+    # dtypes: f64 features at f32 points keep f64-accurate weights.
+    wdtype = torch.promote_types(points.dtype, input.F.dtype)
+    out = run(SpmmFunction, weights.to(input.F.device, wdtype), input.F, coo)
     return out, coo, weights.to(input.F.dtype)  # the reference's weights: the features' dtype
 
 
