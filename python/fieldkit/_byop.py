@@ -370,21 +370,27 @@ def quick_report(result, problem=None, gt=None):
     parameters, data RMSE, chi = RMSE / sigma with a verdict (at the noise
     floor, slightly above, underfit, below the noise), stage stops, timings,
     ground truth metrics, decisions. The reference's (result, problem, gt)
-    form is taken; its ground truth is scored by the solve that made the
-    result (solve(ground_truth=gt)), so a gt here is refused rather than
-    left out of the report."""
-    if gt is not None:
-        raise Error("quick_report: expected the ground truth at the solve "
-                    "(problem.solve(ground_truth=gt) puts its PSNR in the report), got gt= here")
-    if problem is not None and not isinstance(problem, ForwardProblem):
-        raise Error(f"quick_report: expected a from_forward ForwardProblem, got "
-                    f"{type(problem).__name__}")
+    form: with ``gt`` (an array, or a dict {field: array}) and the problem
+    that made the result, the report gains the fields' PSNR and relative
+    error against it."""
     if not isinstance(result, dict) or "report" not in result:
         raise Error("quick_report: expected a ForwardProblem.solve() result (it carries its "
                     "report; an instance's result has its metrics and data_fit instead), got "
                     + ("a dict without 'report'" if isinstance(result, dict)
                        else type(result).__name__))
-    return result["report"]
+    if gt is None:
+        return result["report"]
+    if not isinstance(problem, ForwardProblem):
+        raise Error(f"quick_report: expected the from_forward ForwardProblem that made the "
+                    f"result beside gt, got {type(problem).__name__}")
+    truths = dict(gt) if isinstance(gt, dict) else {problem._model.names[0]: gt}
+    truths = {str(k): _real_values("quick_report", "ground truth", v) for k, v in truths.items()}
+    fields = {str(k): np.ascontiguousarray(v, dtype=np.float64)
+              for k, v in result.get("fields", {}).items()}
+    lines = problem._core.ground_truth_lines(fields, truths)
+    report = result["report"]
+    at = report.find("\n| decision |")
+    return report + lines if at < 0 else report[:at] + lines + report[at:]
 
 
 def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, mask=None,

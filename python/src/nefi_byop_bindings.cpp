@@ -240,6 +240,22 @@ void bind_nefi_byop(nb::module_& m) {
                      return out;
                    })
       .def_prop_ro("steps", [](const ForwardProblem& p) { return p.ap.curriculum.total_steps(); })
+      // quick_report's ground-truth lines for fields a solve returned.
+      .def(
+          "ground_truth_lines",
+          [](const ForwardProblem& p, nb::dict fields, nb::dict truths) {
+            const auto maps = [](nb::dict d) {
+              nefi::FieldMap m;
+              for (const auto& [k, v] : d)
+                m[nb::cast<std::string>(k)] = from_dlpack(nb::cast<nb::ndarray<nb::ro>>(v))
+                                                  .to(fk::DType::F64)
+                                                  .contiguous()
+                                                  .clone();
+              return m;
+            };
+            return nefi::ground_truth_lines(p.ap, maps(fields), maps(truths));
+          },
+          nb::arg("fields"), nb::arg("truths"))
       .def(
           "solve",
           [](const ForwardProblem& p, std::optional<uint64_t> seed, nb::dict truths,

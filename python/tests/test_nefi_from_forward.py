@@ -53,6 +53,16 @@ def test_every_kind_of_model_reaches_the_noise_floor():
     np.testing.assert_array_equal(out["matrix"]["reconstruction"], out["adjoint"]["reconstruction"])
     np.testing.assert_allclose(out["vjp"]["reconstruction"], out["torch"]["reconstruction"],
                                atol=1e-6)
+    # The reference's quick_report(result, problem, gt): a result solved
+    # without the truth is scored after, with the solve's own lines.
+    plain = problems["matrix"].solve()
+    assert "ground truth" not in plain["report"]
+    scored = nefi.quick_report(plain, problems["matrix"], gt)
+    truth_line = [ln for ln in out["matrix"]["report"].splitlines() if "ground truth" in ln]
+    assert [ln for ln in scored.splitlines() if "ground truth" in ln] == truth_line
+    assert scored.index("ground truth") < scored.index("| decision")
+    with pytest.raises(fieldkit.Error, match="the from_forward ForwardProblem that made the result"):
+        nefi.quick_report(plain, None, gt)
     d = problems["matrix"].decisions
     assert d["network"]["value"] == "64 x 3" and "closed form" in d["constant_fit"]["why"]
     assert "search" in problems["vjp"].decisions["constant_fit"]["why"]

@@ -37,6 +37,24 @@ void check_ground_truth(const AutoProblem& ap, const FieldMap& truths) {
   }
 }
 
+std::string ground_truth_lines(const AutoProblem& ap, const FieldMap& fields,
+                               const FieldMap& truths) {
+  check_ground_truth(ap, truths);
+  std::ostringstream o;
+  o.precision(4);
+  for (const auto& [name, t] : truths) {
+    const auto it = fields.find(name);
+    FK_CHECK(it != fields.end(), "quick_report", "the solved field '" + name + "'", "none");
+    const fk::Tensor x = it->second.to(fk::DType::F64);
+    FK_CHECK(x.numel() == t.numel(), "quick_report", "a field of the truth's size",
+             x.shape().str() + " for '" + name + "'");
+    const fk::Tensor g = t.to(fk::DType::F64).contiguous().reshape(x.shape());
+    o << "- ground truth" << (ap.fields.size() > 1 ? " of " + name : "") << ": PSNR " << psnr(x, g)
+      << " dB, relative error " << relative_error(x, g) << "\n";
+  }
+  return o.str();
+}
+
 std::string quick_report(const AutoProblem& ap, const Result& r, const FieldMap& truths) {
   check_ground_truth(ap, truths);
   std::ostringstream o;
@@ -62,12 +80,7 @@ std::string quick_report(const AutoProblem& ap, const Result& r, const FieldMap&
       << " s\n";
   o << "- total: " << r.total_s << " s, " << (r.total_steps() > 0 ? r.ms_per_step() : 0.0)
     << " ms/step\n";
-  for (const auto& [name, t] : truths) {
-    const fk::Tensor x = r.fields.at(name).to(fk::DType::F64);
-    const fk::Tensor g = t.to(fk::DType::F64).contiguous().reshape(x.shape());
-    o << "- ground truth" << (ap.fields.size() > 1 ? " of " + name : "") << ": PSNR " << psnr(x, g)
-      << " dB, relative error " << relative_error(x, g) << "\n";
-  }
+  o << ground_truth_lines(ap, r.fields, truths);
   o << "\n| decision | value | why |\n|---|---|---|\n";
   for (const auto& d : ap.decisions)
     o << "| " << d.key << " | " << d.value << " | " << d.why << " |\n";

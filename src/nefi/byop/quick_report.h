@@ -24,6 +24,11 @@ std::string chi_verdict(double chi, bool estimated);
 // the field's shape; their PSNR and relative error are reported.
 std::string quick_report(const AutoProblem& problem, const Result& result,
                          const FieldMap& truths = {});
+// quick_report's ground-truth lines ("- ground truth: PSNR .. dB, relative
+// error .."), one per truth, of the solved fields (the field's shape each):
+// a report scored after its solve.
+std::string ground_truth_lines(const AutoProblem& problem, const FieldMap& fields,
+                               const FieldMap& truths);
 // Throws the fk::Error quick_report would, before a solve: a truth of an
 // unknown field or of the wrong size.
 void check_ground_truth(const AutoProblem& problem, const FieldMap& truths);
