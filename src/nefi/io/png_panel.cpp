@@ -72,15 +72,26 @@ void panel_1d(const std::string& path, const PanelInput& in) {
   f.save_png(path);
 }
 
-// Every method's metrics, one line each, in the corner the error row leaves free.
-void metrics_table(Figure& f, double x, double y, const PanelInput& in) {
+// Every method's metrics in the corner the error row leaves free, `width`
+// pixels wide: a method whose metrics do not fit one line (admm's
+// iterations, mu, objective, ...) goes on over the next ones, indented,
+// rather than over the error tiles to its right.
+void metrics_table(Figure& f, double x, double y, double width, const PanelInput& in) {
   const fk::plot::Rgb ink{0.2, 0.2, 0.2};
   f.text({x, y}, "Metrics (reconstruction vs truth)",
          {13, ink, fk::plot::Align::Start, fk::plot::Align::End, true});
   double at = y + 22;
   for (const PanelMethod& pm : in.methods) {
     std::string line = pm.name + ":";
-    for (const auto& [k, v] : pm.metrics) line += fmt::format("  {} {:.4g}", k, v);
+    for (const auto& [k, v] : pm.metrics) {
+      const std::string item = fmt::format("  {} {:.4g}", k, v);
+      if (line.size() > pm.name.size() + 1 && f.text_width(line + item, 11) > width) {
+        f.text({x, at}, line, {11, ink});
+        at += 16;
+        line = std::string(pm.name.size(), ' ') + " ";
+      }
+      line += item;
+    }
     f.text({x, at}, line, {11, ink});
     at += 18;
   }
@@ -137,7 +148,7 @@ void panel_2d(const std::string& path, const PanelInput& in, const fk::Tensor& s
   const double xb = x_rec + k * tile_w() - kGap + 4;
   panel::bar(f, xb, y0, fr, fk::plot::Colormap::Viridis, labels.field_bar);
   panel::bar(f, xb, y1, er, fk::plot::Colormap::Diverging, labels.error_bar);
-  metrics_table(f, 16, y1 + kHead, in);
+  metrics_table(f, 16, y1 + kHead, x_rec - 16 - kGap, in);
   f.save_png(path);
 }
 

@@ -52,8 +52,9 @@ TEST(NefiHolographyInstance, BadValuesAreOneLineErrorsNamingTheKey) {
       [&](const nefi::Params& p) { inst->make_measurement(p, 0); });
 }
 
-// Smoke floors over seeds 0-2 (mean-subtracted phase). Measured (1 thread):
-// neural 37.61 / 30.41 / 31.83 dB (SSIM 0.943 / 0.905 / 0.954);
+// Smoke floors over seeds 0-2 (mean-subtracted phase). Measured (1 thread,
+// session 12, as configs/holography_smoke.yaml; seed 0 again in session 47):
+// neural 36.39 / 30.54 / 32.02 dB (SSIM 0.920 / 0.907 / 0.956);
 // Gerchberg-Saxton 21.78 / 15.34 / 13.91; grid 26.00 / 21.62 / 28.39
 // (reference, its seed 0: neural 35.0, GS 27.3, grid 31.7).
 TEST(NefiHolographyInstance, SmokeQualityFloor) {
