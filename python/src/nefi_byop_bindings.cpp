@@ -183,6 +183,15 @@ std::vector<fk::Tensor> operator_parameter_copies(const nefi::AutoProblem& ap) {
   return out;
 }
 
+// {name: array} from Python as f64 host copies (fields or ground truths).
+nefi::FieldMap f64_fields(nb::dict d) {
+  nefi::FieldMap m;
+  for (const auto& [k, v] : d)
+    m[nb::cast<std::string>(k)] =
+        from_dlpack(nb::cast<nb::ndarray<nb::ro>>(v)).to(fk::DType::F64).contiguous().clone();
+  return m;
+}
+
 // A solve's result as ForwardProblem.solve returns it: solve_dict with the
 // primary field, prediction, data fit, the model's own parameters as the
 // solve left them, the field's parameters (when given) and the report (a
@@ -244,16 +253,7 @@ void bind_nefi_byop(nb::module_& m) {
       .def(
           "ground_truth_lines",
           [](const ForwardProblem& p, nb::dict fields, nb::dict truths) {
-            const auto maps = [](nb::dict d) {
-              nefi::FieldMap m;
-              for (const auto& [k, v] : d)
-                m[nb::cast<std::string>(k)] = from_dlpack(nb::cast<nb::ndarray<nb::ro>>(v))
-                                                  .to(fk::DType::F64)
-                                                  .contiguous()
-                                                  .clone();
-              return m;
-            };
-            return nefi::ground_truth_lines(p.ap, maps(fields), maps(truths));
+            return nefi::ground_truth_lines(p.ap, f64_fields(fields), f64_fields(truths));
           },
           nb::arg("fields"), nb::arg("truths"))
       .def(
@@ -293,12 +293,7 @@ void bind_nefi_byop(nb::module_& m) {
               st.lr_warmup = std::min(st.lr_warmup, st.steps - 1);
             }
             if (steps || lr) ap.curriculum.validate();
-            nefi::FieldMap gt;
-            for (const auto& [k, v] : truths)
-              gt[nb::cast<std::string>(k)] = from_dlpack(nb::cast<nb::ndarray<nb::ro>>(v))
-                                                 .to(fk::DType::F64)
-                                                 .contiguous()
-                                                 .clone();
+            const nefi::FieldMap gt = f64_fields(truths);
             nefi::check_ground_truth(ap, gt);  // before the solve, not after it
             nefi::SolverOptions so;
             so.device = dev;
