@@ -65,7 +65,10 @@ void LowRankField::reset_parameters(uint64_t seed) {
         for (int64_t i = 0; i < n; ++i) {
           double& e = v[(static_cast<int64_t>(c) * rank_ + r) * n + i];
           // The first term carries the initial value; the rest start small.
-          e = r == 0 ? (a == 0 && bias[c] < 0 ? -root : root) : e * scale;
+          // A zero value is no start for it: all its factors at 0 are a
+          // saddle it never leaves (each factor's gradient is the others'),
+          // so then it starts small and random like the rest.
+          e = r == 0 && root > 0 ? (a == 0 && bias[c] < 0 ? -root : root) : e * scale;
         }
     }
     f.copy_(fk::from_vector(v, f.shape()).to(fk::DType::F32));

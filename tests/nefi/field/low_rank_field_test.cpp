@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "fk/autograd.h"
@@ -60,6 +61,30 @@ TEST(NefiLowRankField, StartsAtTheHeadsValueAndResamplesItsFactors) {
   for (double v : c) EXPECT_NEAR(v, -0.7, 0.05);
   EXPECT_NE(fk::test::error_of([] { nefi::LowRankField({4}, one_head(), 0); }).find("rank"),
             std::string::npos);
+  // A head starting at 0: every term starts small, none at the saddle of all
+  // factors zero (a rank-1 field stayed constant there).
+  nefi::LowRankField z({8, 6}, one_head(0.0), 1, 3);
+  for (int a = 0; a < 2; ++a) {
+    const auto v = z.params().raw(a).to_vector<double>();
+    EXPECT_GT(*std::max_element(v.begin(), v.end()), 0.0) << a;
+    EXPECT_LT(*std::max_element(v.begin(), v.end()), 0.11) << a;
+  }
+}
+
+// Rank 1 from a zero start learns the best separable image (it stayed at 0).
+TEST(NefiLowRankField, RankOneFromZeroLearnsASeparableImage) {
+  const int64_t n = 12;
+  std::vector<double> img(n * n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) img[i * n + j] = std::sin(0.4 * i + 0.3) * std::cos(0.3 * j);
+  nefi::InverseProblem p;
+  p.domain = nefi::Domain({n, n});
+  p.op = std::make_shared<nefi::IdentityOperator>();
+  p.field = std::make_shared<nefi::LowRankField>(fk::Dims{n, n}, one_head(0.0), 1, 0);
+  p.losses.add(nefi::mse_loss(), 1.0);
+  p.measurement.data = fk::from_vector(img, {n, n}).to(fk::DType::F32);
+  const nefi::Result r = nefi::Solver(p, nefi::Curriculum::single({n, n}, 400, 2e-2)).run();
+  EXPECT_GT(nefi::psnr(r.fields.at("x").to(fk::DType::F64), fk::from_vector(img, {n, n})), 30.0);
 }
 
 double fit_psnr(const std::vector<double>& img, int64_t n, int rank) {
