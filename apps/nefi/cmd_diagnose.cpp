@@ -51,11 +51,14 @@ Command add_diagnose(CLI::App& app, const Context& ctx) {
     uint64_t seed = 0;
     int64_t smoke_steps = 40;
     CLI::Option *seed_opt = nullptr, *smoke_steps_opt = nullptr;
-    // --smoke's caps (the reference's smoke settings) on the options not given.
+    // --smoke's caps (the reference's smoke settings) on the options not
+    // given; a step count not given also covers the count it serves
+    // (at_least: --k for --n-iter, --hessian for --hessian-iter).
     struct Capped {
       CLI::Option* option;
       int* value;
       int cap;
+      const int* at_least = nullptr;
     };
     std::vector<Capped> smoke_capped;
   };
@@ -71,14 +74,14 @@ Command add_diagnose(CLI::App& app, const Context& ctx) {
       {sub->add_option("--k", r.opt.k, "singular values to report (default 8)"), &r.opt.k, 4},
       {sub->add_option("--n-iter", r.opt.n_iter,
                        "Lanczos bidiagonalisation steps, >= k (default 24)"),
-       &r.opt.n_iter, 12},
+       &r.opt.n_iter, 12, &r.opt.k},
       {sub->add_option("--hessian", r.opt.hessian_k,
                        "also the training loss's Hessian: its K largest and smallest eigenvalues "
                        "in the field's parameters (default 0: off)"),
        &r.opt.hessian_k, 4},
       {sub->add_option("--hessian-iter", r.opt.hessian_iter,
                        "Lanczos steps of --hessian, >= K (default 30; two gradients each)"),
-       &r.opt.hessian_iter, 12}};
+       &r.opt.hessian_iter, 12, &r.opt.hessian_k}};
   sub->add_flag("--exact-sensitivity", r.opt.exact_sensitivity,
                 "every column's norm instead of Hutchinson probes (one product a cell)");
   sub->add_flag(
@@ -109,14 +112,11 @@ Command add_diagnose(CLI::App& app, const Context& ctx) {
   return {sub, [o, &ctx] {
             if (o->seed_opt->count()) o->req.run.seed = o->seed;
             if (o->smoke_steps_opt->count()) o->req.run.smoke_steps = o->smoke_steps;
-            if (o->req.run.smoke)
-              for (const auto& c : o->smoke_capped)
-                if (!c.option->count()) *c.value = std::min(*c.value, c.cap);
-            // A capped step count still covers a k given above its cap.
-            auto& opt = o->req.opt;
-            if (!o->smoke_capped[2].option->count()) opt.n_iter = std::max(opt.n_iter, opt.k);
-            if (!o->smoke_capped[4].option->count())
-              opt.hessian_iter = std::max(opt.hessian_iter, opt.hessian_k);
+            for (const auto& c : o->smoke_capped) {  // in order: a count before its steps
+              if (c.option->count()) continue;
+              if (o->req.run.smoke) *c.value = std::min(*c.value, c.cap);
+              if (c.at_least) *c.value = std::max(*c.value, *c.at_least);
+            }
             return diagnose_cmd(o->req, ctx.config_dirs);
           }};
 }

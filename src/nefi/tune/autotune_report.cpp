@@ -79,7 +79,7 @@ std::string autotune_md(const AutotuneReport& r, bool written) {
       r.instance, r.method, r.seed, r.level, r.pilot_steps, r.total_steps,
       r.noise_std >= 0 ? fmt::format("{:.4e}", r.noise_std) : std::string("unknown"));
   s += decisions_md(r.decisions);
-  bool default_fits_better = false;
+  const bool keep_default = default_fits_nearer(r);
   if (r.comparison) {
     const Comparison& c = *r.comparison;
     s += fmt::format(
@@ -89,9 +89,8 @@ std::string autotune_md(const AutotuneReport& r, bool written) {
         c.tuned_residual, metrics_text(c.tuned_metrics));
     if (r.noise_std > 0) {
       const double chi_d = c.default_residual / r.noise_std, chi_t = c.tuned_residual / r.noise_std;
-      default_fits_better = default_fits_nearer(r);
       s += fmt::format("\nResidual / sigma: default {:.3f}, tuned {:.3f}{}\n", chi_d, chi_t,
-                       default_fits_better
+                       keep_default
                            ? ": **the default fits the data nearer the noise level; keep it** "
                              "(the pilots were too short to show the full solve's behaviour: "
                              "try a higher --level)"
@@ -99,9 +98,8 @@ std::string autotune_md(const AutotuneReport& r, bool written) {
     }
   }
   if (written)
-    s += default_fits_better
-             ? "\nThe tuned config, not recommended: `nefi run tuned_config.yaml`.\n"
-             : "\nReproduce the tuned solve: `nefi run tuned_config.yaml`.\n";
+    s += keep_default ? "\nThe tuned config, not recommended: `nefi run tuned_config.yaml`.\n"
+                      : "\nReproduce the tuned solve: `nefi run tuned_config.yaml`.\n";
   return s;
 }
 
