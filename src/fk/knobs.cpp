@@ -58,6 +58,11 @@ Knob::Knob(const char* name, KnobChoices choices, const char* default_value, con
 }
 
 std::string Knob::raw() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return raw_locked();
+}
+
+std::string Knob::raw_locked() const {
   if (override_) return *override_;
   // An empty value is unset (the shell's `VAR= cmd`): the default, not a
   // Bool's false or a refusal.
@@ -113,31 +118,35 @@ Knob::Parsed Knob::parse(const std::string& text) const {
   return p;
 }
 
-Knob::Parsed Knob::current() const {
-  if (read_ == KnobRead::PerCall) return parse(raw());
-  if (latched_ready_.load(std::memory_order_acquire)) return latched_;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!latched_ready_.load(std::memory_order_relaxed)) {
-    latched_ = parse(raw());
-    latched_ready_.store(true, std::memory_order_release);
+// Reads under the knob's lock: a read never sees an override half written,
+// and an uncontended lock costs far less than the op that reads a knob.
+const Knob::Parsed& Knob::current_locked() const {
+  if (read_ == KnobRead::PerCall) {
+    per_call_ = parse(raw_locked());
+    return per_call_;
+  }
+  if (!latched_ready_) {
+    latched_ = parse(raw_locked());
+    latched_ready_ = true;
   }
   return latched_;
 }
 
 bool Knob::as_bool() const {
-  if (read_ == KnobRead::Latched && latched_ready_.load(std::memory_order_acquire)) {
-    return latched_.b;
-  }
-  return current().b;
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_locked().b;
 }
 int64_t Knob::as_int() const {
-  return current().i;
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_locked().i;
 }
 double Knob::as_float() const {
-  return current().f;
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_locked().f;
 }
 std::string Knob::as_string() const {
-  return current().s;
+  std::lock_guard<std::mutex> lock(mu_);
+  return current_locked().s;
 }
 void Knob::validate() const {
   (void)parse(raw());
@@ -147,7 +156,7 @@ void Knob::set_override(std::optional<std::string> value) {
   std::lock_guard<std::mutex> lock(mu_);
   if (value) (void)parse(*value);
   override_ = std::move(value);
-  latched_ready_.store(false);
+  latched_ready_ = false;
   version_.fetch_add(1, std::memory_order_acq_rel);
 }
 

@@ -76,7 +76,9 @@ class Knob {
     std::string s;
   };
   Parsed parse(const std::string& text) const;
-  Parsed current() const;
+  // Both need mu_ held.
+  std::string raw_locked() const;
+  const Parsed& current_locked() const;
 
   const char* name_;
   KnobType type_;
@@ -86,9 +88,10 @@ class Knob {
   KnobRange range_;
   KnobChoices choices_;
   mutable std::mutex mu_;
-  mutable std::atomic<bool> latched_ready_{false};
-  std::atomic<uint64_t> version_{0};
+  mutable bool latched_ready_ = false;  // guarded by mu_, as are the three below
   mutable Parsed latched_;
+  mutable Parsed per_call_;
+  std::atomic<uint64_t> version_{0};
   std::optional<std::string> override_;
 };
 

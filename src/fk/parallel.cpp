@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 
@@ -12,16 +13,31 @@
 namespace fk {
 namespace {
 
-Knob kOmpNumThreads("OMP_NUM_THREADS", KnobType::Int, "0",
-                    "CPU threads of fk's parallel loops and BLAS (0 = one per core); "
-                    "fk::set_num_threads overrides it",
+// A String knob: OpenMP's own syntax also takes a list, one count per
+// nesting level ("4,2"); fk's loops do not nest, so the first count is theirs.
+// Every entry is checked: libgomp ignores the whole variable when one is bad.
+Knob kOmpNumThreads("OMP_NUM_THREADS", KnobType::String, "0",
+                    "CPU threads of fk's parallel loops and BLAS (0 = one per core; of a "
+                    "list such as 4,2 the first); fk::set_num_threads overrides it",
                     KnobRead::Latched);
 
 int initial_threads() {
-  int64_t n = kOmpNumThreads.as_int();
-  FK_CHECK(n >= 0 && n <= 4096, "knob OMP_NUM_THREADS", "a thread count in [0, 4096]",
-           std::to_string(n));
-  return n > 0 ? static_cast<int>(n) : std::max(1, omp_get_num_procs());
+  const std::string text = kOmpNumThreads.as_string();
+  long long first = -1;
+  for (size_t start = 0;;) {
+    const size_t comma = text.find(',', start);
+    const std::string entry = text.substr(start, comma - start);
+    char* end = nullptr;
+    errno = 0;
+    const long long n = std::strtoll(entry.c_str(), &end, 10);
+    FK_CHECK(
+        !entry.empty() && *end == '\0' && errno == 0 && n >= 0 && n <= 4096, "knob OMP_NUM_THREADS",
+        "a thread count in [0, 4096], or a list of them whose first is fk's", "'" + text + "'");
+    if (first < 0) first = n;
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return first > 0 ? static_cast<int>(first) : std::max(1, omp_get_num_procs());
 }
 std::atomic<int>& thread_count() {
   static std::atomic<int> n{initial_threads()};

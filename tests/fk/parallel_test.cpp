@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <string>
@@ -12,6 +15,8 @@
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include "cli_run.h"
 
 namespace fk {
 namespace {
@@ -83,6 +88,40 @@ TEST(Parallel, SetNumThreadsRoundTrips) {
   EXPECT_EQ(get_num_threads(), 1);
   set_num_threads(-4);
   EXPECT_EQ(get_num_threads(), 1);
+}
+
+// OMP_NUM_THREADS is latched once per process, so each value is read by a
+// fresh fk-info (which prints the count, and refuses a bad knob in one line).
+// OpenMP's list form ("3,1": one count per nesting level) gives fk the first.
+TEST(Parallel, OmpNumThreadsTakesACountOrTheFirstOfAList) {
+  const std::filesystem::path scratch = ::testing::TempDir();
+  const std::filesystem::path out = scratch / "fk_info_threads.txt";
+  auto threads_line = [&](const std::string& value) {
+    const std::string cmd = "OMP_NUM_THREADS='" + value + "' " +
+                            fieldkit_test::sibling_binary("fk-info").string() + " > " +
+                            out.string() + " 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << value;
+    std::ifstream f(out);
+    for (std::string line; std::getline(f, line);)
+      if (line.rfind("threads", 0) == 0) return line;
+    return std::string("no threads line");
+  };
+  EXPECT_EQ(threads_line("3"), "threads    3");
+  EXPECT_EQ(threads_line("3,1"), "threads    3");
+  for (const std::string bad : {"abc", "3x", ",2", "2,", "2,x", "5000", "-1"}) {
+    const auto r = fieldkit_test::run_cli(
+        "OMP_NUM_THREADS='" + bad + "' " + fieldkit_test::sibling_binary("fk-info").string(), "",
+        scratch);
+    EXPECT_NE(r.status, 0) << bad;
+    EXPECT_NE(r.err.find("knob OMP_NUM_THREADS"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("'" + bad + "'"), std::string::npos) << r.err;
+    // One line of fk's (libgomp prints its own about a value it cannot read).
+    size_t lines = 0;
+    for (size_t at = r.err.find("fk-info:"); at != std::string::npos;
+         at = r.err.find("fk-info:", at + 1))
+      ++lines;
+    EXPECT_EQ(lines, 1u) << r.err;
+  }
 }
 
 TEST(Parallel, RangeBelowTheGrainRunsOnTheCallingThread) {
