@@ -22,9 +22,19 @@ inline CLI::Validator non_negative_seed() {
       "SEED>=0");
 }
 
-// --threads: 0 (the tool's default) up to fk's limit of 4096.
-inline CLI::Validator thread_count() {
-  return CLI::Range(0, 4096);
+// --threads (each value of a list): `lo` (0: the tool's default) up to fk's
+// limit of 4096; CLI11's Range would call a word "not in range".
+inline CLI::Validator thread_count(int lo = 0) {
+  const std::string want = "a thread count in [" + std::to_string(lo) + ", 4096]";
+  return CLI::Validator(
+      [lo, want](std::string& s) {
+        int v = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        return s.empty() || ec != std::errc() || end != s.data() + s.size() || v < lo || v > 4096
+                   ? "expected " + want + ", got '" + s + "'"
+                   : std::string();
+      },
+      std::to_string(lo) + "..4096");
 }
 
 }  // namespace cli_checks

@@ -62,7 +62,7 @@ Commands add_bench_commands(CLI::App& bench, Options& opt, Commands c) {
   ops->add_option("--dtype", oo.dtype, "f32, f64, f16 or bf16");
   ops->add_option("--threads", oo.threads, "thread counts to run at (e.g. 1,2)")
       ->delimiter(',')
-      ->check(CLI::Range(1, 4096));
+      ->check(thread_count(1));
   ops->add_option("--repeats", oo.repeats, "timed runs per measurement (best reported)")
       ->check(CLI::Range(1, 10000));
   ops->add_option("--triad-mib", oo.triad_mib, "MiB per stream triad array")
@@ -78,7 +78,7 @@ Commands add_bench_commands(CLI::App& bench, Options& opt, Commands c) {
       ->check(CLI::Range(1, 100000));
   bench_train->add_option("--threads", bto.threads, "thread counts, comma-separated")
       ->delimiter(',')
-      ->check(CLI::Range(1, 4096));
+      ->check(thread_count(1));
   bench_train
       ->add_option("--precision", bto.precisions, "precisions, comma-separated (f32, bf16, fp16)")
       ->delimiter(',');
