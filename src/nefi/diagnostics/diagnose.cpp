@@ -22,6 +22,30 @@ double residual_rms(const fk::Tensor& prediction, const Measurement& y) {
   return den > 0 ? std::sqrt(num / den) : std::numeric_limits<double>::quiet_NaN();
 }
 
+namespace {
+
+// The data see the operator through the measurement's mask: the fit weighs
+// a cell's squared residual by w, so the map the data can invert is
+// sqrt(w) J (a cell seen only by unobserved data is blind).
+void see_through_mask(Linearization& L, const Measurement& y) {
+  if (!y.mask.defined()) return;
+  const Measurement obs = y.data.shape() == L.out_shape ? y : y.resampled(L.out_shape);
+  Vec root = obs.mask.to_vector<double>();
+  for (double& w : root) w = std::sqrt(w);
+  L.map.apply = [apply = L.map.apply, root](const Vec& v) {
+    Vec r = apply(v);
+    for (size_t i = 0; i < r.size(); ++i) r[i] *= root[i];
+    return r;
+  };
+  L.map.adjoint = [adjoint = L.map.adjoint, root](const Vec& u) {
+    Vec weighted(u.size());
+    for (size_t i = 0; i < u.size(); ++i) weighted[i] = u[i] * root[i];
+    return adjoint(weighted);
+  };
+}
+
+}  // namespace
+
 Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement& y,
                      const DiagnoseOptions& o) {
   FK_CHECK(o.probes >= 1 && o.probes <= 100000, "probes (--probes)", "a probe count in [1, 100000]",
@@ -52,7 +76,8 @@ Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement&
     op.prepare_tables(o.device, xd.dtype());
     xd = xd.to(o.device);
   }
-  const Linearization L = linearize(op, xd);
+  Linearization L = linearize(op, xd);
+  see_through_mask(L, y);
   d.jvp_mode = L.jvp_mode;
   d.field_shape = L.in_shape;
   d.data_shape = L.out_shape;

@@ -79,7 +79,9 @@ struct Diagnostics {
 double residual_rms(const fk::Tensor& prediction, const Measurement& y);
 
 // `x` the field (the operator's input) and `y` the measurement (resampled to
-// the operator's output grid when it differs).
+// the operator's output grid when it differs). The spectrum, sensitivity,
+// probes and constant visibility are those of sqrt(mask) J, the map the
+// fit's mask-weighted residual sees: cells only unobserved data see are blind.
 Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement& y,
                      const DiagnoseOptions& options);
 

@@ -77,6 +77,31 @@ TEST(Diagnose, PointwiseGainsGiveTheirSpectrumAndSensitivity) {
   EXPECT_NEAR(d.misfit_ratio, 0.0, 1e-12);
 }
 
+// A mask weighs the data: the map diagnosed is sqrt(w) J. Unit gains seen
+// through weights 0 (a quarter of the cells), 0.25 and 1 give sensitivity w,
+// singular values 1 (and 0.5), and the unobserved quarter blind.
+TEST(Diagnose, TheMaskWeighsWhatTheDataSee) {
+  const int n = 32 * 32;
+  const PointwiseOperator op(fk::full({32, 32}, 1.0, {fk::DType::F64}));
+  std::vector<double> w(n);
+  for (int i = 0; i < n; ++i) w[i] = i % 4 == 0 ? 0.0 : i % 4 == 1 ? 0.25 : 1.0;
+  const fk::Tensor x = fk::full({32, 32}, 0.5, {fk::DType::F64});
+  Measurement y = measured(op.apply(x), 0.01);
+  y.mask = fk::from_vector(w, {32, 32});
+  DiagnoseOptions o;
+  o.k = 2;
+  o.n_iter = 8;
+  o.exact_sensitivity = true;
+  const Diagnostics d = diagnose(op, x, y, o);
+  EXPECT_NEAR(d.spectrum.singular_values[0], 1.0, 1e-12);
+  for (int i = 0; i < n; ++i) ASSERT_NEAR(d.probes.sensitivity[i], w[i], 1e-12) << i;
+  EXPECT_NEAR(d.probes.blind_fraction, 0.25, 1e-15);
+  // The mean as the data see it: |sqrt(w)| / sqrt(n) (sigma_1 = 1).
+  double seen = 0;
+  for (double v : w) seen += v / n;
+  EXPECT_NEAR(d.constant_visibility, std::sqrt(seen), 1e-12);
+}
+
 // The constant direction: seen by gains at |w|_2 / (sqrt(n) max |w|); a
 // difference operator (data of first differences, as a gradient sensor
 // gives) does not see it at all: a gauge the report names.
