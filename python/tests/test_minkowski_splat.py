@@ -90,11 +90,25 @@ def test_splat_f32_and_no_grad():
     assert torch.allclose(y.F.double(), want.F, atol=1e-5)
 
 
+def test_a_batch_index_off_an_integer_is_rounded_as_the_reference():
+    # Float arithmetic on the batch column (1 - 1e-7) lands in batch 1, as
+    # the reference's round(q_0), for splat, interpolation and voxelization.
+    f, c = random_field(n=12, dim=2)
+    off = c.clone()
+    off[:, 0] += torch.where(torch.arange(len(c)) % 2 == 0, -1e-7, 0.3).to(c.dtype)
+    want = ME.TensorField(f, c).splat()
+    got = ME.TensorField(f, off).splat()
+    assert torch.equal(got.C, want.C) and torch.equal(got.F, want.F)
+    x = ME.SparseTensor(torch.randn(len(want.C), 2, dtype=torch.float64), want.C)
+    assert torch.equal(ME.MinkowskiInterpolation()(x, off), ME.MinkowskiInterpolation()(x, c))
+    assert torch.equal(ME.TensorField(f, off).sparse().C, ME.TensorField(f, c).sparse().C)
+
+
 def test_splat_bad_input():
     f, c = random_field(n=4, dim=2)
     bad = c.clone()
-    bad[0, 0] = 0.5
-    with pytest.raises(ME.Error, match="integer batch index.*point 0"):
+    bad[0, 0] = float("nan")
+    with pytest.raises(ME.Error, match="finite batch index.*point 0"):
         ME.TensorField(f, bad).splat()
     with pytest.raises(ME.Error, match="tensor stride"):
         ME.TensorField(f, c).splat(tensor_stride=[1, 2, 3])

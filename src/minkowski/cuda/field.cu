@@ -27,9 +27,9 @@ __global__ void voxelize_kernel(const T* coords, int64_t n, VoxelGrid grid, int3
     const double v = static_cast<double>(coords[t]);
     bool ok;
     double out;
-    if (a == 0) {
-      ok = isfinite(v) && floor(v) == v && fabs(v) < kInt32Limit;
-      out = v;
+    if (a == 0) {  // the batch index rounded, as the host loop
+      out = round(v);
+      ok = isfinite(out) && fabs(out) < kInt32Limit;
     } else {
       // As the host loop: the stride-floored value is the one checked.
       const double q = floor(v / grid.voxel[a]);

@@ -1,7 +1,7 @@
 // field.cu's voxelization runs on the emulated device (emulated_device.h):
 // its rows against the CPU TensorField's (sparse()'s map rows through its
 // inverse mapping), f32 and f64 coordinates, 1, 3 and 7 spatial axes; and
-// every kind of row the host loop refuses (a batch index that is no integer
+// every kind of row the host loop refuses (a batch index that is not finite
 // or too large, a voxel coordinate that is not finite or leaves int32 before
 // or only after flooring to the stride), each zeroing its element and the
 // lowest of them reported as the host's error names it, in both thread
@@ -63,15 +63,17 @@ Voxels voxels_of(int d) {
   return {std::vector<double>(size, size + d), std::vector<int32_t>(stride, stride + d)};
 }
 
-// n points of 1 + d values: batch in [-1, 3), coordinates in [-20, 20), with
-// exact multiples of the voxel size, -0.0 and tiny negatives among them.
+// n points of 1 + d values: batch in [-1, 3) (some a little off an integer,
+// some half way: rounded, away from 0 at the half), coordinates in [-20, 20),
+// with exact multiples of the voxel size, -0.0 and tiny negatives among them.
 std::vector<double> random_points(int64_t n, const Voxels& v, uint32_t seed) {
   const int w = static_cast<int>(v.size.size()) + 1;
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(-20, 20);
   std::vector<double> p(at(n * w));
   for (int64_t i = 0; i < n; ++i) {
-    p[at(i * w)] = static_cast<double>(rng() % 4) - 1;
+    const double batch_offset[] = {0, 0, 1e-6, -0.3, 0.5};
+    p[at(i * w)] = static_cast<double>(rng() % 4) - 1 + batch_offset[rng() % 5];
     for (int a = 1; a < w; ++a) {
       double& x = p[at(i * w + a)];
       switch (rng() % 8) {
@@ -197,10 +199,13 @@ TEST(EmulatedField, EveryRowTheHostRefusesIsZeroedAndTheLowestReported) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   // Voxel sizes 0.5, 0.3, 1.7 and strides 1, 4, 3 (voxels_of(3)).
   const std::vector<Refusal> both{
-      {"a fractional batch index", 0, 1.5}, {"a NaN batch index", 0, nan},
-      {"an infinite batch index", 0, -inf}, {"a batch index of 2^31", 0, 2147483648.0},
-      {"a NaN coordinate", 2, nan},         {"an infinite coordinate", 1, inf},
-      {"a voxel past int32", 3, 1.7 * 3e9}, {"a voxel below int32", 1, -0.5 * 2147483648.0},
+      {"a NaN batch index", 0, nan},
+      {"an infinite batch index", 0, -inf},
+      {"a batch index of 2^31", 0, 2147483648.0},
+      {"a NaN coordinate", 2, nan},
+      {"an infinite coordinate", 1, inf},
+      {"a voxel past int32", 3, 1.7 * 3e9},
+      {"a voxel below int32", 1, -0.5 * 2147483648.0},
   };
   expect_refusals<float>(both);
   // f64 only: values f32 cannot hold. The batch index 2^31 - 1 is refused

@@ -75,10 +75,10 @@ TEST(MinkowskiCudaTensorField, InvalidRowsAreTheHostsErrors) {
   const fk::Tensor f = random_values({50, 2}, 1.0, 11);
   for (int bad = 0; bad < 3; ++bad) {
     std::vector<double> v = random_points(50, 3.0, fk::DType::F64, 13).to_vector<double>();
-    // row 17: a fractional batch index, an infinite coordinate, a coordinate
+    // row 17: a NaN batch index, an infinite coordinate, a coordinate
     // whose voxel leaves int32; row 31 too (the lowest row is named)
     for (int64_t row : {31, 17}) {
-      if (bad == 0) v[row * 4] = 0.5;
+      if (bad == 0) v[row * 4] = NAN;
       if (bad == 1) v[row * 4 + 2] = INFINITY;
       if (bad == 2) v[row * 4 + 3] = 1e12;
     }

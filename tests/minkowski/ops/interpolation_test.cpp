@@ -179,9 +179,9 @@ TEST(MinkowskiInterpolation, BadPoints) {
       {"f32 or f64 points", "i32"});
   feature_ops::expect_error(
       [&] {
-        interpolate(x, pts({0.5, 1}, 2));
+        interpolate(x, pts({NAN, 1}, 2));
       },
-      {"integer batch index", "point 0"});
+      {"finite batch index", "point 0"});
   feature_ops::expect_error(
       [&] {
         interpolate(x, pts({0, 1, 0, NAN}, 2));

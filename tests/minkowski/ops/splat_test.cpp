@@ -162,9 +162,9 @@ TEST(MinkowskiSplat, BadInput) {
       {"f32 or f64 points", "i32"});
   feature_ops::expect_error(
       [&] {
-        splat_map(pts({0.5, 1}, 2));
+        splat_map(pts({INFINITY, 1}, 2));
       },
-      {"integer batch index", "point 0"});
+      {"finite batch index", "point 0"});
   feature_ops::expect_error(
       [&] {
         splat_map(pts({0, 1, 0, INFINITY}, 2));
