@@ -157,6 +157,24 @@ def test_sparse_quantize_names_a_bad_quantization_size():
         ME.utils.sparse_quantize(np.zeros((2, 2)), quantization_size="fine")
 
 
+@pytest.mark.parametrize("name, value", [("seed", 1.5), ("seed", True), ("seed", -1),
+                                         ("seed", 2 ** 64), ("seed", None),
+                                         ("ignore_label", 0.5), ("ignore_label", "x")])
+def test_sparse_quantize_names_a_seed_or_label_that_is_not_a_whole_number(name, value):
+    with pytest.raises(ValueError, match=f"expected {name} a whole number in"):
+        ME.utils.sparse_quantize(np.zeros((2, 2)), labels=np.zeros(2, dtype=np.int64),
+                                 **{name: value})
+
+
+def test_sparse_quantize_takes_a_whole_float_or_0d_tensor_seed():
+    c = np.random.default_rng(0).random((50, 2)) * 3
+    mode = ME.SparseTensorQuantizationMode.RANDOM_SUBSAMPLE
+    picks = [ME.utils.sparse_quantize(c, quantization_mode=mode, return_index=True, seed=s)[1]
+             for s in (7, 7.0, torch.tensor(7), 8)]
+    assert all(np.array_equal(picks[0], p) for p in picks[1:3])
+    assert not np.array_equal(picks[0], picks[3])
+
+
 # -- TensorField.sparse(tensor_stride, coordinate_map_key, quantization_mode) --
 def test_field_sparse_takes_the_references_positional_order():
     field = ME.TensorField(POINT_FEATURES, POINTS)

@@ -63,3 +63,34 @@ def test_views_are_released_after_the_backward_and_a_retained_graph_still_works(
     f.grad = w.grad = None
     y.backward(g)  # wraps the saved tensors again
     assert torch.equal(f.grad, first_f) and torch.equal(w.grad, first_w)
+
+
+POOLINGS = [ME.MinkowskiMaxPooling(kernel_size=2, stride=2, dimension=2),
+            ME.MinkowskiAvgPooling(kernel_size=2, stride=2, dimension=2),
+            ME.MinkowskiPoolingTranspose(kernel_size=2, stride=2, dimension=2),
+            ME.MinkowskiGlobalMaxPooling(),
+            ME.MinkowskiGlobalSumPooling()]
+
+
+@pytest.mark.parametrize("pool", POOLINGS, ids=lambda p: type(p).__name__)
+def test_poolings_keep_torchs_checks_as_max_pool2d(pool):
+    # A second backward through a freed graph raises, and so does a backward
+    # after the input changed in place; a retained graph gives the gradient
+    # again, not twice over. (At tensor stride 2, which the transpose needs.)
+    x = ME.MinkowskiSumPooling(kernel_size=2, stride=2, dimension=2)(random_sparse(n=30, extent=6))
+    f = x.F.detach().clone().requires_grad_()
+    y = pool(ME.SparseTensor(f, coordinate_map_key=x.coordinate_map_key,
+                             coordinate_manager=x.coordinate_manager)).F.sum()
+    y.backward(retain_graph=True)
+    first = f.grad.clone()
+    f.grad = None
+    y.backward()
+    assert torch.equal(f.grad, first)
+    with pytest.raises(RuntimeError, match="second time"):
+        y.backward()
+    y = pool(ME.SparseTensor(f, coordinate_map_key=x.coordinate_map_key,
+                             coordinate_manager=x.coordinate_manager)).F.sum()
+    with torch.no_grad():
+        f.add_(1)
+    with pytest.raises(RuntimeError, match="inplace"):
+        y.backward()

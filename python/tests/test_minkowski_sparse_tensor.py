@@ -125,6 +125,15 @@ def test_arithmetic_on_the_same_map():
         x + y
 
 
+def test_power_keeps_the_coordinates_under_both_names():
+    x = ME.SparseTensor(FEATS, COORDS)
+    for y in (x ** 2, x.__power__(2)):
+        assert torch.equal(y.F, x.F ** 2) and torch.equal(y.C, x.C)
+        assert y.coordinate_map_key == x.coordinate_map_key
+    field = ME.TensorField(FEATS, COORDS.double())  # every point, duplicates too
+    assert torch.equal((field ** 3).F, FEATS ** 3) and torch.equal((field ** 3).C, field.C)
+
+
 def test_errors_carry_the_cpp_message():
     with pytest.raises(fieldkit.Error, match="tensor stride"):
         ME.SparseTensor(torch.ones(1, 1), torch.tensor([[0, 1, 1]]), tensor_stride=2)

@@ -463,6 +463,19 @@ def _quantization_sizes(quantization_size):
                          f"number per axis, got {quantization_size!r}") from None
 
 
+def _whole(name, value, lo, hi, span):
+    """sparse_quantize's `name` as an int in [lo, hi] (`span` says it):
+    2 or 2.0 (a 0-d array or tensor too), never a truncated 1.5, a bool or a
+    string."""
+    v = value.item() if getattr(value, "ndim", None) == 0 and hasattr(value, "item") else value
+    whole = isinstance(v, (int, np.integer)) or (
+        isinstance(v, (float, np.floating)) and np.isfinite(v) and v == int(v))
+    if not whole or isinstance(v, (bool, np.bool_)) or not lo <= int(v) <= hi:
+        raise ValueError(f"sparse_quantize: expected {name} a whole number in {span}, "
+                         f"got {value!r}")
+    return int(v)
+
+
 def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
                     return_index=False, return_inverse=False, return_maps_only=False,
                     quantization_size=None,
@@ -484,7 +497,9 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
     size = _quantization_sizes(quantization_size)
     lend_streams(c, f, lab)
     qc, qf, ql, unique, inverse = _mk.sparse_quantize(
-        c, f, size, core_mode(quantization_mode), lab, int(ignore_label), int(seed))
+        c, f, size, core_mode(quantization_mode), lab,
+        _whole("ignore_label", ignore_label, -2 ** 63, 2 ** 63 - 1, "[-2^63, 2^63)"),
+        _whole("seed", seed, 0, 2 ** 64 - 1, "[0, 2^64)"))
     if return_maps_only:
         out = [unique, inverse] if return_inverse else [unique]
     else:

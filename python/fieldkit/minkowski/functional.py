@@ -175,12 +175,21 @@ class ConvolutionBackwardFunction(torch.autograd.Function):
         return dg, df, dw, None, None, None, None
 
 
+def _save_for_torchs_checks(ctx, features):
+    """A pooling's backward reads its argmax (kept on ctx, a C++ object), not
+    its input; the input is saved all the same, and unpacked in backward, so
+    that torch's own checks hold as for max_pool2d: a second backward through
+    a freed graph raises, and so does one after the input changed in place."""
+    ctx.save_for_backward(features)
+
+
 class LocalPoolingFunction(torch.autograd.Function):
     """Max / average / sum over each output's pairs in a kernel map (pooling,
     or its transpose when the map is a transposed one)."""
 
     @staticmethod
     def forward(ctx, features, kernel_map, mode):
+        _save_for_torchs_checks(ctx, features)
         out, ctx.argmax = _mk.pool_forward(_plain(features), kernel_map, mode)
         ctx.kernel_map, ctx.mode = kernel_map, mode
         return out
@@ -188,6 +197,7 @@ class LocalPoolingFunction(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out):
+        _ = ctx.saved_tensors
         g = _mk.pool_backward(_plain(grad_out), ctx.kernel_map, ctx.mode, ctx.argmax)
         return g, None, None
 
@@ -197,6 +207,7 @@ class GlobalPoolingFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, features, groups, mode):
+        _save_for_torchs_checks(ctx, features)
         out, ctx.argmax = _mk.global_pool_forward(_plain(features), groups, mode)
         ctx.groups, ctx.mode = groups, mode
         return out
@@ -204,6 +215,7 @@ class GlobalPoolingFunction(torch.autograd.Function):
     @staticmethod
     @once_differentiable
     def backward(ctx, grad_out):
+        _ = ctx.saved_tensors
         g = _mk.global_pool_backward(_plain(grad_out), ctx.groups, ctx.mode, ctx.argmax)
         return g, None, None
 

@@ -104,6 +104,13 @@ class _Tensor:
     def double(self):
         return self._with(self._F.double())
 
+    def __pow__(self, power):
+        """The features to `power`, on these coordinates. The reference names
+        it __power__ (a name ``**`` never calls); both work here."""
+        return self._with(self._F ** power)
+
+    __power__ = __pow__
+
     # -- per batch item --------------------------------------------------------
     def _rows_of(self, b):
         return (self.C[:, 0] == b).nonzero().flatten()
