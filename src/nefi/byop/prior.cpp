@@ -23,6 +23,13 @@ constexpr const char* kAccepted =
     "scale(v), or a registered term NAME(s)";
 constexpr double kDefaultStrength = 1.0;
 
+// The shortest text that reads back as the same double.
+std::string exact(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
 std::string trim(const std::string& s) {
   size_t a = 0, b = s.size();
   while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
@@ -61,14 +68,13 @@ double strength_of(const Term& t) {
   FK_CHECK(t.args.size() <= 1, kWhere, t.name + "(strength) with at most one argument",
            std::to_string(t.args.size()) + " arguments");
   const double s = t.args.empty() ? kDefaultStrength : t.args[0];
-  FK_CHECK(s > 0, kWhere, "a strength > 0 for " + t.name, std::to_string(s));
+  FK_CHECK(s > 0, kWhere, "a strength > 0 for " + t.name, exact(s));
   return s;
 }
 
 // A term's axis argument: an integer in 0..2.
 int axis_of(const Term& t, double v) {
-  FK_CHECK(v >= 0 && v <= 2 && v == std::floor(v), kWhere, "axes 0, 1 or 2 in " + t.name,
-           std::to_string(v));
+  FK_CHECK(v >= 0 && v <= 2 && v == std::floor(v), kWhere, "axes 0, 1 or 2 in " + t.name, exact(v));
   return static_cast<int>(v);
 }
 
@@ -108,7 +114,7 @@ PriorSpec parse_prior(const std::string& text) {
   PriorSpec p;
   if (trim(text).empty()) return p;  // no terms: unconstrained
   std::string head_term;             // the term that set the head, for the conflict message
-  bool positive_implied = false;     // sparse or conserved without a head term
+  std::string implied_by;            // sparse or conserved: nonnegative without a head term
   auto set_head = [&](const Term& t, const std::string& head) {
     FK_CHECK(head_term.empty(), kWhere,
              "one term that sets the field's values (unconstrained, nonnegative, positive, "
@@ -168,7 +174,7 @@ PriorSpec parse_prior(const std::string& text) {
                "'" + trim(raw) + "'");
       FK_CHECK(!p.mass, kWhere, "one conserved term", "two");
       p.mass = t.args[0];
-      positive_implied = true;
+      if (implied_by.empty()) implied_by = t.name;
     } else if (n == "symmetric" || n == "periodic") {
       std::vector<int>& axes = n == "symmetric" ? p.symmetric : p.periodic;
       FK_CHECK(axes.empty(), kWhere, "one " + n + " term", "two");
@@ -192,7 +198,7 @@ PriorSpec parse_prior(const std::string& text) {
       p.penalties.push_back({"smooth", strength_of(t)});
     } else if (n == "sparse") {
       p.penalties.push_back({"sparse", strength_of(t)});
-      positive_implied = true;
+      if (implied_by.empty()) implied_by = t.name;
     } else if (n == "zero_mean") {
       no_args(t);
       p.zero_mean = true;
@@ -203,7 +209,13 @@ PriorSpec parse_prior(const std::string& text) {
       throw fk::Error(kWhere, kAccepted, "'" + n + "'");
     }
   }
-  if (positive_implied && head_term.empty()) p.head = "nonnegative";
+  // The head as the messages below name it: one the caller never wrote says
+  // which term implied it.
+  std::string head_named = p.head;
+  if (!implied_by.empty() && head_term.empty()) {
+    p.head = "nonnegative";
+    head_named = "nonnegative (implied by " + implied_by + ")";
+  }
   for (size_t i = 0; i < p.penalties.size(); ++i)
     for (size_t j = 0; j < i; ++j) {
       const PriorPenalty &a = p.penalties[i], &b = p.penalties[j];
@@ -220,20 +232,9 @@ PriorSpec parse_prior(const std::string& text) {
   FK_CHECK(!(p.scale && p.mass), kWhere, "scale or conserved (the total sets the scale)", "both");
   FK_CHECK(!(p.zero_mean && p.head != "unconstrained"), kWhere,
            "zero_mean with an unconstrained field (a mean-free field takes negative values)",
-           "zero_mean with " + p.head);
+           "zero_mean with " + head_named);
   return p;
 }
-
-namespace {
-
-// The shortest text that reads back as the same double.
-std::string exact(double v) {
-  char buf[32];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, r.ptr);
-}
-
-}  // namespace
 
 std::string PriorSpec::str() const {
   std::ostringstream o;
@@ -256,9 +257,10 @@ std::string PriorSpec::str() const {
   if (mass) o << " + conserved(" << exact(*mass) << ")";
   for (const auto& [term, axes] : {std::pair{"symmetric", &symmetric}, {"periodic", &periodic}}) {
     if (axes->empty()) continue;
-    o << " + " << term << "(";
-    for (size_t i = 0; i < axes->size(); ++i)
-      if ((*axes)[i] >= 0) o << (i ? ", " : "") << (*axes)[i];
+    o << " + " << term;
+    if (*axes == std::vector<int>{-1}) continue;  // every axis
+    o << "(";
+    for (size_t i = 0; i < axes->size(); ++i) o << (i ? ", " : "") << (*axes)[i];
     o << ")";
   }
   if (known_support) o << " + known_support";

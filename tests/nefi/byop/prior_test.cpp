@@ -45,7 +45,7 @@ TEST(NefiPrior, ErrorsSayWhatToFix) {
   EXPECT_NE(err("wiggly").find("conserved(M)"), std::string::npos);
   EXPECT_NE(err("bounded(1, 0)").find("lo < hi"), std::string::npos);
   EXPECT_NE(err("bounded(0)").find("lo < hi"), std::string::npos);
-  EXPECT_NE(err("tv(-1)").find("strength > 0"), std::string::npos);
+  EXPECT_NE(err("tv(-1)").find("strength > 0 for tv, got -1"), std::string::npos);
   EXPECT_NE(err("tv(x)").find("finite numbers"), std::string::npos);
   EXPECT_NE(err("tv(1, 2)").find("at most one argument"), std::string::npos);
   EXPECT_NE(err("tv + tv").find("each penalty once"), std::string::npos);
@@ -53,10 +53,15 @@ TEST(NefiPrior, ErrorsSayWhatToFix) {
   EXPECT_NE(err("tv(1").find("balanced parentheses"), std::string::npos);
   EXPECT_NE(err("nonnegative + ").find("an empty term"), std::string::npos);
   EXPECT_NE(err("positive + zero_mean").find("zero_mean with an unconstrained"), std::string::npos);
+  // A head the caller never wrote is named with the term that implied it.
+  EXPECT_NE(err("sparse + zero_mean").find("got zero_mean with nonnegative (implied by sparse)"),
+            std::string::npos);
+  EXPECT_NE(err("zero_mean + mass(2)").find("got zero_mean with nonnegative (implied by mass)"),
+            std::string::npos);
   EXPECT_NE(err("binary + nonnegative").find("drop one of them"), std::string::npos);
   EXPECT_NE(err("binary(0, 1)").find("without arguments"), std::string::npos);
   EXPECT_NE(err("two_phase(2, 1)").find("lo < hi"), std::string::npos);
-  EXPECT_NE(err("increasing(3)").find("axes 0, 1 or 2"), std::string::npos);
+  EXPECT_NE(err("increasing(3)").find("axes 0, 1 or 2 in increasing, got 3"), std::string::npos);
   EXPECT_NE(err("increasing(0.5)").find("axes 0, 1 or 2"), std::string::npos);
   EXPECT_NE(err("increasing(0, 1, 2)").find("at most two arguments"), std::string::npos);
   EXPECT_NE(err("decreasing(1, -2)").find("strength > 0"), std::string::npos);
@@ -138,6 +143,9 @@ TEST(NefiPrior, TwoPhaseMonotoneAndExactModifiers) {
   }
   EXPECT_EQ(parse_prior("binary").str(), "two_phase(0, 1)");
   EXPECT_EQ(parse_prior("decreasing(1)").str(), "unconstrained + decreasing(1, 1)");
+  // Every axis prints as the bare term; an axis as the integer it is.
+  EXPECT_EQ(parse_prior("symmetric + periodic(1, 0)").str(),
+            "unconstrained + symmetric + periodic(1, 0)");
 }
 
 }  // namespace
