@@ -110,6 +110,17 @@ void GradScaler::update(bool found_inf) {
   }
 }
 
+void GradScaler::restore(double scale, int64_t growth_tracker) {
+  FK_CHECK(scale > 0 && std::isfinite(scale) && growth_tracker >= 0 &&
+               growth_tracker < options_.growth_interval,
+           "GradScaler::restore",
+           "a positive finite scale and a tracker in [0, " +
+               std::to_string(options_.growth_interval) + ")",
+           "scale " + std::to_string(scale) + ", tracker " + std::to_string(growth_tracker));
+  scale_ = scale;
+  growth_tracker_ = growth_tracker;
+}
+
 void set_allow_tf32(bool allow) {
   kAllowTf32.set_override(allow ? "1" : "0");
 }

@@ -63,6 +63,9 @@ class GradScaler {
   double scale_value() const { return scale_; }
   // Clean steps since the last growth or backoff.
   int64_t growth_tracker() const { return growth_tracker_; }
+  // Puts back a scale and tracker read from the two above (a resumed run's);
+  // throws fk::Error unless scale > 0 is finite and 0 <= tracker < growth_interval.
+  void restore(double scale, int64_t growth_tracker);
 
  private:
   GradScalerOptions options_;

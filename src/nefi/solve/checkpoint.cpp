@@ -90,6 +90,48 @@ std::vector<fk::Tensor> read_tensors(std::istream& f, const nlohmann::json& desc
   return out;
 }
 
+// L-BFGS's vectors as f64 tensors: its pairs s and y (k rows of n, flat),
+// rho, the last direction and gradient, and the iterate.
+std::vector<fk::Tensor> lbfgs_tensors(const LbfgsState& st, const std::vector<double>& x) {
+  auto flat = [](const std::vector<std::vector<double>>& rows) {
+    std::vector<double> v;
+    for (const auto& r : rows) v.insert(v.end(), r.begin(), r.end());
+    return fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())});
+  };
+  auto vec = [](const std::vector<double>& v) {
+    return fk::from_vector(v, fk::Dims{static_cast<int64_t>(v.size())});
+  };
+  return {flat(st.s), flat(st.y), vec(st.rho), vec(st.d), vec(st.prev_g), vec(x)};
+}
+
+LbfgsState lbfgs_state(const nlohmann::json& h, const std::vector<fk::Tensor>& t,
+                       const std::string& path, std::vector<double>& x) {
+  LbfgsState st;
+  st.t = h.at("t").get<double>();
+  st.h_diag = h.at("h_diag").get<double>();
+  st.n_iter = h.at("n_iter").get<int>();
+  st.n_eval = h.at("n_eval").get<int>();
+  FK_CHECK(t.size() == 6 && t[0].dtype() == fk::DType::F64, "nefi::load_checkpoint",
+           "L-BFGS's six f64 vectors (s, y, rho, d, prev_g, x)",
+           std::to_string(t.size()) + " tensors in " + path);
+  x = t[5].to_vector<double>();
+  const auto s = t[0].to_vector<double>(), y = t[1].to_vector<double>();
+  st.rho = t[2].to_vector<double>();
+  st.d = t[3].to_vector<double>();
+  st.prev_g = t[4].to_vector<double>();
+  const size_t k = st.rho.size();
+  FK_CHECK(s.size() == y.size() && (k == 0 ? s.empty() : s.size() % k == 0),
+           "nefi::load_checkpoint", "L-BFGS pairs of one length, as many as rho's values",
+           std::to_string(s.size()) + " values of s, " + std::to_string(y.size()) + " of y, " +
+               std::to_string(k) + " of rho in " + path);
+  const size_t n = k == 0 ? 0 : s.size() / k;
+  for (size_t i = 0; i < k; ++i) {
+    st.s.emplace_back(s.begin() + i * n, s.begin() + (i + 1) * n);
+    st.y.emplace_back(y.begin() + i * n, y.begin() + (i + 1) * n);
+  }
+  return st;
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, const Checkpoint& ck) {
@@ -106,7 +148,8 @@ void save_checkpoint(const std::string& path, const Checkpoint& ck) {
                             {"adam_steps", ck.adam_steps},
                             {"params", describe(ck.params)},
                             {"adam_m", describe(ck.adam_m)},
-                            {"adam_v", describe(ck.adam_v)}};
+                            {"adam_v", describe(ck.adam_v)},
+                            {"ema", describe(ck.ema)}};
   // JSON has no inf or NaN: a non-finite number is left out (read back as
   // the default: an infinite best, a NaN loss).
   nlohmann::json full = h;
@@ -114,6 +157,19 @@ void save_checkpoint(const std::string& path, const Checkpoint& ck) {
                                {"final_total", ck.final_total},
                                {"final_data_loss", ck.final_data_loss}})
     if (std::isfinite(v)) full[key] = v;
+  if (ck.loss_scale > 0) {
+    full["loss_scale"] = ck.loss_scale;
+    full["loss_scale_tracker"] = ck.loss_scale_tracker;
+  }
+  const std::vector<fk::Tensor> lbfgs =
+      ck.lbfgs ? lbfgs_tensors(*ck.lbfgs, ck.lbfgs_x) : std::vector<fk::Tensor>{};
+  if (ck.lbfgs) {
+    full["lbfgs"] = {{"t", ck.lbfgs->t},
+                     {"h_diag", ck.lbfgs->h_diag},
+                     {"n_iter", ck.lbfgs->n_iter},
+                     {"n_eval", ck.lbfgs->n_eval},
+                     {"tensors", describe(lbfgs)}};
+  }
   const std::string header = full.dump();
   const std::string tmp = path + ".tmp";
   {
@@ -124,7 +180,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& ck) {
     put(f, static_cast<uint64_t>(header.size()));
     f << header;
     uint64_t payload = 0;
-    for (const auto* group : {&ck.params, &ck.adam_m, &ck.adam_v})
+    for (const auto* group : {&ck.params, &ck.adam_m, &ck.adam_v, &ck.ema, &lbfgs})
       for (const auto& t : *group) {
         const fk::Tensor c = t.contiguous();
         f.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.nbytes()));
@@ -182,6 +238,13 @@ Checkpoint load_checkpoint(const std::string& path) {
     ck.params = read_tensors(f, h.at("params"), path, payload);
     ck.adam_m = read_tensors(f, h.at("adam_m"), path, payload);
     ck.adam_v = read_tensors(f, h.at("adam_v"), path, payload);
+    if (h.contains("ema")) ck.ema = read_tensors(f, h.at("ema"), path, payload);
+    ck.loss_scale = h.value("loss_scale", 0.0);
+    ck.loss_scale_tracker = h.value("loss_scale_tracker", int64_t{0});
+    if (h.contains("lbfgs")) {
+      const nlohmann::json& l = h.at("lbfgs");
+      ck.lbfgs = lbfgs_state(l, read_tensors(f, l.at("tensors"), path, payload), path, ck.lbfgs_x);
+    }
   } catch (const nlohmann::json::exception& e) {
     throw fk::Error("nefi::load_checkpoint", "a header with the checkpoint fields",
                     std::string(e.what()) + " in " + path);
@@ -193,13 +256,16 @@ Checkpoint load_checkpoint(const std::string& path) {
            "nefi::load_checkpoint", "a stop of early_stop, discrepancy or none",
            "'" + ck.stop + "' in " + path);
   FK_CHECK(ck.stage >= 0 && ck.step >= 0 && ck.global_step >= 0 && ck.adam_steps >= 0 &&
-               ck.since_best >= 0 && std::isfinite(ck.lr_mult) && ck.lr_mult > 0,
+               ck.since_best >= 0 && std::isfinite(ck.lr_mult) && ck.lr_mult > 0 &&
+               std::isfinite(ck.loss_scale) && ck.loss_scale >= 0 && ck.loss_scale_tracker >= 0,
            "nefi::load_checkpoint",
-           "a header with stage, step, global_step, adam_steps and since_best >= 0 and lr_mult > 0",
+           "a header with stage, step, global_step, adam_steps, since_best and loss_scale >= 0 and "
+           "lr_mult > 0",
            "stage " + std::to_string(ck.stage) + ", step " + std::to_string(ck.step) +
                ", global_step " + std::to_string(ck.global_step) + ", adam_steps " +
                std::to_string(ck.adam_steps) + ", since_best " + std::to_string(ck.since_best) +
-               ", lr_mult " + std::to_string(ck.lr_mult) + " in " + path);
+               ", lr_mult " + std::to_string(ck.lr_mult) + ", loss_scale " +
+               std::to_string(ck.loss_scale) + " in " + path);
   return ck;
 }
 

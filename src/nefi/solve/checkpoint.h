@@ -1,9 +1,10 @@
 #pragma once
 // Checkpoint: where a solve stands — curriculum position, the trainable
 // parameters (the field's flat buffer, then the operator's), the optimizer's
-// moments and the NaN guard's lr multiplier — so a run stopped at any step can
-// resume and finish bit-identical to one that never stopped (Adam runs; L-BFGS
-// keeps no state across a resume and restarts its history).
+// moments, the NaN guard's lr multiplier, and what else the run keeps across
+// steps (an EMA shadow, the f16 loss scaler, L-BFGS's history) — so a run
+// stopped at any step can resume and finish bit-identical to one that never
+// stopped.
 //
 // File: "NEFICKPT" + u32 version + u64 header length + a JSON header (position,
 // field kind, per-tensor dtype and shape) + the raw little-endian tensors +
@@ -12,10 +13,12 @@
 // mismatched file is an fk::Error naming what was expected and what was found.
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "fk/tensor.h"
+#include "nefi/solve/lbfgs.h"
 
 namespace nefi {
 
@@ -39,6 +42,13 @@ struct Checkpoint {
   double lr_mult = 1.0;
   int64_t adam_steps = 0;
   std::vector<fk::Tensor> params, adam_m, adam_v;  // f32/f64, host
+  // Kept only by the runs that have them (empty, 0 or none otherwise; a file
+  // written before they were kept reads as none):
+  std::vector<fk::Tensor> ema;      // optim.ema's shadow of params, host
+  double loss_scale = 0;            // an f16 run's scaler (0: none)
+  int64_t loss_scale_tracker = 0;   // its clean steps since it last moved
+  std::optional<LbfgsState> lbfgs;  // optimizer lbfgs
+  std::vector<double> lbfgs_x;      // its f64 iterate (the parameters hold it rounded)
 };
 
 void save_checkpoint(const std::string& path, const Checkpoint& ck);

@@ -190,6 +190,39 @@ void Lbfgs::reset() {
   n_iter_ = n_eval_ = 0;
 }
 
+LbfgsState Lbfgs::state() const {
+  return {{s_.begin(), s_.end()},
+          {y_.begin(), y_.end()},
+          {rho_.begin(), rho_.end()},
+          d_,
+          prev_g_,
+          t_,
+          h_diag_,
+          n_iter_,
+          n_eval_};
+}
+
+void Lbfgs::restore(const LbfgsState& st, size_t n) {
+  const size_t k = st.s.size();
+  bool ok = k <= static_cast<size_t>(o_.history) && st.y.size() == k && st.rho.size() == k &&
+            (st.d.empty() || st.d.size() == n) && (st.prev_g.empty() || st.prev_g.size() == n) &&
+            st.n_iter >= 0 && st.n_eval >= 0 && std::isfinite(st.t) && std::isfinite(st.h_diag);
+  for (size_t i = 0; ok && i < k; ++i) ok = st.s[i].size() == n && st.y[i].size() == n;
+  FK_CHECK(ok, "nefi::Lbfgs::restore",
+           "a state of " + std::to_string(n) + "-value vectors with at most " +
+               std::to_string(o_.history) + " curvature pairs",
+           std::to_string(k) + " pairs, a direction of " + std::to_string(st.d.size()) + " values");
+  s_.assign(st.s.begin(), st.s.end());
+  y_.assign(st.y.begin(), st.y.end());
+  rho_.assign(st.rho.begin(), st.rho.end());
+  d_ = st.d;
+  prev_g_ = st.prev_g;
+  t_ = st.t;
+  h_diag_ = st.h_diag;
+  n_iter_ = st.n_iter;
+  n_eval_ = st.n_eval;
+}
+
 // d = −H g by the two-loop recursion, after adding the pair of the last step.
 void Lbfgs::update_direction(const std::vector<double>& g) {
   const size_t n = g.size();

@@ -51,6 +51,17 @@ LineSearchResult strong_wolfe(const DirectionalObjective& phi, double f0,
                               double gtd0, double tolerance_change = 1e-9, int max_ls = 25,
                               double c1 = 1e-4, double c2 = 0.9);
 
+// What persists across step() calls: the curvature pairs (oldest first),
+// the last direction, gradient and step length, the history's diagonal scale
+// and the counts. A checkpoint keeps it, so a resumed L-BFGS run continues
+// as the uninterrupted one.
+struct LbfgsState {
+  std::vector<std::vector<double>> s, y;
+  std::vector<double> rho, d, prev_g;
+  double t = 0, h_diag = 1;
+  int n_iter = 0, n_eval = 0;
+};
+
 class Lbfgs {
  public:
   // f(x, grad) -> value, filling grad.
@@ -60,6 +71,11 @@ class Lbfgs {
   // last evaluated point (with the line search: the accepted one).
   double step(const Objective& f, std::vector<double>& x, double lr);
   void reset();
+  LbfgsState state() const;
+  // Throws fk::Error unless `st` is a state of x's length `n` (pairs of n
+  // values, at most the history's count, as many rho; d and prev_g of n
+  // values or none).
+  void restore(const LbfgsState& st, size_t n);
   int iterations() const { return n_iter_; }  // since the last reset
   int evaluations() const { return n_eval_; }
 

@@ -12,18 +12,17 @@
 //               discrepancy (masked RMSE <= tau * noise_std), a wall-clock
 //               budget for the whole run, or a callback returning false
 //   seeds       the field is re-initialised from `seed` at run start
-//   checkpoints with checkpoint_path set, the position, parameters and Adam
-//               moments are written every checkpoint_interval steps, at
-//               every stage end and at every stop (checkpoint.h), with the
-//               early-stopping state; resume_from continues a run at the
-//               step after a saved one (its history starts there, its
-//               stages count the steps it ran) and, with Adam and no EMA or
-//               fp16 loss scaling, finishes bit-identical to an uninterrupted
-//               run, stopping where it stops. Not saved, so restarted from
-//               the parameters: an EMA shadow (a stage resumed finished ends
-//               on the parameters, not the average), L-BFGS's history, the
-//               fp16 loss scale. Refused with restarts or only_stage, and
-//               for another run's checkpoint (run_identity)
+//   checkpoints with checkpoint_path set, the position, parameters, Adam
+//               moments, EMA shadow, f16 loss scale and L-BFGS history are
+//               written every checkpoint_interval steps, at every stage end
+//               and at every stop (checkpoint.h), with the early-stopping
+//               state; resume_from continues a run at the step after a saved
+//               one (its history starts there, its stages count the steps it
+//               ran) and finishes bit-identical to an uninterrupted run,
+//               stopping where it stops (the NaN guard's snapshot is taken
+//               at the resumed step: a later bad step restores that).
+//               Refused with restarts or only_stage, and for another run's
+//               checkpoint (run_identity)
 //   device      a CUDA device: the run moves the field (Field::has_device_path),
 //               the operator's trainable parameters, each stage's
 //               measurement and the Adam(W) state there; the operator and

@@ -164,7 +164,18 @@ void StageRun::resume(const Checkpoint& ck, const std::string& path) {
     }
   }
   if (!use_lbfgs_ && !ck.adam_m.empty()) adam_.load_state(ck.adam_m, ck.adam_v, ck.adam_steps);
-  if (use_lbfgs_) xh_ = gather(params_, false);
+  if (use_lbfgs_) {
+    xh_ = gather(params_, false);
+    if (ck.lbfgs) {
+      lbfgs_.restore(*ck.lbfgs, xh_.size());
+      // The iterate in f64; the parameters loaded above hold it rounded.
+      FK_CHECK(ck.lbfgs_x.size() == xh_.size(), "nefi::Solver resume",
+               "an L-BFGS iterate of " + std::to_string(xh_.size()) + " values",
+               std::to_string(ck.lbfgs_x.size()) + " in " + path);
+      xh_ = ck.lbfgs_x;
+    }
+  }
+  if (scaler_ && ck.loss_scale > 0) scaler_->restore(ck.loss_scale, ck.loss_scale_tracker);
   lr_mult_ = ck.lr_mult;
   t0_ = ck.step + 1;
   progress_ = stage_.progress_at(ck.step);  // what the field ends at if no step is left
@@ -179,7 +190,25 @@ void StageRun::resume(const Checkpoint& ck, const std::string& path) {
   sr_.final_total = ck.final_total;
   sr_.final_data_loss = ck.final_data_loss;
   good_ = snapshot(params_);
-  if (cur_.optim.ema) shadow_ = snapshot(params_);
+  if (cur_.optim.ema) shadow_ = ck.ema.empty() ? snapshot(params_) : resumed_shadow(ck.ema, path);
+}
+
+// The checkpoint's EMA shadow, checked against the parameters and put where
+// they are.
+std::vector<fk::Tensor> StageRun::resumed_shadow(const std::vector<fk::Tensor>& ema,
+                                                 const std::string& path) const {
+  FK_CHECK(ema.size() == params_.size(), "nefi::Solver resume",
+           std::to_string(params_.size()) + " EMA shadow buffers",
+           std::to_string(ema.size()) + " in " + path);
+  std::vector<fk::Tensor> out;
+  for (size_t i = 0; i < ema.size(); ++i) {
+    FK_CHECK(ema[i].shape() == params_[i].shape() && ema[i].dtype() == params_[i].dtype(),
+             "nefi::Solver resume",
+             "EMA shadow buffer " + std::to_string(i) + " " + params_[i].shape().str(),
+             ema[i].shape().str() + " in " + path);
+    out.push_back(ema[i].to(params_[i].device()).contiguous());
+  }
+  return out;
 }
 
 // On a device too: each evaluation uploads x into the field's parameters,
@@ -360,6 +389,15 @@ void StageRun::save(int t, int global, const std::string& stop) const {
     ck.adam_m = on_host(adam_.first_moments());
     ck.adam_v = on_host(adam_.second_moments());
     ck.adam_steps = adam_.steps();
+  }
+  if (cur_.optim.ema) ck.ema = on_host(shadow_);
+  if (scaler_) {
+    ck.loss_scale = scaler_->scale_value();
+    ck.loss_scale_tracker = scaler_->growth_tracker();
+  }
+  if (use_lbfgs_) {
+    ck.lbfgs = lbfgs_.state();
+    ck.lbfgs_x = xh_;
   }
   save_checkpoint(opt_.checkpoint_path, ck);
 }

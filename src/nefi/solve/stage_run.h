@@ -84,6 +84,8 @@ class StageRun {
   double record(History& history, int t, int global, double lr, const StepValue& v);
   // `stop`: the rule that ended the stage at step t ("" while it goes on).
   void save(int t, int global, const std::string& stop) const;
+  std::vector<fk::Tensor> resumed_shadow(const std::vector<fk::Tensor>& ema,
+                                         const std::string& path) const;
   // Calls the callbacks and applies the stopping rules; nullptr: go on.
   // `own_stop`: what the run's own rules (early stopping, the discrepancy
   // principle) said at this step, whatever the callbacks or budget did.

@@ -10,6 +10,7 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/ops/binary.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
@@ -87,6 +88,69 @@ TEST(NefiCheckpoint, ResumedRunFinishesBitIdentical) {
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], c[i]) << i;
   fs::remove(ck);
 }
+
+// What else a run keeps across steps is checkpointed too, so the resumed
+// run still finishes bit-identical: an EMA shadow, L-BFGS's history, an f16
+// trunk's loss scaler.
+struct Variant {
+  const char* name;
+  void (*apply)(nefi::InverseProblem&, nefi::Curriculum&);
+};
+
+class NefiCheckpointState : public testing::TestWithParam<Variant> {};
+
+TEST_P(NefiCheckpointState, ResumedRunFinishesBitIdentical) {
+  auto problem_of = [] {
+    nefi::InverseProblem p = problem();
+    nefi::Curriculum c = curriculum();
+    GetParam().apply(p, c);
+    return std::pair{p, c};
+  };
+  const auto [p0, c0] = problem_of();
+  const nefi::Result full = nefi::Solver(p0, c0).run();
+  const fs::path ck = temp_path(std::string("state-") + GetParam().name + ".ckpt");
+  nefi::SolverOptions first;
+  first.checkpoint_path = ck.string();
+  first.checkpoint_interval = 5;
+  first.callbacks.push_back([](const nefi::StepInfo& s) { return s.global_step < 16; });
+  const auto [p1, c1] = problem_of();
+  nefi::Solver(p1, c1, first).run();
+  nefi::SolverOptions second;
+  second.resume_from = ck.string();
+  const auto [p2, c2] = problem_of();
+  const nefi::Result resumed = nefi::Solver(p2, c2, second).run();
+  const auto a = full.fields.at("x").to_vector<double>();
+  const auto b = resumed.fields.at("x").to_vector<double>();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << i;
+  EXPECT_EQ(full.history.rows.back(), resumed.history.rows.back());
+  fs::remove(ck);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    , NefiCheckpointState,
+    testing::Values(Variant{"ema",
+                            [](nefi::InverseProblem&, nefi::Curriculum& c) { c.optim.ema = 0.8; }},
+                    Variant{"lbfgs",
+                            [](nefi::InverseProblem&, nefi::Curriculum& c) {
+                              c.optim.optimizer = "lbfgs";
+                              c.optim.lbfgs.max_iter = 2;
+                              for (nefi::Stage& st : c.stages) st.lr = 0.5;
+                            }},
+                    Variant{"f16",
+                            [](nefi::InverseProblem& p, nefi::Curriculum&) {
+                              nefi::NeuralFieldConfig cfg;
+                              cfg.hidden = 8;
+                              cfg.depth = 2;
+                              cfg.n_octaves = 3;
+                              cfg.autocast = fk::DType::F16;
+                              p.field = std::make_shared<nefi::NeuralField>(
+                                  1, std::vector<nefi::HeadPtr>{nefi::identity_head("x")}, cfg);
+                              // Data this large overflow the f16 gradients at the
+                              // scaler's first scale: it backs off within the run.
+                              p.measurement.data = fk::mul(p.measurement.data, 3e3);
+                            }}),
+    [](const testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
 
 // With early stopping on, a resume from any checkpoint stops where the
 // uninterrupted run stops: the stopping state (best loss, steps since) is
@@ -180,9 +244,30 @@ TEST(NefiCheckpoint, RoundTripAndBadFiles) {
                fk::from_vector(std::vector<float>{4, 5}, {1, 2})};
   ck.adam_m = ck.params;
   ck.adam_v = ck.params;
+  ck.ema = ck.params;
+  ck.loss_scale = 1024;
+  ck.loss_scale_tracker = 3;
+  ck.lbfgs = nefi::LbfgsState{
+      {{1, 2}, {3, 4}}, {{5, 6}, {7, 8}}, {0.5, 0.25}, {9, 10}, {11, 12}, 0.125, 0.75, 6, 9};
+  ck.lbfgs_x = {13, 14};
   const fs::path p = temp_path("roundtrip.ckpt");
   nefi::save_checkpoint(p.string(), ck);
   const nefi::Checkpoint back = nefi::load_checkpoint(p.string());
+  ASSERT_EQ(back.ema.size(), 2u);
+  EXPECT_EQ(back.ema[1].to_vector<double>(), (std::vector<double>{4, 5}));
+  EXPECT_EQ(back.loss_scale, 1024);
+  EXPECT_EQ(back.loss_scale_tracker, 3);
+  ASSERT_TRUE(back.lbfgs.has_value());
+  EXPECT_EQ(back.lbfgs->s, ck.lbfgs->s);
+  EXPECT_EQ(back.lbfgs->y, ck.lbfgs->y);
+  EXPECT_EQ(back.lbfgs->rho, ck.lbfgs->rho);
+  EXPECT_EQ(back.lbfgs->d, ck.lbfgs->d);
+  EXPECT_EQ(back.lbfgs->prev_g, ck.lbfgs->prev_g);
+  EXPECT_EQ(back.lbfgs->t, 0.125);
+  EXPECT_EQ(back.lbfgs->h_diag, 0.75);
+  EXPECT_EQ(back.lbfgs->n_iter, 6);
+  EXPECT_EQ(back.lbfgs->n_eval, 9);
+  EXPECT_EQ(back.lbfgs_x, (std::vector<double>{13, 14}));
   EXPECT_EQ(back.stage, 2);
   EXPECT_EQ(back.step, 7);
   EXPECT_EQ(back.global_step, 40);
@@ -220,7 +305,7 @@ TEST(NefiCheckpoint, RoundTripAndBadFiles) {
   negative.step = -5;
   const fs::path neg = temp_path("negative.ckpt");
   nefi::save_checkpoint(neg.string(), negative);
-  expect_error(neg.string(), "step, global_step, adam_steps and since_best >= 0");
+  expect_error(neg.string(), "step, global_step, adam_steps, since_best and loss_scale >= 0");
   fs::remove(neg);
   // A resume into another field kind is refused by the solver.
   nefi::InverseProblem prob = problem();
