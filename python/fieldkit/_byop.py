@@ -399,7 +399,7 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
                  n_octaves=None, discrepancy=True, discrepancy_tau=1.0, seed=0, check=True,
                  name="forward", multiscale=False, rank=None, shapes=None, harmonics=None,
                  vertices=None, layers=None, layer_axis=None, modes=None, smoothness=None,
-                 support=None):
+                 support=None, trainable=False):
     """A solvable problem from a forward model and one measurement.
 
     forward: a built-in operator (``nefi.operators``: sampling,
@@ -412,8 +412,9 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
       linear model; for complex data A^H g, of which the real part is used)
       or ``vjp`` ((x, g) -> g^T dF/dx),
       or a callable written with torch operations (autograd gives the
-      gradient; a torch.nn.Module's trainable parameters are fitted with the
-      field, left in the module, and returned as
+      gradient; a torch.nn.Module is frozen, as the reference's, unless
+      ``trainable=True``: then its parameters that require grad are fitted
+      with the field, left in the module, and returned as
       result["operator_parameters"]). Complex outputs are fitted as real and
       imaginary parts.
     measurement: the data (any shape the model returns; complex allowed).
@@ -543,7 +544,9 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     # The values each field's prior gives it (a bad prior is refused here, by
     # the parser auto_problem uses): the model is probed and dry-run inside.
     values = [_nefi.prior_values(p, "" if names == ["x"] else n) for n, p in zip(names, priors)]
-    model = _Model(forward, shape, names, adjoint, vjp, homogeneity, values)
+    if not isinstance(trainable, (bool, np.bool_)):
+        raise Error(f"from_forward: expected trainable True or False, got {trainable!r}")
+    model = _Model(forward, shape, names, adjoint, vjp, homogeneity, values, bool(trainable))
     if model.complex_out != complex_data:
         raise Error(f"from_forward: expected {'complex' if model.complex_out else 'real'} "
                     f"measurements (the model's output is), got "

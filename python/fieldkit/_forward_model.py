@@ -45,16 +45,20 @@ class _Model:
     from what the caller gave. The caller's functions see one array for a
     single field and a dict {name: array} for several."""
 
-    def __init__(self, forward, shape, names, adjoint, vjp, homogeneity, values=None):
+    def __init__(self, forward, shape, names, adjoint, vjp, homogeneity, values=None,
+                 trainable=False):
         """values: per field, the (head, lo, hi) its prior gives it
-        (prior_values); the model is only ever called inside them."""
+        (prior_values); the model is only ever called inside them.
+        trainable: a torch module's parameters are fitted (else frozen)."""
         self.shape, self.names, self.homogeneity = tuple(shape), list(names), homogeneity
         self.values = list(values) if values else [("unconstrained", 0.0, 1.0)] * len(names)
         self.kind, self.complex_out, self.single_precision = None, False, False
         self.several = len(self.names) > 1
         # A torch module's trainable parameters, their values as given, and
-        # their last gradients.
+        # their last gradients; the dtype its inputs take (a float32 nn.Linear
+        # takes float32, frozen or not).
         self.params, self.start, self._param_grads = [], [], []
+        self._input_dtype = None
         if isinstance(forward, _operators.Operator):
             # Built in: the solve runs it natively; the dry run checks shapes.
             if self.several:
@@ -120,8 +124,12 @@ class _Model:
             self._vjp = self._torch_vjp
             torch = _torch()
             if torch is not None and isinstance(forward, torch.nn.Module):
-                self.params = [p for p in forward.parameters() if p.requires_grad]
-                self.start = [p.detach().cpu().numpy().astype(np.float64) for p in self.params]
+                first = next(forward.parameters(), None)
+                self._input_dtype = None if first is None else first.dtype
+                if trainable:
+                    self.params = [p for p in forward.parameters() if p.requires_grad]
+                    self.start = [p.detach().cpu().numpy().astype(np.float64)
+                                  for p in self.params]
         # A probe for the output's type, at a constant inside each prior; the
         # model's own failure named as a solve names it.
         try:
@@ -156,8 +164,7 @@ class _Model:
                         "one), got neither, and torch (for autograd) is not installed")
         if not isinstance(xs, dict):
             xs = {self.names[0]: xs}
-        # A module's own dtype (a float32 nn.Linear takes float32 inputs).
-        dtype = self.params[0].dtype if self.params else torch.float64
+        dtype = self._input_dtype or torch.float64
         ts = {n: torch.from_numpy(np.array(x, dtype=np.float64)).to(dtype).requires_grad_(grad)
               for n, x in xs.items()}
         y = self._forward(ts if self.several else ts[self.names[0]])

@@ -530,10 +530,11 @@ def test_registered_prior_misuse_is_named():
         p.solve(callback=boom)
 
 
-def test_a_torch_module_trains_its_own_parameters_with_the_field():
+def test_a_trainable_torch_module_trains_its_own_parameters_with_the_field():
     """A blur plus an unknown background b (an nn.Parameter): the field is
     zero outside a known support, so the cells there pin b; the module holds
-    the fitted b after the solve, and each solve starts from the b given."""
+    the fitted b after the solve, and each solve starts from the b given.
+    Without trainable=True the module is frozen, as the reference's."""
     a, gt, _ = blur_problem(n=64, rel=0.0)
     support = np.zeros(64)
     support[8:56] = 1
@@ -550,8 +551,13 @@ def test_a_torch_module_trains_its_own_parameters_with_the_field():
 
     y = a @ gt + 0.3 + 0.002 * np.random.default_rng(5).standard_normal(64)
     module = Blur()
+    frozen = nefi.from_forward(module, y, prior="nonnegative + smooth", support=support,
+                               noise=0.002, budget="40").solve()
+    assert float(module.b.detach()) == 0.0 and len(frozen["operator_parameters"]) == 0
+    with pytest.raises(fieldkit.Error, match="trainable True or False, got 'yes'"):
+        nefi.from_forward(module, y, support=support, noise=0.002, trainable="yes")
     problem = nefi.from_forward(module, y, prior="nonnegative + smooth", support=support,
-                                noise=0.002)
+                                noise=0.002, trainable=True)
     assert float(module.b.detach()) == 0.0  # the weighing probe's steps are undone
     out = problem.solve()
     b = float(module.b.detach())
@@ -565,7 +571,7 @@ def test_a_torch_module_trains_its_own_parameters_with_the_field():
     fixed = Blur()  # b frozen at 0: the background lands in the field
     fixed.b.requires_grad_(False)
     out_fixed = nefi.from_forward(fixed, y, prior="nonnegative + smooth", support=support,
-                                  noise=0.002).solve()
+                                  noise=0.002, trainable=True).solve()
     assert psnr(out_fixed["reconstruction"], gt) < psnr(out["reconstruction"], gt) - 10
 
 

@@ -261,7 +261,8 @@ def test_a_torch_module_is_left_with_its_given_parameters():
 
     model = Shifted()
     y = 0.9 + 0.3 * np.sin(0.4 * np.arange(n)) + 0.01 * np.random.default_rng(6).standard_normal(n)
-    p = nefi.from_forward(model, y, shape=(n,), prior="nonnegative + smooth", budget="40")
+    p = nefi.from_forward(model, y, shape=(n,), prior="nonnegative + smooth", budget="40",
+                          trainable=True)
     t = p.autotune()
     assert float(model.b) == pytest.approx(0.1)
     assert t["problem"].solve()["operator_parameters"][0] != pytest.approx(0.1)
@@ -327,7 +328,7 @@ def test_a_torch_module_is_diagnosed_with_the_parameters_of_its_field():
 
     model = Scaled()
     y = 0.6 + 0.2 * np.cos(0.5 * np.arange(n)) + 0.01 * np.random.default_rng(9).standard_normal(n)
-    p = nefi.from_forward(model, y, shape=(n,), prior="positive", budget="60")
+    p = nefi.from_forward(model, y, shape=(n,), prior="positive", budget="60", trainable=True)
     r = p.solve()
     fitted = float(r["operator_parameters"][0])
     assert fitted != pytest.approx(0.5, abs=1e-3)
