@@ -26,10 +26,13 @@ misfit against the noise) for an instance or a from_forward problem;
 ``autotune`` chooses an instance method's (or a from_forward problem's)
 learning rate, regularizer weights and budget by pilot solves; ``sweep``
 and ``ablate`` run paired campaigns of one setting's values or of parts
-switched off, as ``nefi sweep`` and ``nefi ablate`` do.
+switched off, as ``nefi sweep`` and ``nefi ablate`` do. ``metrics`` scores
+arrays of your own with the definitions a run's metrics.json uses (psnr,
+ssim, relative_error, iou, hungarian_f1, gmsd, sliced_wasserstein, ...).
 """
 import os
 
+from . import _metrics as metrics
 from . import _operators as operators
 from ._byop import ForwardProblem, from_forward, lr_range_test, quick_report
 from ._byop import _INT_MAX, _SEED_MAX, _whole
@@ -42,6 +45,7 @@ from ._core import nefi as _nefi
 __all__ = ["instances", "measurement", "invert", "ensemble", "EnsembleResult", "batch_invert",
            "Solver", "bench", "config_yaml", "set_num_threads", "get_num_threads",
            "from_forward", "ForwardProblem", "quick_report", "lr_range_test", "operators",
+           "metrics",
            "register_prior", "unregister_prior", "diagnose", "autotune", "sweep", "ablate",
            "refine_edges", "TimeStepper", "wave_step", "wave_energy", "ricker",
            "advection_diffusion_step", "laplacian", "stable_dt"]

@@ -308,12 +308,14 @@ nb::dict autotune(const std::string& target, const std::vector<std::string>& set
 }  // namespace
 
 void bind_nefi_byop(nb::module_& m);
+void bind_nefi_metrics(nb::module_& m);
 void bind_nefi_operators(nb::module_& m);
 
 void bind_nefi(nb::module_& parent) {
   nb::module_ m = parent.def_submodule("nefi", "nefi's inverse solvers, on fk");
   bind_nefi_operators(m);
   bind_nefi_byop(m);
+  bind_nefi_metrics(m);
   m.def("instances", [] {
     nb::dict d;
     for (const auto& i : nefi::all_instances()) {
