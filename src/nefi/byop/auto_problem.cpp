@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -278,6 +279,18 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
         FK_CHECK(w >= 0 && w <= 1, "support of field '" + ap.fields[i] + "'", "weights in [0, 1]",
                  std::to_string(w));
       k.fill[i] = support_fill(pr);
+    }
+    // The prior must keep the field where the operator takes it.
+    if (ap.fields.size() == 1 && std::isfinite(op->input_lower_bound())) {
+      const double bound = op->input_lower_bound();
+      const double least = pr.head == "nonnegative" || pr.head == "positive" ? 0.0
+                           : pr.ranged()                                     ? pr.lo
+                                         : -std::numeric_limits<double>::infinity();
+      FK_CHECK(least >= bound, where,
+               "a field >= " + num(bound) + " for " + op->kind() + "'s unknown " +
+                   op->input_name() + " (\"nonnegative\", \"positive\" or \"bounded(" + num(bound) +
+                   ", hi)\")",
+               pr.str());
     }
     FK_CHECK(!pr.known_support || k.support[i].defined(), where,
              "known_support with a support mask given beside the prior", "no mask");

@@ -192,6 +192,14 @@ int64_t AdvectionDiffusionOperator::observed() const {
   return plan_->observed();
 }
 
+double AdvectionDiffusionOperator::input_lower_bound() const {
+  return options_.unknown == TransportUnknown::kDiffusivity ? 0.0 : Operator::input_lower_bound();
+}
+
+std::string AdvectionDiffusionOperator::input_name() const {
+  return options_.unknown == TransportUnknown::kDiffusivity ? "diffusivity" : "field";
+}
+
 bool AdvectionDiffusionOperator::coefficient_unknown() const {
   return options_.unknown == TransportUnknown::kDiffusivity ||
          options_.unknown == TransportUnknown::kVelocity;

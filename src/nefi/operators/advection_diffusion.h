@@ -195,6 +195,8 @@ class AdvectionDiffusionOperator : public Operator {
   int64_t device_launches() const;
   std::string fidelity_tag() const override;  // per scheme
   std::string kind() const override { return "advection_diffusion"; }
+  double input_lower_bound() const override;  // 0 for the diffusivity unknown
+  std::string input_name() const override;
 
   const Domain& domain() const { return domain_; }
   const AdvectionDiffusionOptions& options() const { return options_; }

@@ -39,6 +39,7 @@
 //     before the first stage, back to the CPU after the last) and trains
 //     there; an operator whose parameters do not (the default) is refused by
 //     a device solve (device_solve_refusal)
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +70,11 @@ class Operator {
   virtual std::string fidelity_tag() const { return ""; }
   virtual std::vector<int> component_axes() const { return {}; }
   virtual std::string kind() const = 0;
+  // The least value the operator takes in a cell and what it is (-inf: any;
+  // an advection-diffusion's unknown diffusivity: 0), so a fit whose prior
+  // lets the field below it is refused before its first step.
+  virtual double input_lower_bound() const { return -std::numeric_limits<double>::infinity(); }
+  virtual std::string input_name() const { return "field"; }
   // Makes the tables forward and its gradient use on `device` for inputs of
   // the real dtype `dtype` (nothing for a device that needs none, e.g. the CPU).
   virtual void prepare_tables(fk::Device /*device*/, fk::DType /*dtype*/) const {}

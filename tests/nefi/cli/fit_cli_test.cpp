@@ -417,6 +417,14 @@ TEST(FitCli, MapsADiffusivityThroughTheBuiltInAdvectionDiffusion) {
   for (int64_t i = 0; i < n * n; ++i) (i % n < n / 2 ? left : right) += x[i] / (n * n / 2);
   EXPECT_NEAR(left, 2e-3, 5e-4);
   EXPECT_NEAR(right, 8e-3, 1.5e-3);
+  // The default (unconstrained) prior would let the diffusivity below 0,
+  // where the operator refuses it mid-fit: refused before the first step.
+  nefi::test::expect_one_line_errors(
+      {{"fit --operator advection_diffusion --times 0.1,0.2,0.4 --unknown diffusivity --release " +
+            (dir / "release.npy").string() + " --data " + (dir / "y.npy").string() +
+            " --noise 0.01 --shape 16,16 --budget 2 -q --out " + (dir / "bad").string(),
+        "expected a field >= 0 for advection_diffusion's unknown diffusivity"}},
+      dir);
 }
 
 // The velocity as the unknown: the field is (2, 16, 16), the release and D
