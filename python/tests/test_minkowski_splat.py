@@ -92,16 +92,22 @@ def test_splat_f32_and_no_grad():
 
 def test_a_batch_index_off_an_integer_is_rounded_as_the_reference():
     # Float arithmetic on the batch column (1 - 1e-7) lands in batch 1, as
-    # the reference's round(q_0), for splat, interpolation and voxelization.
+    # the reference's round(q_0), half to even as torch.round (0.5 and -0.5
+    # are batch 0), for splat, interpolation, voxelization and instance norm.
     f, c = random_field(n=12, dim=2)
     off = c.clone()
-    off[:, 0] += torch.where(torch.arange(len(c)) % 2 == 0, -1e-7, 0.3).to(c.dtype)
+    i = torch.arange(len(c))
+    half = torch.where(i % 4 == 0, 0.5, -0.5)  # batch 0 rows: to 0
+    near = torch.where(i % 4 == 1, -1e-7, 0.3)  # batch 1 rows: to 1
+    off[:, 0] += torch.where(c[:, 0] == 0, half, near).to(c.dtype)
     want = ME.TensorField(f, c).splat()
     got = ME.TensorField(f, off).splat()
     assert torch.equal(got.C, want.C) and torch.equal(got.F, want.F)
     x = ME.SparseTensor(torch.randn(len(want.C), 2, dtype=torch.float64), want.C)
     assert torch.equal(ME.MinkowskiInterpolation()(x, off), ME.MinkowskiInterpolation()(x, c))
     assert torch.equal(ME.TensorField(f, off).sparse().C, ME.TensorField(f, c).sparse().C)
+    norm = ME.MinkowskiInstanceNorm(f.shape[1])
+    assert torch.allclose(norm(ME.TensorField(f, off)).F, norm(ME.TensorField(f, c)).F)
 
 
 def test_splat_bad_input():

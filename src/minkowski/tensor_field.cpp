@@ -15,15 +15,16 @@ namespace {
 constexpr double kInt32Limit = 2147483647.0;
 
 // Row i of the voxel rows from its field coordinates v (1 + D values):
-// the batch index rounded to the nearest integer (as the reference: a batch
-// column that went through float arithmetic, 1 - 1e-7, is batch 1), each
+// the batch index rounded to the nearest integer, half to even as
+// torch.round (as the reference: a batch column that went through float
+// arithmetic, 1 - 1e-7, is batch 1), each
 // spatial coordinate voxelized and floored to a multiple of the stride
 // (toward -inf); fk::Error naming row i when a value is not finite or leaves
 // int32.
 void voxel_row(const double* v, int64_t i, const std::vector<double>& voxel_size,
                const std::vector<int32_t>& ts, int32_t* row) {
   const char* where = "minkowski::TensorField::sparse";
-  const double b = std::round(v[0]);
+  const double b = std::nearbyint(v[0]);
   FK_CHECK(std::isfinite(b) && std::abs(b) < kInt32Limit, where,
            "a finite batch index within int32 in column 0 (row " + std::to_string(i) + ")",
            std::to_string(v[0]));

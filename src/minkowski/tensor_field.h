@@ -2,8 +2,8 @@
 // TensorField: features on continuous points, the bridge between point clouds
 // and SparseTensors.
 //
-// Coordinates: N x (1+D) f32 or f64 tensor, column 0 the batch index (must
-// hold integers), then D >= 1 spatial coordinates. Features: N x C
+// Coordinates: N x (1+D) f32 or f64 tensor, column 0 the batch index (rounded
+// to the nearest integer, half to even), then D >= 1 spatial coordinates. Features: N x C
 // f32/f64/f16/bf16 tensor on the CPU or a CUDA device, may require grad; on a
 // device, sparse() reduces them there (quantize_features) and slice()
 // gathers there, with the same results as on the CPU. Coordinates on a CUDA
@@ -14,7 +14,7 @@
 // invalid row is the same fk::Error.
 //
 // sparse() voxelizes the points (voxel = floor(x / voxel_size) per axis, the
-// batch column is kept as is; with a tensor stride t the voxel is then
+// batch column is rounded; with a tensor stride t the voxel is then
 // floor(voxel / t) * t and the map has stride t), inserts the voxels as a map
 // in a CoordinateManager through SparseTensor's constructor (so rows follow
 // the first occurrence of each voxel in input order, deterministically) and

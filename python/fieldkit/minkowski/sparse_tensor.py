@@ -570,7 +570,8 @@ class TensorField(_Tensor):
         (floor(x / ts) * ts + {0, ts} per axis) the share prod_j (1 - |x_j -
         c_j| / ts_j) of its features. A SparseTensor on a new map of this
         field's manager holding every corner, in order of first occurrence;
-        differentiable in the features. The batch column must hold integers."""
+        differentiable in the features. The batch column is rounded (half to
+        even)."""
         ts = self._tensor_stride if tensor_stride is None else _axes(tensor_stride)
         points = self._C if self._C.is_floating_point() else self._C.double()
         splat_map = _mk.splat_map(self._manager, points.detach().cpu(), ts)  # a host map

@@ -27,8 +27,8 @@ __global__ void voxelize_kernel(const T* coords, int64_t n, VoxelGrid grid, int3
     const double v = static_cast<double>(coords[t]);
     bool ok;
     double out;
-    if (a == 0) {  // the batch index rounded, as the host loop
-      out = round(v);
+    if (a == 0) {  // the batch index rounded half to even, as the host loop
+      out = rint(v);
       ok = isfinite(out) && fabs(out) < kInt32Limit;
     } else {
       // As the host loop: the stride-floored value is the one checked.

@@ -3,8 +3,8 @@
 // MinkowskiInterpolation / SparseTensor.features_at_coordinates, with the
 // fork's renormalization).
 //
-// points: Q x (1+D) f32/f64 CPU tensor, column 0 the batch index (must hold
-// integers), then D spatial coordinates in the units of x's coordinates.
+// points: Q x (1+D) f32/f64 CPU tensor, column 0 the batch index (rounded to
+// the nearest integer, half to even), then D spatial coordinates in the units of x's coordinates.
 // With ts the tensor stride on axis j, a point q has 2^D corners
 //   corner_j = floor(q_j / ts_j) * ts_j + bit_j * ts_j   (same batch),
 //   weight    = prod_j (1 - |q_j - corner_j| / ts_j).

@@ -3,7 +3,8 @@
 // shared by interpolation (which gathers from the corners) and splatting (its
 // transpose, which scatters to them), so both read one definition:
 //   with ts_j the tensor stride on axis j and q = (batch, q_1..q_D),
-//   corner_j = floor(q_j / ts_j) * ts_j + bit_j * ts_j   (batch = round(q_0)),
+//   corner_j = floor(q_j / ts_j) * ts_j + bit_j * ts_j
+//   (batch = round(q_0), half to even as torch.round and TensorField.sparse),
 //   weight    = prod_j (1 - |q_j - corner_j| / ts_j).
 // Corner `bits` is bit j set <=> the upper corner on axis j.
 #include <array>
@@ -20,12 +21,13 @@ constexpr int kMaxDim = 16;
 constexpr double kInt32Limit = 2147483647.0;
 
 // Throws unless point i (1+D values) has a finite batch index within int32
-// (rounded, as the reference: float arithmetic's 1 - 1e-7 is batch 1) and
+// (rounded half to even, as the reference: float arithmetic's 1 - 1e-7 is
+// batch 1) and
 // both corners of every axis, floor(q / ts) * ts and one stride above, fit
 // int32.
 inline void check_point(const double* q, const std::vector<int32_t>& ts, int64_t i,
                         const char* where) {
-  FK_CHECK(std::isfinite(q[0]) && std::abs(std::round(q[0])) < kInt32Limit, where,
+  FK_CHECK(std::isfinite(q[0]) && std::abs(std::nearbyint(q[0])) < kInt32Limit, where,
            "a finite batch index within int32 in column 0 (point " + std::to_string(i) + ")",
            std::to_string(q[0]));
   for (size_t a = 0; a < ts.size(); ++a) {
@@ -44,7 +46,7 @@ struct Corners {
 
 inline Corners corners_of(const double* q, const std::vector<int32_t>& ts) {
   Corners c;
-  c.base[0] = static_cast<int32_t>(std::round(q[0]));
+  c.base[0] = static_cast<int32_t>(std::nearbyint(q[0]));
   for (size_t a = 0; a < ts.size(); ++a) {
     const double t = ts[a], cell = std::floor(q[a + 1] / t);
     c.base[a + 1] = static_cast<int32_t>(cell * t);

@@ -247,8 +247,11 @@ Segments batch_segments(const SparseTensor& x) {
 
 Segments batch_segments(const TensorField& x) {
   FK_CHECK(x.defined(), "minkowski::batch_segments", "a field", "an empty TensorField");
-  // column 0 holds the batch index (TensorField checks it is an integer when quantizing)
-  return segments_of_batches(x.C().select(1, 0).to_vector<double>());
+  // Column 0 holds the batch index, rounded (half to even) as quantizing
+  // rounds it: a point at 1 - 1e-7 is in batch 1.
+  std::vector<double> batch = x.C().select(1, 0).to_vector<double>();
+  for (double& b : batch) b = std::nearbyint(b);
+  return segments_of_batches(batch);
 }
 
 NormStats normalize_statistics(const fk::Tensor& x, const Segments& seg, double eps) {

@@ -2,8 +2,8 @@
 // Splatting (ME's TensorField.splat()): the features of continuous points
 // spread onto the grid, the transpose of multilinear interpolation.
 //
-// points: N x (1+D) f32/f64 CPU tensor, column 0 the batch index (must hold
-// integers); features: N x C. Each point q gives each of its 2^D corners c
+// points: N x (1+D) f32/f64 CPU tensor, column 0 the batch index (rounded to
+// the nearest integer, half to even); features: N x C. Each point q gives each of its 2^D corners c
 // (multilinear_corners.h: corner_j = floor(q_j/ts_j)*ts_j + bit_j*ts_j,
 // w_c(q) = prod_j (1 - |q_j - c_j| / ts_j)) the share w_c(q) f_q:
 //   out[c] = sum over the points q with corner c of w_c(q) * f_q.

@@ -64,7 +64,7 @@ Voxels voxels_of(int d) {
 }
 
 // n points of 1 + d values: batch in [-1, 3) (some a little off an integer,
-// some half way: rounded, away from 0 at the half), coordinates in [-20, 20),
+// some half way: rounded, to even at the half), coordinates in [-20, 20),
 // with exact multiples of the voxel size, -0.0 and tiny negatives among them.
 std::vector<double> random_points(int64_t n, const Voxels& v, uint32_t seed) {
   const int w = static_cast<int>(v.size.size()) + 1;
