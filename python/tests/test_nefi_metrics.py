@@ -44,6 +44,8 @@ def test_the_basic_scores_are_their_definitions():
     assert M.ssim(x, gt) == pytest.approx(gaussian_ssim(x, gt, rng_gt), rel=1e-10)
     assert M.ssim(x, gt, data_range=3.0) == pytest.approx(gaussian_ssim(x, gt, 3.0), rel=1e-10)
     assert M.ssim(gt, gt) == pytest.approx(1.0)
+    nan = np.full_like(gt, np.nan)  # a NaN field scores NaN, with a data range too
+    assert np.isnan(M.psnr(nan, gt)) and np.isnan(M.psnr(nan, gt, data_range=1.0))
     assert M.masked_ssim(x, gt, np.ones_like(gt)) == pytest.approx(M.ssim(x, gt))
     w = np.zeros_like(gt)
     w[:10] = 1
