@@ -16,7 +16,9 @@ namespace nefi {
 namespace {
 
 constexpr char kMagic[8] = {'N', 'E', 'F', 'I', 'C', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 1;
+// 2 added the EMA shadow and L-BFGS's state after Adam's moments; a version
+// 1 file has neither and reads as such.
+constexpr uint32_t kVersion = 2;
 
 nlohmann::json describe(const std::vector<fk::Tensor>& ts) {
   nlohmann::json a = nlohmann::json::array();
@@ -202,8 +204,8 @@ Checkpoint load_checkpoint(const std::string& path) {
   FK_CHECK(f.good() && std::memcmp(magic, kMagic, sizeof kMagic) == 0, "nefi::load_checkpoint",
            "a nefi checkpoint (NEFICKPT)", "another kind of file: " + path);
   const auto version = get<uint32_t>(f, path);
-  FK_CHECK(version == kVersion, "nefi::load_checkpoint",
-           "checkpoint format version " + std::to_string(kVersion), std::to_string(version));
+  FK_CHECK(version == 1 || version == kVersion, "nefi::load_checkpoint",
+           "checkpoint format version 1 or " + std::to_string(kVersion), std::to_string(version));
   const auto len = get<uint64_t>(f, path);
   FK_CHECK(len < (uint64_t{1} << 26), "nefi::load_checkpoint", "a header under 64 MiB",
            std::to_string(len) + " bytes in " + path);

@@ -4,9 +4,10 @@
 // moments, the NaN guard's lr multiplier, and what else the run keeps across
 // steps (an EMA shadow, the f16 loss scaler, L-BFGS's history) — so a run
 // stopped at any step can resume and finish bit-identical to one that never
-// stopped.
+// stopped (unless a non-finite step follows: the NaN guard's last good
+// parameters are the resumed step's, not saved).
 //
-// File: "NEFICKPT" + u32 version + u64 header length + a JSON header (position,
+// File: "NEFICKPT" + u32 version (2; 1 still read) + u64 header length + a JSON header (position,
 // field kind, per-tensor dtype and shape) + the raw little-endian tensors +
 // u64 payload length. Written to a temporary file and renamed, so a crash
 // mid-write never leaves a torn checkpoint. A missing, foreign, truncated or

@@ -276,7 +276,8 @@ bool StageRun::non_finite_step(int t, double total) {
   FK_CHECK(bad_ <= opt_.max_bad_steps, "nefi::Solver",
            "at most " + std::to_string(opt_.max_bad_steps) + " non-finite steps in a row",
            "a persistent non-finite loss at stage " + stage_.name +
-               " (values past float32's range, such as data of a huge magnitude, do this)");
+               " (values past float32's range, such as data whose squares overflow or underflow "
+               "it, do this: rescale the data to order 1)");
   restore(params_, good_);
   lr_mult_ *= 0.5;
   adam_.reset_state();  // new moment buffers: a captured graph would update the old ones
@@ -495,8 +496,8 @@ StageResult StageRun::run(History& history, int& global, int total_steps, Clock:
   FK_CHECK(sr_.steps > 0 || t0_ > 0 || bad_ == 0, "nefi::Solver",
            "a finite loss on some step of stage " + stage_.name,
            std::to_string(bad_) +
-               " non-finite steps and no other (values past float32's range, "
-               "such as data of a huge magnitude, do this)");
+               " non-finite steps and no other (values past float32's range, such as data whose "
+               "squares overflow or underflow it, do this: rescale the data to order 1)");
   sr_.seconds = seconds_since(t_stage);
   const auto rep = prof.report();
   sr_.ops = rep.counts.ops;

@@ -356,6 +356,22 @@ TEST(NefiCheckpoint, ClaimedShapesAreCheckedBeforeAllocating) {
     }
     fs::remove(p);
   }
+  // A version this build does not know (a later one) is named as such.
+  const fs::path later = temp_path("later.ckpt");
+  {
+    std::ofstream f(later, std::ios::binary);
+    const uint32_t version = 3;
+    f.write("NEFICKPT", 8);
+    f.write(reinterpret_cast<const char*>(&version), 4);
+  }
+  try {
+    nefi::load_checkpoint(later.string());
+    ADD_FAILURE() << "loaded a version 3 checkpoint";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("format version 1 or 2, got 3"), std::string::npos)
+        << e.what();
+  }
+  fs::remove(later);
 }
 
 }  // namespace
