@@ -26,13 +26,18 @@ int initial_threads() {
   long long first = -1;
   for (size_t start = 0;;) {
     const size_t comma = text.find(',', start);
-    const std::string entry = text.substr(start, comma - start);
+    std::string entry = text.substr(start, comma - start);
+    entry.erase(0, entry.find_first_not_of(" \t"));  // libgomp allows spaces
+    entry.erase(entry.find_last_not_of(" \t") + 1);
     char* end = nullptr;
     errno = 0;
     const long long n = std::strtoll(entry.c_str(), &end, 10);
-    FK_CHECK(
-        !entry.empty() && *end == '\0' && errno == 0 && n >= 0 && n <= 4096, "knob OMP_NUM_THREADS",
-        "a thread count in [0, 4096], or a list of them whose first is fk's", "'" + text + "'");
+    // 0 (one per core) only as fk's own count; a nesting level's is >= 1.
+    FK_CHECK(!entry.empty() && *end == '\0' && errno == 0 && n >= (first < 0 ? 0 : 1) && n <= 4096,
+             "knob OMP_NUM_THREADS",
+             "a thread count in [0, 4096], or a list of them whose first is fk's (the others "
+             ">= 1)",
+             "'" + text + "'");
     if (first < 0) first = n;
     if (comma == std::string::npos) break;
     start = comma + 1;

@@ -108,7 +108,8 @@ TEST(Parallel, OmpNumThreadsTakesACountOrTheFirstOfAList) {
   };
   EXPECT_EQ(threads_line("3"), "threads    3");
   EXPECT_EQ(threads_line("3,1"), "threads    3");
-  for (const std::string bad : {"abc", "3x", ",2", "2,", "2,x", "5000", "-1"}) {
+  EXPECT_EQ(threads_line(" 3 , 1 "), "threads    3");
+  for (const std::string bad : {"abc", "3x", ",2", "2,", "2,x", "2,0", "5000", "-1"}) {
     const auto r = fieldkit_test::run_cli(
         "OMP_NUM_THREADS='" + bad + "' " + fieldkit_test::sibling_binary("fk-info").string(), "",
         scratch);
