@@ -8,6 +8,67 @@
 #include "fk/error.h"
 
 namespace nefi {
+namespace {
+
+// sigma from the |filtered| values of white noise through a stencil of this
+// gain: 1.4826 median / gain (none when no stencil fit).
+NoiseEstimate robust_sigma(std::vector<double> r, double gain) {
+  if (r.empty()) return {0, 0};
+  const auto mid = r.begin() + static_cast<std::ptrdiff_t>(r.size() / 2);
+  std::nth_element(r.begin(), mid, r.end());
+  return {1.4826 * *mid / gain, static_cast<int64_t>(r.size())};
+}
+
+// Fourth differences along `axis` of every line of the data: a cubic passes,
+// white noise gains sqrt(70).
+NoiseEstimate along_axis(const std::vector<double>& y, const std::vector<double>& w,
+                         const fk::Dims& s, int axis) {
+  const int64_t n = s[axis];
+  int64_t inner = 1;
+  for (int a = axis + 1; a < s.size(); ++a) inner *= s[a];
+  const int64_t outer = static_cast<int64_t>(y.size()) / (n * inner);
+  static constexpr double c[5] = {1, -4, 6, -4, 1};
+  std::vector<double> r;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in)
+      for (int64_t i = 2; i + 2 < n; ++i) {
+        double acc = 0;
+        bool seen = true;
+        for (int k = 0; k < 5; ++k) {
+          const int64_t at = (o * n + i - 2 + k) * inner + in;
+          seen = seen && w[at] > 0;
+          acc += c[k] * y[at];
+        }
+        if (seen) r.push_back(std::abs(acc));
+      }
+  return robust_sigma(std::move(r), std::sqrt(70.0));
+}
+
+// Immerkaer's mask over the last two axes of every slice: a
+// bilinear-plus-quadratic surface passes, white noise gains 6.
+NoiseEstimate last_two_axes(const std::vector<double>& y, const std::vector<double>& w,
+                            const fk::Dims& s) {
+  const int64_t nx = s[s.size() - 2], ny = s[s.size() - 1];
+  const int64_t slices = static_cast<int64_t>(y.size()) / (nx * ny);
+  static constexpr double c[3][3] = {{1, -2, 1}, {-2, 4, -2}, {1, -2, 1}};
+  std::vector<double> r;
+  for (int64_t b = 0; b < slices; ++b)
+    for (int64_t i = 1; i + 1 < nx; ++i)
+      for (int64_t j = 1; j + 1 < ny; ++j) {
+        double acc = 0;
+        bool seen = true;
+        for (int di = -1; di <= 1; ++di)
+          for (int dj = -1; dj <= 1; ++dj) {
+            const int64_t at = (b * nx + i + di) * ny + j + dj;
+            seen = seen && w[at] > 0;
+            acc += c[di + 1][dj + 1] * y[at];
+          }
+        if (seen) r.push_back(std::abs(acc));
+      }
+  return robust_sigma(std::move(r), 6.0);
+}
+
+}  // namespace
 
 NoiseEstimate estimate_noise(const fk::Tensor& data, const fk::Tensor& mask) {
   constexpr const char* kWhere = "nefi::estimate_noise";
@@ -19,51 +80,25 @@ NoiseEstimate estimate_noise(const fk::Tensor& data, const fk::Tensor& mask) {
   const std::vector<double> y = data.to_vector<double>();
   const std::vector<double> w =
       mask.defined() ? mask.to_vector<double>() : std::vector<double>(y.size(), 1.0);
-  const fk::Dims& s = data.shape();
-  std::vector<double> r;
-  double gain = 0;
-  if (s.size() <= 1 || s[s.size() - 2] < 3 || s[s.size() - 1] < 3) {
-    // Fourth differences along the last axis of every row.
-    const int64_t n = s.size() == 0 ? 1 : s[s.size() - 1], rows = data.numel() / n;
-    FK_CHECK(n >= 5, kWhere, "at least 5 cells along the last axis (or 3 x 3 in the last two)",
-             s.str());
-    static constexpr double c[5] = {1, -4, 6, -4, 1};
-    for (int64_t b = 0; b < rows; ++b)
-      for (int64_t i = 2; i + 2 < n; ++i) {
-        double acc = 0;
-        bool seen = true;
-        for (int k = 0; k < 5; ++k) {
-          const int64_t at = b * n + i - 2 + k;
-          seen = seen && w[at] > 0;
-          acc += c[k] * y[at];
-        }
-        if (seen) r.push_back(std::abs(acc));
-      }
-    gain = std::sqrt(70.0);
-  } else {
-    const int64_t nx = s[s.size() - 2], ny = s[s.size() - 1], slices = data.numel() / (nx * ny);
-    static constexpr double c[3][3] = {{1, -2, 1}, {-2, 4, -2}, {1, -2, 1}};
-    for (int64_t b = 0; b < slices; ++b)
-      for (int64_t i = 1; i + 1 < nx; ++i)
-        for (int64_t j = 1; j + 1 < ny; ++j) {
-          double acc = 0;
-          bool seen = true;
-          for (int di = -1; di <= 1; ++di)
-            for (int dj = -1; dj <= 1; ++dj) {
-              const int64_t at = (b * nx + i + di) * ny + j + dj;
-              seen = seen && w[at] > 0;
-              acc += c[di + 1][dj + 1] * y[at];
-            }
-          if (seen) r.push_back(std::abs(acc));
-        }
-    gain = 6.0;
-  }
-  FK_CHECK(!r.empty(), kWhere,
+  const fk::Dims s = data.shape().size() == 0 ? fk::Dims{1} : data.shape();
+  const int d = s.size();
+  const bool plane = d >= 2 && s[d - 2] >= 3 && s[d - 1] >= 3;
+  FK_CHECK(plane || s[d - 1] >= 5, kWhere,
+           "at least 5 cells along the last axis (or 3 x 3 in the last two)", s.str());
+  // Structure the stencils do not cancel only raises an estimate: of the
+  // ones that fit, the least (a sinogram's few views are rough across them
+  // and smooth along the detector, which its fourth differences see).
+  std::vector<NoiseEstimate> found;
+  if (plane) found.push_back(last_two_axes(y, w, s));
+  for (int axis = plane ? d - 2 : d - 1; axis < d; ++axis)
+    if (s[axis] >= 5) found.push_back(along_axis(y, w, s, axis));
+  NoiseEstimate best;
+  for (const NoiseEstimate& e : found)
+    if (e.stencils > 0 && (best.stencils == 0 || e.sigma < best.sigma)) best = e;
+  FK_CHECK(best.stencils > 0, kWhere,
            "observed cells filling at least one stencil (else give the noise sigma)",
            "none in data of shape " + s.str());
-  const auto mid = r.begin() + static_cast<std::ptrdiff_t>(r.size() / 2);
-  std::nth_element(r.begin(), mid, r.end());
-  return {1.4826 * *mid / gain, static_cast<int64_t>(r.size())};
+  return best;
 }
 
 }  // namespace nefi

@@ -55,6 +55,7 @@ Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement&
   FK_CHECK(o.n_iter >= o.k && o.n_iter <= 10000, "n_iter (--n-iter)",
            "bidiagonalisation steps in [k, 10000] (k = " + std::to_string(o.k) + ")",
            std::to_string(o.n_iter));
+  check_mask(y, "diagnose measurement");
   Diagnostics d;
   d.options = o;
   // The products on the options' device (the operator's tables made first,
