@@ -59,6 +59,11 @@ class _Model:
         # takes float32, frozen or not).
         self.params, self.start, self._param_grads = [], [], []
         self._input_dtype = None
+        torch = _torch()
+        if trainable and not (torch is not None and isinstance(forward, torch.nn.Module)):
+            raise Error("from_forward: expected trainable=True only with a torch.nn.Module "
+                        "forward (a TimeStepper's params= are fitted as given), got "
+                        f"{type(forward).__name__}")
         if isinstance(forward, _operators.Operator):
             # Built in: the solve runs it natively; the dry run checks shapes.
             if self.several:
@@ -122,7 +127,6 @@ class _Model:
             self._forward = forward
             self._f = self._torch_forward
             self._vjp = self._torch_vjp
-            torch = _torch()
             if torch is not None and isinstance(forward, torch.nn.Module):
                 first = next(forward.parameters(), None)
                 self._input_dtype = None if first is None else first.dtype

@@ -74,9 +74,10 @@ class TimeStepper:
 
     ``params``: torch tensors (leaves with requires_grad) that the steps read,
     such as a reaction rate: ``vjp`` also leaves their gradients in
-    ``param_grads``, and from_forward fits them with the field, as it fits a
-    torch module's parameters (the values found in
-    result["operator_parameters"], and left in the tensors).
+    ``param_grads``, and from_forward fits them with the field (giving them
+    is the request: no ``trainable=True`` needed, unlike a torch module's;
+    the values found in result["operator_parameters"], and left in the
+    tensors).
 
     ``device``: the torch device the steps run on ("cuda", "cuda:1"; default
     the params' device, else the CPU). The fields go there in float64 each

@@ -40,12 +40,13 @@ from ._custom_prior import register_prior, unregister_prior
 from ._time_stepper import TimeStepper
 from ._time_steps import (advection_diffusion_step, laplacian, ricker, stable_dt, wave_energy,
                           wave_step)
+from ._core import Error
 from ._core import nefi as _nefi
 
 __all__ = ["instances", "measurement", "invert", "ensemble", "EnsembleResult", "batch_invert",
            "Solver", "bench", "config_yaml", "set_num_threads", "get_num_threads",
            "from_forward", "ForwardProblem", "quick_report", "lr_range_test", "operators",
-           "metrics",
+           "metrics", "instance_operator",
            "register_prior", "unregister_prior", "diagnose", "autotune", "sweep", "ablate",
            "refine_edges", "TimeStepper", "wave_step", "wave_energy", "ricker",
            "advection_diffusion_step", "laplacian", "stable_dt"]
@@ -130,6 +131,22 @@ def measurement(instance, config=None, seed=None):
     target, overrides = _target(instance, config)
     sets, _, s = _sets(overrides)
     return _nefi.measurement(target, sets, _seed("measurement", s if seed is None else seed))
+
+
+def instance_operator(instance, config=None, seed=None, method=None):
+    """The forward operator an instance's `method` (default its own solver
+    method) inverts through for `seed`, as a ``nefi.operators.Operator`` on
+    the field's grid: ``op(x)``, ``op.vjp(x, g)``, ``op.adjoint(y)`` (linear
+    ones), ``op.output_shape(shape)``. The operator the solve uses, at the
+    field's full resolution: simulate data, check a gradient, or hand it to
+    ``from_forward``."""
+    target, overrides = _target(instance, config)
+    sets, _, s = _sets(overrides)
+    if method is not None and not isinstance(method, str):
+        raise Error(f"instance_operator: expected a method name, got {method!r}")
+    core, shape = _nefi.instance_operator(
+        target, sets, _seed("instance_operator", s if seed is None else seed), method or "")
+    return operators.Operator(core, tuple(shape))
 
 
 def invert(instance, config=None, seed=None, methods=None, device=None):

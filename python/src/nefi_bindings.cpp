@@ -6,6 +6,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 #include <filesystem>
@@ -24,6 +25,7 @@
 #include "nefi/io/run_config.h"
 #include "nefi/solve/batch.h"
 #include "nefi/tune/autotune_report.h"
+#include "nefi_operators.h"
 #include "nefi_result_dict.h"
 #include "tensor_bridge.h"
 
@@ -344,6 +346,26 @@ void bind_nefi(nb::module_& parent) {
         return d;
       },
       nb::arg("target"), nb::arg("sets"), nb::arg("seed").none());
+  // The operator `method` inverts through for `seed` (the instance's own
+  // solver method by default), and the field's grid: nefi.instance_operator.
+  m.def(
+      "instance_operator",
+      [](const std::string& target, const std::vector<std::string>& sets,
+         std::optional<uint64_t> seed, const std::string& method) {
+        const nefi::RunConfig cfg = resolve(target, sets, seed);
+        const nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
+        const std::string m = method.empty() ? nefi::default_method(*inst)
+                                             : nefi::canonical_method(*inst, method, "method");
+        std::optional<nefi::ProblemSetup> setup;
+        {
+          nb::gil_scoped_release nogil;
+          setup = inst->setup(cfg.config, m, cfg.seed);
+        }
+        FK_CHECK(setup.has_value(), "instance_operator",
+                 "a method of " + cfg.instance + " that solves one inverse problem", m);
+        return std::pair{NativeOperator{setup->problem.op}, setup->problem.domain.shape().vec()};
+      },
+      nb::arg("target"), nb::arg("sets"), nb::arg("seed").none(), nb::arg("method"));
   m.def("run", &run, nb::arg("target"), nb::arg("sets") = std::vector<std::string>{},
         nb::arg("seed") = nb::none(), nb::arg("methods") = std::vector<std::string>{});
   m.def(

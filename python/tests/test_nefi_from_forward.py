@@ -556,6 +556,8 @@ def test_a_trainable_torch_module_trains_its_own_parameters_with_the_field():
     assert float(module.b.detach()) == 0.0 and len(frozen["operator_parameters"]) == 0
     with pytest.raises(fieldkit.Error, match="trainable True or False, got 'yes'"):
         nefi.from_forward(module, y, support=support, noise=0.002, trainable="yes")
+    with pytest.raises(fieldkit.Error, match="trainable=True only with a torch.nn.Module forward"):
+        nefi.from_forward(a, y, noise=0.002, trainable=True)  # a matrix: nothing to train
     problem = nefi.from_forward(module, y, prior="nonnegative + smooth", support=support,
                                 noise=0.002, trainable=True)
     assert float(module.b.detach()) == 0.0  # the weighing probe's steps are undone
