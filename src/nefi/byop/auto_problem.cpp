@@ -500,11 +500,12 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   st.steps = steps;
   st.lr = lr;
   st.anneal_fraction = 0.5;
-  if (spectral) {
-    st.lr_schedule = "constant";
-    // Nothing to anneal unless a head sharpens: the Morozov stop watches
-    // from the first step (an iterative method's fit passes the noise
-    // floor on its way to fitting the noise).
+  if (spectral) st.lr_schedule = "constant";
+  if (spectral || o.representation == "grid" || o.representation == "lowrank") {
+    // These fields read no progress: nothing to anneal unless a head
+    // sharpens, so the Morozov stop watches from the first step (an
+    // iterative method's fit passes the noise floor on its way to fitting
+    // the noise; a grid fitted to half its budget first ended far below it).
     st.anneal = heads_read_progress(heads);
   }
   ap.curriculum.stages = {st};
@@ -541,7 +542,10 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     ap.curriculum.early_stop_patience = 500;
   if (o.discrepancy && ap.noise_std > 0) {
     ap.curriculum.discrepancy_tau = o.discrepancy_tau;
-    decide("discrepancy_tau", num(o.discrepancy_tau), "stop at RMSE <= tau sigma after annealing");
+    decide("discrepancy_tau", num(o.discrepancy_tau),
+           ap.curriculum.stages.back().anneal ? "stop at RMSE <= tau sigma after annealing"
+                                              : "stop at RMSE <= tau sigma (from the first step: "
+                                                "nothing anneals)");
   }
   ap.curriculum.validate();
 
