@@ -1,8 +1,18 @@
-"""Shared fixtures: small random sparse inputs (two batch items, D = 2 or 3)."""
+"""Shared fixtures: small random sparse inputs (two batch items, D = 2 or 3),
+and the repository's config files wherever pytest runs from."""
+import os
+
 import pytest
 import torch
 
 import fieldkit.minkowski as ME
+
+ROOT = os.environ.get("FIELDKIT_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def config_path(name):
+    """configs/<name> of the repository (ctest runs pytest from the build tree)."""
+    return os.path.join(ROOT, "configs", name)
 
 
 def random_coordinates(n, dim, extent, batches=2, seed=0):

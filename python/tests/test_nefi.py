@@ -9,13 +9,13 @@ import pytest
 
 import fieldkit
 import fieldkit.nefi as nefi
+from conftest import config_path
 
 ROOT = os.environ.get("FIELDKIT_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 CLI = os.environ.get("NEFI_CLI", os.path.join(ROOT, "build", "bin", "nefi"))
 
 
-def config(name):
-    return os.path.join(ROOT, "configs", name)
+config = config_path
 
 
 def cli_metrics(cfg, seed, out):

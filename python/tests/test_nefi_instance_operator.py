@@ -8,11 +8,12 @@ import pytest
 
 import fieldkit
 import fieldkit.nefi as nefi
+from conftest import config_path
 
 
 def test_the_operator_reproduces_the_instances_data_from_its_truth():
-    op = nefi.instance_operator("configs/deconvolution_smoke.yaml", seed=1)
-    m = nefi.measurement("configs/deconvolution_smoke.yaml", seed=1)
+    op = nefi.instance_operator(config_path("deconvolution_smoke.yaml"), seed=1)
+    m = nefi.measurement(config_path("deconvolution_smoke.yaml"), seed=1)
     gt, y = m["ground_truth"], m["data"]
     assert op.shape == gt.shape and op.output_shape(gt.shape) == y.shape
     residual = np.linalg.norm(op(gt) - y) / np.sqrt(y.size)
@@ -29,7 +30,7 @@ def test_a_linear_instance_operator_passes_the_dot_test():
 
 
 def test_a_nonlinear_instance_operators_vjp_is_its_gradient():
-    op = nefi.instance_operator("configs/eit_smoke.yaml")
+    op = nefi.instance_operator(config_path("eit_smoke.yaml"))
     assert not op.linear
     rng = np.random.default_rng(1)
     x = 1.0 + 0.2 * rng.random(op.shape)

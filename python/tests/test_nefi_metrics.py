@@ -6,6 +6,7 @@ import torch
 
 import fieldkit
 import fieldkit.nefi as nefi
+from conftest import config_path
 
 M = nefi.metrics
 
@@ -90,11 +91,11 @@ def test_localisation_scores():
 
 
 def test_a_runs_metrics_are_these_scores():
-    out = nefi.invert("configs/toy1d_smoke.yaml", seed=0)["neural"]
+    out = nefi.invert(config_path("toy1d_smoke.yaml"), seed=0)["neural"]
     rec, gt = out["reconstruction"], out["ground_truth"]
     for name in ("psnr", "mse", "relative_error"):
         assert out["metrics"][name] == pytest.approx(getattr(M, name)(rec, gt), rel=1e-9), name
-    out = nefi.invert("configs/deconvolution_smoke.yaml", {"run": {"methods": ["wiener"]}},
+    out = nefi.invert(config_path("deconvolution_smoke.yaml"), {"run": {"methods": ["wiener"]}},
                       seed=0)["wiener"]
     rec, gt = out["reconstruction"], out["ground_truth"]
     assert out["metrics"]["ssim"] == pytest.approx(M.ssim(rec, gt), rel=1e-9)
