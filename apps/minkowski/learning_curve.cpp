@@ -80,27 +80,41 @@ void write_learning_curves(const std::string& log_csv, const std::string& png,
   const auto& epoch = t.column("epoch");
   FK_CHECK(!epoch.empty(), "learning curves " + log_csv, "at least one epoch row", "none");
   constexpr double kW = 420, kH = 260, kGap = 40, kTop = 44;
-  const double x0 = std::min(0.0, epoch.front()), x1 = std::max(epoch.back(), x0 + 1);
-  const bool dots = epoch.size() == 1;  // one point draws no line
+  // Whole epochs, half an epoch of room either side: the first and last
+  // points clear of the frame (one epoch's point sits in the middle).
+  const double x0 = epoch.front() - 0.5, x1 = epoch.back() + 0.5;
   plot::Figure f(static_cast<int>(2 * (plot::kLeftMargin + kW) + kGap + 20),
                  static_cast<int>(kTop + plot::kTitleMargin + kH + plot::kBottomMargin));
   f.text({16, 28}, title, {16, {0.05, 0.05, 0.05}, plot::Align::Start, plot::Align::End, true});
   const double y = kTop + plot::kTitleMargin;
   const plot::Range lr = loss_range(t.column("loss"));
   plot::AxesSpec loss{{plot::kLeftMargin, y, kW, kH},
-                      {x0, x1, false, "epoch"},
+                      {x0, x1, false, "epoch", true},
                       {lr.lo, lr.hi, false, "loss"},
                       "training loss (mean per epoch)"};
   loss.grid = true;
-  plot::draw_lines(f, loss, {{"loss", epoch, t.column("loss"), {0.1, 0.1, 0.1}, 2.2, 0, dots}});
+  // Each series as a line and a dot per epoch (a single epoch draws no line).
+  auto with_dots = [](std::vector<plot::Series> lines) {
+    const size_t n = lines.size();
+    for (size_t i = 0; i < n; ++i) {
+      plot::Series d = lines[i];
+      d.name.clear();
+      d.points = true;
+      d.dash = 0;
+      d.width = 3;  // a dot's radius
+      lines.push_back(d);
+    }
+    return lines;
+  };
+  plot::draw_lines(f, loss, with_dots({{"loss", epoch, t.column("loss"), {0.1, 0.1, 0.1}, 2.2}}));
   plot::AxesSpec score = loss;
   score.box.x = 2 * plot::kLeftMargin + kW + kGap;
   score.y = {0, 1, false, "held-out score"};
   score.title = "held-out mIoU and accuracy";
   plot::draw_lines(
       f, score,
-      {{"mIoU", epoch, t.column("val_miou"), plot::series_colour(0), 2.2, 0, dots},
-       {"accuracy", epoch, t.column("val_accuracy"), plot::series_colour(1), 1.8, 6, dots}},
+      with_dots({{"mIoU", epoch, t.column("val_miou"), plot::series_colour(0), 2.2},
+                 {"accuracy", epoch, t.column("val_accuracy"), plot::series_colour(1), 1.8, 6}}),
       true);
   f.save_png(png);
 }

@@ -45,10 +45,16 @@ void draw_x_ticks(Figure& f, const AxesSpec& a) {
   const double y = b.y + b.h;
   TextStyle st{kTickFont, kInk, Align::Centre, Align::Start};
   if (!a.x_categories.empty()) {
+    // Names wider than their spacing alternate between two rows.
+    double widest = 0;
+    for (const std::string& c : a.x_categories)
+      widest = std::max(widest, f.text_width(c, kTickFont));
+    const bool stagger = a.x_categories.size() > 1 && widest + 6 > to_px_x(a, 1) - to_px_x(a, 0);
     for (size_t i = 0; i < a.x_categories.size(); ++i) {
       const double x = to_px_x(a, static_cast<double>(i));
-      f.line({x, y}, {x, y + kTick}, kInk);
-      f.text({x, y + kTick + 3}, a.x_categories[i], st);
+      const double drop = stagger && i % 2 ? kTickFont + 3 : 0;
+      f.line({x, y}, {x, y + kTick + drop}, kInk);
+      f.text({x, y + kTick + 3 + drop}, a.x_categories[i], st);
     }
     return;
   }
@@ -267,7 +273,8 @@ void draw_intervals(Figure& f, const AxesSpec& a, const std::vector<Interval>& c
     if (!std::isfinite(c.mean)) continue;
     const double my = to_px_y(a, c.mean);
     if (std::isfinite(c.half)) {
-      const double y0 = to_px_y(a, c.mean - c.half), y1 = to_px_y(a, c.mean + c.half);
+      const double y0 = to_px_y(a, std::isnan(c.lo) ? c.mean - c.half : c.lo),
+                   y1 = to_px_y(a, std::isnan(c.hi) ? c.mean + c.half : c.hi);
       f.line({cx + 8, y0}, {cx + 8, y1}, colour, 2);
       f.line({cx + 2, y0}, {cx + 14, y0}, colour, 2);
       f.line({cx + 2, y1}, {cx + 14, y1}, colour, 2);

@@ -3,6 +3,7 @@
 // title; image tiles on a colormap with colour bars; line plots with a
 // legend; per-category intervals. Every function draws into the box given
 // and leaves the room outside it to the caller's layout (the margins below).
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,9 @@ struct Interval {
   std::string name;
   std::vector<double> values;
   double mean = 0, half = 0;  // half NaN: no bar
+  // The bar's ends: mean -/+ half unless set (a caller clipping it to the
+  // values the quantity can take).
+  double lo = NAN, hi = NAN;
 };
 void draw_intervals(Figure& f, const AxesSpec& a, const std::vector<Interval>& cats);
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
 #include "fk/plot/axes.h"
 #include "nefi/bench/stats.h"
@@ -37,16 +39,63 @@ std::vector<fk::plot::Interval> intervals(const std::vector<std::string>& method
   return out;
 }
 
-fk::plot::Range range_of(const std::vector<fk::plot::Interval>& cats) {
+// The values a metric can take, so an interval drawn from two or three runs
+// never reaches past them (an MSE below 0, an SSIM above 1).
+struct Bounds {
+  double lo = -INFINITY, hi = INFINITY;
+};
+Bounds bounds_of(const std::string& m) {
+  auto has = [&m](const char* part) { return m.find(part) != std::string::npos; };
+  if (has("ssim") || has("iou") || has("dice") || has("f1") || has("accuracy") || has("delta"))
+    return {has("ssim") ? -1.0 : 0.0, 1.0};
+  if (m == "time_s" || has("mse") || has("mae") || has("rmse") || has("relative_error") ||
+      has("abs_rel") || has("gmsd") || has("wasserstein") || has("swd"))
+    return {0.0, INFINITY};
+  return {};
+}
+
+void clip_intervals(std::vector<fk::plot::Interval>& cats, const Bounds& b) {
+  for (auto& c : cats) {
+    if (!std::isfinite(c.half)) continue;
+    const double lo = std::max(c.mean - c.half, b.lo), hi = std::min(c.mean + c.half, b.hi);
+    c.lo = lo;
+    c.hi = hi;
+  }
+}
+
+std::vector<double> drawn_values(const std::vector<fk::plot::Interval>& cats) {
   std::vector<double> all;
   for (const auto& c : cats) {
     all.insert(all.end(), c.values.begin(), c.values.end());
     if (std::isfinite(c.half)) {
-      all.push_back(c.mean - c.half);
-      all.push_back(c.mean + c.half);
+      all.push_back(c.lo);
+      all.push_back(c.hi);
     }
   }
-  return fk::plot::padded(fk::plot::value_range({&all}), 0.08);
+  return all;
+}
+
+// A metric worth a panel: at least two methods with a finite value, and not
+// one value for every method of each unit (a property of the data, such as
+// the blurred input's PSNR, or a method's own diagnostic).
+bool compares_methods(const std::string& metric, const std::vector<Row>& rows) {
+  std::set<std::string> methods;
+  std::map<int64_t, double> first;  // per unit, its first finite value
+  bool differ = false;
+  for (const Row& r : rows) {
+    const double v = value_of(r, metric);
+    if (!std::isfinite(v)) continue;
+    methods.insert(r.method);
+    const auto [it, fresh] = first.emplace(r.unit, v);
+    differ = differ || (!fresh && it->second != v);
+  }
+  return methods.size() >= 2 && differ;
+}
+
+std::string axis_label(const std::string& m) {
+  if (m == "time_s") return "wall time (s)";
+  if (m.find("psnr") != std::string::npos) return m + " (dB)";
+  return m;
 }
 
 }  // namespace
@@ -57,7 +106,9 @@ void write_summary_png(const std::string& path, const Protocol& p, const std::ve
   for (const Row& r : rows)
     if (std::find(methods.begin(), methods.end(), r.method) == methods.end())
       methods.push_back(r.method);
-  std::vector<std::string> metrics = metric_names(rows);
+  std::vector<std::string> metrics;
+  for (const std::string& m : metric_names(rows))
+    if (compares_methods(m, rows)) metrics.push_back(m);
   metrics.push_back("time_s");
   const int n = static_cast<int>(metrics.size()), cols = std::min(n, kCols),
             nrows = (n + kCols - 1) / kCols;
@@ -70,13 +121,28 @@ void write_summary_png(const std::string& path, const Protocol& p, const std::ve
          {16, {0.05, 0.05, 0.05}, fk::plot::Align::Start, fk::plot::Align::End, true});
   for (int i = 0; i < n; ++i) {
     const std::string& m = metrics[i];
-    const std::vector<fk::plot::Interval> cats = intervals(methods, rows, m, level);
-    const fk::plot::Range r = range_of(cats);
+    std::vector<fk::plot::Interval> cats = intervals(methods, rows, m, level);
+    const Bounds b = bounds_of(m);
+    clip_intervals(cats, b);
+    const std::vector<double> drawn = drawn_values(cats);
+    // A quantity >= 0 whose values spread over more than two decades (one
+    // method's MSE far above the rest): a log axis, so the rest stay apart.
+    double lo = INFINITY, hi = 0;
+    for (const auto& c : cats)
+      for (double v : c.values)
+        if (std::isfinite(v)) lo = std::min(lo, v), hi = std::max(hi, v);
+    const bool log = b.lo == 0 && std::isinf(b.hi) && lo > 0 && hi / lo > 100;
+    fk::plot::Range r = fk::plot::padded(fk::plot::value_range({&drawn}), 0.08);
+    if (log) {  // the values' decades; a bar reaching 0 ends at the frame
+      r = fk::plot::padded({lo, hi}, 0.08, true);
+      for (auto& c : cats)
+        if (std::isfinite(c.half)) c.lo = std::max(c.lo, r.lo);
+    }
     fk::plot::AxesSpec a;
     a.box = {(i % kCols) * cell_w + fk::plot::kLeftMargin, kTop + (i / kCols) * cell_h + kHead, kW,
              kH};
     a.x = {-0.5, static_cast<double>(methods.size()) - 0.5};
-    a.y = {r.lo, r.hi, false, m == "time_s" ? "wall time (s)" : m};
+    a.y = {r.lo, r.hi, log, axis_label(m)};
     a.title = m == "time_s" ? "time_s (lower is better)" : m + direction_note(m);
     a.x_categories = methods;
     a.grid = true;

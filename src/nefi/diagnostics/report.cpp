@@ -53,8 +53,10 @@ fk::plot::ImageData sensitivity_image(const Diagnostics& d) {
 }
 
 std::string sensitivity_title(const Diagnostics& d) {
-  return d.probes.exact ? std::string("sensitivity diag(J^T J), exact")
-                        : fmt::format("sensitivity diag(J^T J), {} probes", d.probes.probes);
+  // A probe estimate is noisy at the cell scale: the title says so.
+  return d.probes.exact
+             ? std::string("sensitivity diag(J'J), exact")
+             : fmt::format("sensitivity diag(J'J), {}-probe estimate (noisy)", d.probes.probes);
 }
 
 }  // namespace
@@ -178,10 +180,11 @@ void write_diagnostics_png(const std::string& path, const Diagnostics& d) {
   if (!(hi > 0)) lo = 0.1, hi = 10;
   if (hi <= lo) lo /= 2, hi *= 2;
   const fk::plot::Range yr = fk::plot::padded({lo, hi}, 0.05, true);
-  fk::plot::AxesSpec a{{fk::plot::kLeftMargin, kTop + fk::plot::kTitleMargin, kW, kH},
-                       {0.5, sv.size() + 0.5, false, "index i"},
-                       {yr.lo, yr.hi, true, "singular value"},
-                       fmt::format("leading singular values (cond {:.2e})", d.condition)};
+  fk::plot::AxesSpec a{
+      {fk::plot::kLeftMargin, kTop + fk::plot::kTitleMargin, kW, kH},
+      {0.5, sv.size() + 0.5, false, "index i"},
+      {yr.lo, yr.hi, true, "singular value"},
+      fmt::format("leading singular values (s1 / s{} = {:.3g})", sv.size(), d.condition)};
   a.grid = true;
   fk::plot::draw_lines(f, a,
                        {{"", idx, pos, fk::plot::series_colour(0), 1.2},
@@ -195,20 +198,20 @@ void write_diagnostics_png(const std::string& path, const Diagnostics& d) {
     const fk::plot::Range r = fk::plot::padded(fk::plot::value_range({&sens}), 0.05);
     fk::plot::AxesSpec b{right,
                          {0, std::max(1.0, cell.size() - 1.0), false, "cell"},
-                         {r.lo, r.hi, false, "column norm^2"},
+                         {r.lo, r.hi, false, "squared column norm"},
                          sensitivity_title(d)};
     b.grid = true;
     fk::plot::draw_lines(f, b, {{"", cell, sens, fk::plot::series_colour(1), 1.6}});
   } else {
     const fk::plot::ImageData img = sensitivity_image(d);
     fk::plot::AxesSpec b{right,
-                         {0, static_cast<double>(img.cols), false, "cell"},
-                         {0, static_cast<double>(img.rows), false, "cell"},
+                         {0, static_cast<double>(img.cols), false, "x (cells)"},
+                         {0, static_cast<double>(img.rows), false, "y (cells)"},
                          sensitivity_title(d)};
     b.y_down = true;
     fk::plot::draw_image(f, b, img);
     fk::plot::draw_colorbar(f, {right.x + kW + 12, right.y, 14, kH}, img.lo, img.hi,
-                            fk::plot::Colormap::Magma, "column norm^2");
+                            fk::plot::Colormap::Magma, "squared column norm");
   }
   f.save_png(path);
 }

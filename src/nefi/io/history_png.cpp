@@ -10,7 +10,7 @@
 namespace nefi {
 namespace {
 
-constexpr double kW = 560, kH = 250, kGap = 30, kHead = 34, kTop = 40;
+constexpr double kW = 560, kH = 250, kGap = 30, kHead = 34, kTop = 40, kMarkerBand = 20;
 
 fk::plot::Range positive_range(const std::vector<fk::plot::Series>& s) {
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
@@ -22,7 +22,11 @@ fk::plot::Range positive_range(const std::vector<fk::plot::Series>& s) {
       }
   if (!(hi > 0)) return {0.1, 10};
   if (hi <= lo) return {lo / 2, hi * 2};
-  return fk::plot::padded({lo, hi}, 0.04, true);
+  fk::plot::Range r = fk::plot::padded({lo, hi}, 0.04, true);
+  // Headroom for the stage markers' labels along the top edge (a curve's
+  // start there was hidden under them).
+  r.hi *= std::pow(r.hi / r.lo, kMarkerBand / (kH - kMarkerBand));
+  return r;
 }
 
 // Marks where the stage column changes, with the stage's name.
@@ -46,8 +50,15 @@ void method_row(fk::plot::Figure& f, double y, const HistoryPlot& run) {
   const auto first_loss = std::find(h.columns.begin(), h.columns.end(), "total");
   std::vector<fk::plot::Series> losses;
   int colour = 0;
+  const std::vector<double> data_loss = h.column("data_loss");
   for (auto it = first_loss; it != h.columns.end(); ++it) {
-    fk::plot::Series s{*it, step, h.column(*it), fk::plot::series_colour(colour++), 1.6};
+    const std::vector<double> y = h.column(*it);
+    // A term that is 0 throughout (a penalty switched off) has no line on a
+    // log axis, and one equal to the data term (its only part) would draw
+    // the same line twice: neither gets a legend entry.
+    const bool drawn = std::any_of(y.begin(), y.end(), [](double v) { return v > 0; });
+    if (*it != "total" && (!drawn || (*it != "data_loss" && y == data_loss))) continue;
+    fk::plot::Series s{*it, step, y, fk::plot::series_colour(colour++), 1.6};
     if (*it == "total") s = {"total", step, h.column(*it), {0.1, 0.1, 0.1}, 2.4};
     if (*it == "data_loss") s.dash = 6;
     losses.push_back(s);

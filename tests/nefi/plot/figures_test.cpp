@@ -200,7 +200,13 @@ TEST(PlotSummary, MetricDistributionsPerMethod) {
     for (const char* m : {"neural", "grid"}) {
       bench::Row r;
       r.method = m;
-      r.metrics = {{"psnr", 25.0 + s + (m[0] == 'g')}, {"mse", 0.01 * (s + 1)}};
+      r.unit = s;
+      r.metrics = {{"psnr", 25.0 + s + (m[0] == 'g')},
+                   {"mse", 0.01 * (s + 1) * (1 + (m[0] == 'g'))}};
+      // A property of the data (one value per unit, every method's) and one
+      // method's own diagnostic: no panel for either.
+      r.metrics["blurred_psnr"] = 21.0 + s;
+      if (m[0] == 'n') r.metrics["admm_iterations"] = 10.0 + s;
       r.time_s = 0.1 * (s + 1);
       rows.push_back(r);
     }
@@ -210,7 +216,7 @@ TEST(PlotSummary, MetricDistributionsPerMethod) {
   bench::write_summary_png(p, proto, rows);
   const Decoded d = decode(p);
   EXPECT_EQ(d.w, 1186);  // three plots (mse, psnr, time_s) of 58 + 300 + 34, and 10
-  EXPECT_EQ(d.h, 342);   // 44 + 34 + 220 + 44
+  EXPECT_EQ(d.h, 342);   // 44 + 34 + 220 + 44 (one row: no blurred_psnr, admm_iterations)
   EXPECT_GT(d.non_white, 0.03);
 }
 
