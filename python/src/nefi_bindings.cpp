@@ -11,6 +11,7 @@
 #include <nanobind/stl/vector.h>
 #include <filesystem>
 #include <optional>
+#include "fk/autograd.h"
 #include "fk/device.h"
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -363,6 +364,20 @@ void bind_nefi(nb::module_& parent) {
         }
         FK_CHECK(setup.has_value(), "instance_operator",
                  "a method of " + cfg.instance + " that solves one inverse problem", m);
+        // The operator takes the primary field alone: a problem of several
+        // fields (nv_relaxometry's rho and omega_L) would hand back a view
+        // with the others fixed, which is not the model it solves.
+        nefi::FieldMap fields;
+        {
+          nb::gil_scoped_release nogil;
+          fk::autograd::NoGradGuard ng;
+          fields = setup->problem.field->forward(setup->problem.domain, 1.0);
+        }
+        std::string names;
+        for (const auto& [name, t] : fields) names += (names.empty() ? "" : ", ") + name;
+        FK_CHECK(fields.size() == 1, "instance_operator",
+                 "a method of " + cfg.instance + " that fits one field",
+                 m + ", which fits " + names);
         return std::pair{NativeOperator{setup->problem.op}, setup->problem.domain.shape().vec()};
       },
       nb::arg("target"), nb::arg("sets"), nb::arg("seed").none(), nb::arg("method"));

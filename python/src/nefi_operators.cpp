@@ -12,6 +12,7 @@
 
 #include "fk/autograd.h"
 #include "fk/error.h"
+#include "fk/factory.h"
 #include "nefi/byop/auto_problem.h"
 #include "nefi/operators/advection_diffusion.h"
 #include "nefi/operators/composite.h"
@@ -46,6 +47,9 @@ nb::object vjp(const NativeOperator& o, nb::ndarray<nb::ro> x, nb::ndarray<nb::r
     nb::gil_scoped_release nogil;
     dx = o.op->vjp(in, dy);
   }
+  // An operator whose output does not depend on the field (a soft PINN's
+  // field only sets the grid) has no gradient there: zeros.
+  if (!dx.defined()) dx = fk::zeros(in.shape(), {in.dtype()});
   return to_numpy(dx);
 }
 

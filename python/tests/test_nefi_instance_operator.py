@@ -2,7 +2,8 @@
 the one its solver method inverts through: it reproduces the instance's data
 from the ground truth (up to the noise and the data generator's finer
 model), its adjoint passes the dot test, its vjp matches finite differences,
-and a method without one problem is refused by name."""
+a method without one problem or with several fields is refused by name,
+and an operator blind to the field gives a zero gradient."""
 import numpy as np
 import pytest
 
@@ -41,6 +42,14 @@ def test_a_nonlinear_instance_operators_vjp_is_its_gradient():
     assert np.vdot(op.vjp(x, g), v) == pytest.approx(fd, rel=1e-5)
 
 
+def test_an_operator_blind_to_the_field_has_a_zero_gradient():
+    # The soft PINN's field only sets the grid: its vjp is 0, not a crash.
+    op = nefi.instance_operator("thermal_tomography", method="pinn_soft")
+    x = np.ones(op.shape)
+    g = np.ones(op.output_shape(op.shape))
+    assert np.array_equal(op.vjp(x, g), np.zeros(op.shape))
+
+
 def test_a_method_without_one_problem_is_refused_by_name():
     with pytest.raises(fieldkit.Error, match="a method of deconvolution that solves one inverse "
                                              "problem, got wiener"):
@@ -49,3 +58,7 @@ def test_a_method_without_one_problem_is_refused_by_name():
         nefi.instance_operator("deconvolution", method=3)
     with pytest.raises(fieldkit.Error, match="'nope'"):
         nefi.instance_operator("deconvolution", method="nope")
+    # Several fields: the operator of one alone is not the model solved.
+    with pytest.raises(fieldkit.Error, match="a method of nv_relaxometry that fits one field, "
+                                             "got neural, which fits omega_L, rho"):
+        nefi.instance_operator("nv_relaxometry")
