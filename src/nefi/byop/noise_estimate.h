@@ -6,9 +6,11 @@
 //         (a cubic passes untouched; white noise gains sqrt(70))
 //   >=2-D Immerkaer's mask [1 -2 1; -2 4 -2; 1 -2 1] over the last two axes
 //         of every slice (a bilinear-plus-quadratic surface passes; white
-//         noise gains 6)
+//         noise gains 6), or the fourth differences along one of those axes
+//         where they read below 0.8 of it (data rough along one axis, a
+//         sinogram of few views, smooth along the other)
 // sigma = 1.4826 * median |filtered| / gain, over the stencils whose cells
-// are all observed (mask > 0). Structure the stencil does not cancel (edges,
+// are all observed (mask > 0). Structure the stencils do not cancel (edges,
 // texture at the cell scale) biases it up: it is the noise floor an
 // inversion should not fit below, not a measurement of the noise.
 #include <optional>
