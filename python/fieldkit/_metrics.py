@@ -1,7 +1,7 @@
 """nefi's metrics on arrays of your own (the reference's ``nefi.metrics``):
 the definitions behind every run's metrics.json (mse, psnr, ssim, iou, ...),
-so a score computed here is the score a run reports; rmse, mae and dice,
-which no run reports, are the usual ones. Inputs are anything numpy reads, torch tensors too
+so a score computed here is the score a run reports; rmse, mae and dice are
+the usual definitions. Inputs are anything numpy reads, torch tensors too
 (on any device, requiring grad or not).
 
 - ``mse``, ``rmse``, ``mae`` (optionally weighted by a mask), ``psnr``

@@ -191,7 +191,41 @@ Rgb series_colour(int i) {
   return kColours[static_cast<size_t>(i) % (sizeof(kColours) / sizeof(kColours[0]))];
 }
 
-void draw_lines(Figure& f, const AxesSpec& a, const std::vector<Series>& series, bool legend_left) {
+namespace {
+
+// The legend's box in the top-left or top-right corner (empty: no entries).
+Box legend_box(Figure& f, const AxesSpec& a, const std::vector<Series>& series, bool left) {
+  double w = 0;
+  int n = 0;
+  for (const Series& s : series)
+    if (!s.name.empty()) {
+      w = std::max(w, f.text_width(s.name, kTickFont));
+      ++n;
+    }
+  if (n == 0) return {};
+  const double bw = w + 40, bh = n * 16 + 8;
+  return {left ? a.box.x + 8 : a.box.x + a.box.w - bw - 8, a.box.y + 8, bw, bh};
+}
+
+// Whether the top-left corner hides fewer drawn points than the top-right.
+bool left_is_emptier(Figure& f, const AxesSpec& a, const std::vector<Series>& series) {
+  int hidden[2] = {0, 0};
+  for (int side = 0; side < 2; ++side) {
+    const Box b = legend_box(f, a, series, side == 0);
+    for (const Series& s : series)
+      for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+        if (!drawable(a, s.x[i], s.y[i])) continue;
+        const double px = to_px_x(a, s.x[i]), py = to_px_y(a, s.y[i]);
+        hidden[side] += px >= b.x && px <= b.x + b.w && py >= b.y && py <= b.y + b.h;
+      }
+  }
+  return hidden[0] < hidden[1];
+}
+
+}  // namespace
+
+void draw_lines(Figure& f, const AxesSpec& a, const std::vector<Series>& series,
+                std::optional<bool> legend_left) {
   if (a.grid) {
     AxesSpec g = a;
     g.title.clear();
@@ -219,20 +253,13 @@ void draw_lines(Figure& f, const AxesSpec& a, const std::vector<Series>& series,
   }
   f.unclip();
   draw_frame(f, a);
-  draw_legend(f, a, series, legend_left);
+  draw_legend(f, a, series, legend_left.value_or(left_is_emptier(f, a, series)));
 }
 
 void draw_legend(Figure& f, const AxesSpec& a, const std::vector<Series>& series, bool left) {
-  double w = 0;
-  int n = 0;
-  for (const Series& s : series)
-    if (!s.name.empty()) {
-      w = std::max(w, f.text_width(s.name, kTickFont));
-      ++n;
-    }
-  if (n == 0) return;
-  const double row = 16, bw = w + 40, bh = n * row + 8;
-  const double x = left ? a.box.x + 8 : a.box.x + a.box.w - bw - 8, y = a.box.y + 8;
+  const Box box = legend_box(f, a, series, left);
+  if (box.w == 0) return;
+  const double row = 16, bw = box.w, bh = box.h, x = box.x, y = box.y;
   f.fill_rect(x, y, bw, bh, {1, 1, 1});
   f.stroke_rect(x, y, bw, bh, {0.75, 0.75, 0.75}, 1);
   int k = 0;

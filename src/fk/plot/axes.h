@@ -4,6 +4,7 @@
 // legend; per-category intervals. Every function draws into the box given
 // and leaves the room outside it to the caller's layout (the margins below).
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,9 +77,10 @@ struct Series {
 // Distinguishable line colours (cycled).
 Rgb series_colour(int i);
 // Lines (non-finite points, and non-positive ones on a log axis, break the line)
-// and a legend in the top-right corner (top-left when legend_left).
+// and a legend in the top-left corner when legend_left, the top-right when
+// not; unset: the corner that hides fewer points (right on a tie).
 void draw_lines(Figure& f, const AxesSpec& a, const std::vector<Series>& s,
-                bool legend_left = false);
+                std::optional<bool> legend_left = std::nullopt);
 void draw_legend(Figure& f, const AxesSpec& a, const std::vector<Series>& s, bool left);
 // A dashed vertical marker at x with a label beside its top.
 void draw_marker(Figure& f, const AxesSpec& a, double x, const std::string& label);

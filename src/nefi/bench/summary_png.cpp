@@ -75,21 +75,31 @@ std::vector<double> drawn_values(const std::vector<fk::plot::Interval>& cats) {
   return all;
 }
 
-// A metric worth a panel: at least two methods with a finite value, and not
-// one value for every method of each unit (a property of the data, such as
-// the blurred input's PSNR, or a method's own diagnostic).
+// A metric worth a panel: one a method reports (with a single method, every
+// one), but not a property of the data: equal for every method of each unit
+// and varying between units (the blurred input's PSNR); a tie that holds
+// everywhere (every method's F1 of 1) stays.
 bool compares_methods(const std::string& metric, const std::vector<Row>& rows) {
   std::set<std::string> methods;
   std::map<int64_t, double> first;  // per unit, its first finite value
-  bool differ = false;
+  bool within = false, across = false;
+  double any = NAN;
   for (const Row& r : rows) {
     const double v = value_of(r, metric);
     if (!std::isfinite(v)) continue;
     methods.insert(r.method);
     const auto [it, fresh] = first.emplace(r.unit, v);
-    differ = differ || (!fresh && it->second != v);
+    within = within || (!fresh && it->second != v);
+    if (std::isnan(any)) any = v;
+    across = across || v != any;
   }
-  return methods.size() >= 2 && differ;
+  std::set<std::string> all;
+  for (const Row& r : rows) all.insert(r.method);
+  if (methods.empty()) return false;
+  if (all.size() == 1) return true;
+  // A method's own diagnostic (admm_iterations): no other method has it.
+  if (methods.size() < 2) return false;
+  return within || !across;
 }
 
 std::string axis_label(const std::string& m) {
@@ -114,10 +124,13 @@ void write_summary_png(const std::string& path, const Protocol& p, const std::ve
             nrows = (n + kCols - 1) / kCols;
   const double cell_w = fk::plot::kLeftMargin + kW + kGap,
                cell_h = kHead + kH + fk::plot::kBottomMargin;
-  fk::plot::Figure f(static_cast<int>(cols * cell_w + 10), static_cast<int>(kTop + nrows * cell_h));
-  f.text({16, 28},
-         fmt::format("{}: {} runs, mean and {:g} % interval per method", p.instance, rows.size(),
-                     100 * level),
+  const std::string title = fmt::format("{}: {} runs, mean and {:g} % interval per method",
+                                        p.instance, rows.size(), 100 * level);
+  // Wide enough for the title too (one panel is narrower than it).
+  const double title_w = fk::plot::Figure(1, 1).text_width(title, 16, true) + 32;
+  fk::plot::Figure f(static_cast<int>(std::max(cols * cell_w + 10, title_w)),
+                     static_cast<int>(kTop + nrows * cell_h));
+  f.text({16, 28}, title,
          {16, {0.05, 0.05, 0.05}, fk::plot::Align::Start, fk::plot::Align::End, true});
   for (int i = 0; i < n; ++i) {
     const std::string& m = metrics[i];

@@ -16,8 +16,8 @@ namespace nefi {
 namespace {
 
 constexpr char kMagic[8] = {'N', 'E', 'F', 'I', 'C', 'K', 'P', 'T'};
-// 2 added the EMA shadow and L-BFGS's state after Adam's moments; a version
-// 1 file has neither and reads as such.
+// 2 added the EMA shadow and L-BFGS's state after Adam's moments; the reader
+// goes by the header's keys, so a version 1 file reads without them.
 constexpr uint32_t kVersion = 2;
 
 nlohmann::json describe(const std::vector<fk::Tensor>& ts) {

@@ -218,6 +218,18 @@ TEST(PlotSummary, MetricDistributionsPerMethod) {
   EXPECT_EQ(d.w, 1186);  // three plots (mse, psnr, time_s) of 58 + 300 + 34, and 10
   EXPECT_EQ(d.h, 342);   // 44 + 34 + 220 + 44 (one row: no blurred_psnr, admm_iterations)
   EXPECT_GT(d.non_white, 0.03);
+  // One method: every metric it reports has a panel (psnr, mse, blurred_psnr,
+  // admm_iterations and time_s: two rows), and a tie everywhere stays.
+  proto.methods = {"neural"};
+  std::vector<bench::Row> one;
+  for (const bench::Row& r : rows)
+    if (r.method == "neural") one.push_back(r);
+  bench::write_summary_png(p, proto, one);
+  EXPECT_EQ(decode(p).h, 44 + 2 * (34 + 220 + 44));
+  for (bench::Row& r : rows) r.metrics["f1"] = 1.0;  // every method perfect everywhere
+  proto.methods = {"neural", "grid"};
+  bench::write_summary_png(p, proto, rows);
+  EXPECT_EQ(decode(p).h, 44 + 2 * (34 + 220 + 44));  // mse, psnr, f1, time_s
 }
 
 }  // namespace
