@@ -86,10 +86,11 @@ void write_fit_png(const std::string& path, const AutoProblem& ap, const Result&
   const fk::Tensor& data = ap.problem.measurement.data;
   const fk::Tensor pred = r.prediction.to(fk::DType::F64).contiguous();
   // An image-shaped measurement gets its own tile and the residual's;
-  // anything else is drawn flattened, the data as dots under the prediction.
+  // anything else is drawn flattened, the data as dots under the prediction,
+  // then the residual in noise units.
   const bool image =
       data.dim() >= 2 && data.size(data.dim() - 1) >= 3 && data.size(data.dim() - 2) >= 3;
-  const size_t tiles = ap.fields.size() + (image ? 2 : 1);
+  const size_t tiles = ap.fields.size() + 2;
   fk::plot::Figure f(static_cast<int>(tiles * (kTileW + kGap) + kGap),
                      static_cast<int>(kTileH + 2 * kGap));
   double x = kGap;
@@ -125,6 +126,33 @@ void write_fit_png(const std::string& path, const AutoProblem& ap, const Result&
   a.grid = true;
   fk::plot::draw_frame(f, a);
   fk::plot::draw_lines(f, a, {dots, line});
+  // (prediction - data) / sigma at the observed cells: a fit at the noise
+  // floor scatters within the +-1 band.
+  const bool scaled = ap.noise_std > 0;
+  const double sigma = scaled ? ap.noise_std : 1.0;
+  const fk::Tensor& mask = ap.problem.measurement.mask;
+  const std::vector<double> w =
+      mask.defined() ? mask.to_vector<double>() : std::vector<double>(y.size(), 1.0);
+  fk::plot::Series res{"", {}, {}, fk::plot::series_colour(1), 1.0, 0, true};
+  for (size_t i = 0; i < y.size(); ++i)
+    if (w[i] > 0) {
+      res.x.push_back(static_cast<double>(i));
+      res.y.push_back((p[i] - y[i]) / sigma);
+    }
+  const double last = a.x.hi;
+  const fk::plot::Rgb grey{0.4, 0.4, 0.4};
+  fk::plot::Series up{scaled ? "+-1 sigma" : "", {0, last}, {1, 1}, grey, 1.2, 5};
+  fk::plot::Series down{"", {0, last}, {-1, -1}, grey, 1.2, 5};
+  fk::plot::AxesSpec b = a;
+  b.box.x += kTileW + kGap;
+  b.title = scaled ? "residual / sigma" : "residual (prediction - data)";
+  const fk::plot::Range rr = fk::plot::padded(fk::plot::symmetric_range({&res.y}), 0.05);
+  b.y = {std::min(rr.lo, scaled ? -1.5 : rr.lo), std::max(rr.hi, scaled ? 1.5 : rr.hi), false,
+         scaled ? "(prediction - data) / sigma" : "prediction - data"};
+  fk::plot::draw_frame(f, b);
+  std::vector<fk::plot::Series> drawn{res};
+  if (scaled) drawn.insert(drawn.end(), {up, down});
+  fk::plot::draw_lines(f, b, drawn);
   f.save_png(path);
 }
 
