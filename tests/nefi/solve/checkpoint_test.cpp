@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 
 #include "fk/error.h"
@@ -28,13 +29,14 @@ fs::path temp_path(const std::string& name) {
 
 // A two-stage neural-field fit through the identity: small, but it exercises
 // the multiscale curriculum, annealing and Adam's moments.
-nefi::InverseProblem problem() {
+nefi::InverseProblem problem(std::optional<fk::DType> autocast = std::nullopt) {
   nefi::InverseProblem p;
   p.domain = nefi::Domain({16});
   nefi::NeuralFieldConfig cfg;
   cfg.hidden = 8;
   cfg.depth = 2;
   cfg.n_octaves = 3;
+  cfg.autocast = autocast;
   p.field = std::make_shared<nefi::NeuralField>(
       1, std::vector<nefi::HeadPtr>{nefi::identity_head("x")}, cfg);
   p.op = std::make_shared<nefi::IdentityOperator>();
@@ -139,13 +141,7 @@ INSTANTIATE_TEST_SUITE_P(
                             }},
                     Variant{"f16",
                             [](nefi::InverseProblem& p, nefi::Curriculum&) {
-                              nefi::NeuralFieldConfig cfg;
-                              cfg.hidden = 8;
-                              cfg.depth = 2;
-                              cfg.n_octaves = 3;
-                              cfg.autocast = fk::DType::F16;
-                              p.field = std::make_shared<nefi::NeuralField>(
-                                  1, std::vector<nefi::HeadPtr>{nefi::identity_head("x")}, cfg);
+                              p = problem(fk::DType::F16);
                               // Data this large overflow the f16 gradients at the
                               // scaler's first scale: it backs off within the run.
                               p.measurement.data = fk::mul(p.measurement.data, 3e3);
