@@ -32,8 +32,8 @@ from .coordinates import (
     set_sparse_tensor_operation_mode,
     sparse_tensor_operation_mode,
     sparse_collate,
-    sparse_quantize,
 )
+from .quantization import sparse_quantize
 from .sparse_tensor import SparseTensor, TensorField
 from .determinism import sorted_coordinates
 from .diagnostics import get_gpu_memory_info, print_diagnostics

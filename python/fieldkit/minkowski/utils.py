@@ -1,10 +1,10 @@
 """``ME.utils``: the input-building helpers under the reference's module path."""
 from .collation import SparseCollation, batch_sparse_collate
-from .coordinates import (batched_coordinates, sparse_collate, sparse_quantize,
-                          unique_coordinate_map)
+from .coordinates import batched_coordinates, sparse_collate, unique_coordinate_map
 from .determinism import is_deterministic, set_deterministic, sorted_coordinates
 from .diagnostics import gradcheck, summary
 from .hashing import fnv_hash_vec, ravel_hash_vec
+from .quantization import sparse_quantize
 from .weight_init import kaiming_normal_
 
 __all__ = ["SparseCollation", "batch_sparse_collate", "batched_coordinates", "fnv_hash_vec",

@@ -1,0 +1,73 @@
+"""sparse_quantize: voxelizing points and their features and labels in one
+call (the reference's MinkowskiEngine.utils.quantization)."""
+import numpy as np
+import torch
+
+from .._core import minkowski as _mk
+from .coordinates import SparseTensorQuantizationMode, core_mode
+from .functional import lend_streams
+
+
+def _quantization_sizes(quantization_size):
+    """quantization_size as the C++ quantizer takes it: a list of one value
+    (every axis) or one per axis. None means no scaling, as in the reference;
+    a sequence, numpy array or torch tensor gives one value per axis."""
+    if quantization_size is None:
+        return [1.0]
+    try:
+        return torch.as_tensor(quantization_size, dtype=torch.float64).flatten().tolist()
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError("sparse_quantize: expected quantization_size as None, a number or one "
+                         f"number per axis, got {quantization_size!r}") from None
+
+
+def _whole(name, value, lo, hi, span):
+    """sparse_quantize's `name` as an int in [lo, hi] (`span` says it):
+    2 or 2.0 (a 0-d array or tensor too), never a truncated 1.5, a bool or a
+    string."""
+    v = value.item() if getattr(value, "ndim", None) == 0 and hasattr(value, "item") else value
+    whole = isinstance(v, (int, np.integer)) or (
+        isinstance(v, (float, np.floating)) and np.isfinite(v) and v == int(v))
+    if not whole or isinstance(v, (bool, np.bool_)) or not lo <= int(v) <= hi:
+        raise ValueError(f"sparse_quantize: expected {name} a whole number in {span}, "
+                         f"got {value!r}")
+    return int(v)
+
+
+def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
+                    return_index=False, return_inverse=False, return_maps_only=False,
+                    quantization_size=None,
+                    quantization_mode=SparseTensorQuantizationMode.RANDOM_SUBSAMPLE,
+                    seed=0, device="cpu"):
+    """Voxelizes points: floor(c / quantization_size) (floor(c) when it is
+    None), one row per voxel, the voxels in order of first occurrence (under
+    RANDOM_SUBSAMPLE the row kept for a voxel is a draw from `seed`, which
+    the unique index names). Returns what the
+    reference returns: the coordinates, then features and labels when given,
+    then the unique index and the inverse mapping when asked (or only those
+    two with return_maps_only). numpy inputs give numpy outputs."""
+    as_numpy = isinstance(coordinates, np.ndarray)
+    c = torch.as_tensor(coordinates)
+    f = None if features is None else torch.as_tensor(features)
+    lab = None if labels is None else torch.as_tensor(labels)
+    size = _quantization_sizes(quantization_size)
+    lend_streams(c, f, lab)
+    qc, qf, ql, unique, inverse = _mk.sparse_quantize(
+        c, f, size, core_mode(quantization_mode), lab,
+        _whole("ignore_label", ignore_label, -2 ** 63, 2 ** 63 - 1, "[-2^63, 2^63)"),
+        _whole("seed", seed, 0, 2 ** 64 - 1, "[0, 2^64)"))
+    if return_maps_only:
+        out = [unique, inverse] if return_inverse else [unique]
+    else:
+        out = [qc]
+        if f is not None:
+            out.append(qf)
+        if lab is not None:
+            out.append(ql)
+        if return_index:
+            out.append(unique)
+        if return_inverse:
+            out.append(inverse)
+    if as_numpy:
+        out = [o.numpy() for o in out]
+    return out[0] if len(out) == 1 else tuple(out)
