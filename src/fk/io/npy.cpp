@@ -1,5 +1,6 @@
 #include "fk/io/npy.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -23,6 +24,15 @@ struct Header {
   DType dtype = DType::F32;
   Dims shape;
   size_t data_bytes = 0;
+  bool fortran = false;     // the data in column-major order (np.save of a transposed array)
+  bool big_endian = false;  // '>' in the descr
+  // The shape the bytes fill in C order: the reversed shape for Fortran order.
+  Dims stored_shape() const {
+    if (!fortran) return shape;
+    std::vector<int64_t> r(shape.begin(), shape.end());
+    std::reverse(r.begin(), r.end());
+    return Dims(r);
+  }
 };
 
 std::string where_of(const std::string& name) {
@@ -142,10 +152,11 @@ class DictReader {
 };
 
 DType dtype_of_descr(const std::string& descr, const std::string& where) {
-  const std::string expected = "a little-endian b1, i4, i8, f2, f4, f8, c8 or c16 array";
-  FK_CHECK(!descr.empty() && descr[0] != '>', where, expected, "descr '" + descr + "'");
-  const std::string code =
-      descr[0] == '<' || descr[0] == '|' || descr[0] == '=' ? descr.substr(1) : descr;
+  const std::string expected = "a b1, i4, i8, f2, f4, f8, c8 or c16 array";
+  FK_CHECK(!descr.empty(), where, expected, "descr '" + descr + "'");
+  const std::string code = descr[0] == '<' || descr[0] == '>' || descr[0] == '|' || descr[0] == '='
+                               ? descr.substr(1)
+                               : descr;
   static const std::pair<const char*, DType> kCodes[] = {
       {"b1", DType::Bool}, {"i4", DType::I32}, {"i8", DType::I64}, {"f2", DType::F16},
       {"f4", DType::F32},  {"f8", DType::F64}, {"c8", DType::C64}, {"c16", DType::C128}};
@@ -195,12 +206,30 @@ Header parse_header(std::string_view text, const std::string& name) {
   r.expect_end();
   FK_CHECK(descr && fortran && shape, where, "a header with descr, fortran_order and shape",
            std::string(text.substr(0, 80)));
-  FK_CHECK(!*fortran || shape->size() <= 1, where, "a C-order array", "fortran_order True");
   Header h;
   h.dtype = dtype_of_descr(*descr, where);
   h.shape = *shape;
   h.data_bytes = checked_bytes(h.shape, h.dtype, where);
+  h.fortran = *fortran && shape->size() > 1;
+  h.big_endian = (*descr)[0] == '>' && itemsize(h.dtype) > 1;
   return h;
+}
+
+// The bytes as read (stored_shape, file byte order) into the array the
+// header describes: each element's bytes reversed from big-endian (a
+// complex number's two parts each), a Fortran-order array transposed into C
+// order.
+Tensor in_memory_order(Tensor t, const Header& h) {
+  if (h.big_endian) {
+    const bool complex = h.dtype == DType::C64 || h.dtype == DType::C128;
+    const size_t word = itemsize(h.dtype) / (complex ? 2 : 1);
+    auto* b = static_cast<unsigned char*>(t.data_ptr());
+    for (size_t at = 0; at < h.data_bytes; at += word) std::reverse(b + at, b + at + word);
+  }
+  if (!h.fortran) return t;
+  std::vector<int64_t> reversed;
+  for (int64_t d = static_cast<int64_t>(h.shape.size()) - 1; d >= 0; --d) reversed.push_back(d);
+  return t.permute(Dims(reversed)).contiguous();
 }
 
 void check_data_size(const Header& h, size_t available, const std::string& name) {
@@ -226,10 +255,10 @@ Tensor read_npy_bytes(std::string_view bytes, const std::string& name) {
   const Header h = parse_header(bytes.substr(p.header_offset, p.header_length), name);
   const size_t data_at = p.header_offset + p.header_length;
   check_data_size(h, bytes.size() - data_at, name);
-  Tensor t = empty(h.shape, {h.dtype});
+  Tensor t = empty(h.stored_shape(), {h.dtype});
   if (h.data_bytes > 0) std::memcpy(t.data_ptr(), bytes.data() + data_at, h.data_bytes);
   if (h.dtype == DType::Bool) check_bools(t, name);
-  return t;
+  return in_memory_order(std::move(t), h);
 }
 
 Tensor read_npy(const std::string& path) {
@@ -247,12 +276,12 @@ Tensor read_npy(const std::string& path) {
   FK_CHECK(in.good(), where_of(path), "a readable header", "a read error");
   const Header h = parse_header(header, path);
   check_data_size(h, size - p.header_offset - p.header_length, path);
-  Tensor t = empty(h.shape, {h.dtype});
+  Tensor t = empty(h.stored_shape(), {h.dtype});
   if (h.data_bytes > 0) in.read(static_cast<char*>(t.data_ptr()), h.data_bytes);
   FK_CHECK(in.good(), where_of(path), std::to_string(h.data_bytes) + " bytes of data",
            "a read error");
   if (h.dtype == DType::Bool) check_bools(t, path);
-  return t;
+  return in_memory_order(std::move(t), h);
 }
 
 void write_npy(const std::string& path, const Tensor& t) {

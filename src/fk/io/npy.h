@@ -1,15 +1,16 @@
 #pragma once
 // NumPy .npy files: fk's one reader and writer of them.
 //
-// Read: format versions 1.0-3.0, C order, little-endian (or byte-order-free)
-// arrays of b1, i4, i8, f2, f4, f8, c8 or c16 (fk's dtypes; NumPy has no
-// bf16), at most kMaxDims dimensions, into a new CPU tensor of that dtype.
+// Read: format versions 1.0-3.0, arrays of b1, i4, i8, f2, f4, f8, c8 or c16
+// (fk's dtypes; NumPy has no bf16) in either byte order and either memory
+// order (np.save of a transposed array writes Fortran order), at most
+// kMaxDims dimensions, into a new C-order CPU tensor of that dtype.
 // The header is not trusted: its length is capped (kMaxNpyHeaderBytes), the
 // shape's element count and byte size are overflow-checked products, and the
 // claimed size must equal the bytes the file holds after the header before
 // anything is allocated. Every refusal is an fk::Error naming the file
 // (truncated or oversized data, overflowing shape, absurd header, unsupported
-// dtype, big-endian or Fortran order).
+// dtype).
 //
 // Write: format 1.0 (version 2.0 when the header needs it), C order,
 // little-endian, any dtype but bf16; a non-contiguous tensor is written in its
