@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
@@ -65,14 +66,37 @@ void check_keys(const YAML::Node& n, const std::string& path, const std::string&
   }
 }
 
+// yaml-cpp keeps both copies of a key written twice, and which one a reader
+// sees depends on how it reads the map (indexing: the first; iterating: the
+// last): refused, naming the key and where it sits.
+void refuse_duplicate_keys(const YAML::Node& node, const std::string& path, const std::string& at) {
+  if (node.IsMap()) {
+    std::set<std::string> seen;
+    for (const auto& kv : node) {
+      const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "(a non-scalar key)";
+      FK_CHECK(seen.insert(key).second, "config file " + path, "each key once in a mapping",
+               "'" + key + "' twice" + (at.empty() ? " at the top level" : " in " + at));
+      refuse_duplicate_keys(kv.second, path, at.empty() ? key : at + "." + key);
+    }
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i)
+      refuse_duplicate_keys(node[i], path, at + "[" + std::to_string(i) + "]");
+  }
+}
+
 YAML::Node load_yaml_file(const std::string& path) {
+  FK_CHECK(!std::filesystem::is_directory(path), "config file", "a readable config file",
+           "'" + path + "', a directory");
+  YAML::Node root;
   try {
-    return YAML::LoadFile(path);
+    root = YAML::LoadFile(path);
   } catch (const YAML::BadFile&) {
     throw fk::Error("config file", "a readable config file", "'" + path + "'");
   } catch (const YAML::Exception& e) {
     throw fk::Error(path, "valid YAML", e.what());
   }
+  refuse_duplicate_keys(root, path, "");
+  return root;
 }
 
 // One override of the curriculum (CurriculumOverrides) from its YAML text:

@@ -110,6 +110,23 @@ TEST(NefiRunOverrides, BadCurriculumValuesAreOneLineErrorsNamingTheKey) {
   const std::string ema = error_of([&] { nefi::load_run_config_file(f.string()); });
   EXPECT_NE(ema.find(f.string()), std::string::npos) << ema;
   EXPECT_NE(ema.find("ema"), std::string::npos) << ema;
+  // A key written twice: yaml-cpp keeps both, and which one a reader sees
+  // depends on how it reads the map; refused, naming it and where it sits.
+  std::ofstream(f) << "instance: toy1d\nconfig:\n  n: 64\n  n: 32\n";
+  EXPECT_NE(error_of([&] {
+              nefi::load_run_config_file(f.string());
+            }).find("each key once in a mapping, got 'n' twice in config"),
+            std::string::npos);
+  std::ofstream(f) << "instance: toy1d\ninstance: deconvolution\n";
+  EXPECT_NE(error_of([&] {
+              nefi::load_run_config_file(f.string());
+            }).find("'instance' twice at the top level"),
+            std::string::npos);
+  // A directory: named as such (the stream's own message named no path).
+  EXPECT_NE(error_of([&] {
+              nefi::load_run_config_file(nefi::test::scratch().string());
+            }).find("a directory"),
+            std::string::npos);
 }
 
 // The overrides reach the solve: a discrepancy level far above the noise
