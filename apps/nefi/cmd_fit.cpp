@@ -79,14 +79,7 @@ int fit_cmd(const FitRequest& r) {
     model = builtin_model(r.op, r.shape, m);
   }
   const fk::Dims& shape = model.shape;
-  // Real values only: a conversion to f64 would drop an imaginary part.
-  const auto real_file = [](const std::string& path, const char* flag) {
-    fk::Tensor t = fk::read_npy(path);
-    FK_CHECK(!fk::is_complex(t.dtype()), flag, "real values",
-             std::string(fk::name(t.dtype())) + " in " + path);
-    return t;
-  };
-  if (!r.mask.empty()) m.mask = real_file(r.mask, "--mask");
+  if (!r.mask.empty()) m.mask = read_real_npy(r.mask, "--mask");
   // A weight per k-space sample weighs its real and imaginary parts alike.
   if (m.mask.defined() && m.data.dim() == 2 && m.data.size(0) == 2 &&
       r.op.kind == "fourier_sampling" && m.mask.shape() == fk::Dims({m.data.size(1)}))
@@ -96,7 +89,7 @@ int fit_cmd(const FitRequest& r) {
   AutoOptions o;
   o.prior = r.prior;
   if (!r.support.empty())  // its shape and values: auto_problem
-    o.supports["x"] = real_file(r.support, "--support").to(fk::DType::F64);
+    o.supports["x"] = read_real_npy(r.support, "--support").to(fk::DType::F64);
   o.representation = r.representation;
   o.rank = r.rank;
   o.shapes = r.shapes;

@@ -95,7 +95,7 @@ OperatorPtr advection_diffusion(const OperatorRequest& r, const fk::Dims& shape)
            "--unknown diffusivity or velocity", "--unknown " + r.unknown);
   o.release_is_source = r.release_is == "source";
   o.scheme = parse_transport_scheme(r.scheme);
-  if (!r.pattern.empty()) o.sensors = fk::read_npy(r.pattern);
+  if (!r.pattern.empty()) o.sensors = read_real_npy(r.pattern, "--pattern");
   o.courant = r.courant;
   try {  // the operator's checks, named by the command's option set
     return std::make_shared<AdvectionDiffusionOperator>(isotropic_domain(grid), o);
@@ -230,11 +230,18 @@ fk::Dims field_shape(const std::string& s, const fk::Dims& implied, const std::s
   return implied;
 }
 
+fk::Tensor read_real_npy(const std::string& path, const char* flag) {
+  fk::Tensor t = fk::read_npy(path);
+  FK_CHECK(!fk::is_complex(t.dtype()), flag, "real values",
+           std::string(fk::name(t.dtype())) + " in " + path);
+  return t;
+}
+
 Model builtin_model(const OperatorRequest& r, const std::string& shape_text, Measurement& m) {
   const std::string& k = r.kind;
   if (k == "sampling" || k == "fourier_sampling") {
     FK_CHECK(!r.pattern.empty(), "--pattern", "a mask .npy for --operator " + k, "none");
-    fk::Tensor mask = fk::read_npy(r.pattern).to(fk::DType::F64);
+    fk::Tensor mask = read_real_npy(r.pattern, "--pattern").to(fk::DType::F64);
     if (r.centered) {  // DC in the middle (fftshift's order) -> numpy.fft order
       std::vector<int64_t> shifts, dims;
       for (int a = 0; a < mask.dim(); ++a) {

@@ -37,6 +37,10 @@ void check_operator_options(const OperatorRequest& r);
 // "16,16" as integers >= 1 (1 to 3 of them), `flag` naming the option.
 std::vector<int64_t> parse_list(const std::string& s, const char* flag);
 
+// An .npy of real values for `flag` (--mask, --pattern, ...): a complex one
+// is refused by name, where a conversion to f64 would drop its imaginary part.
+fk::Tensor read_real_npy(const std::string& path, const char* flag);
+
 // The field's grid: --shape (`shape`), else what the model implies
 // (`implied`, empty when it implies none).
 fk::Dims field_shape(const std::string& shape, const fk::Dims& implied, const std::string& model);

@@ -277,6 +277,9 @@ PointCloud read_xyz(const std::string& path) {
 
 PointCloud read_npy_points(const std::string& path) {
   const fk::Tensor t = fk::read_npy(path);
+  // A conversion to f64 would drop an imaginary part.
+  if (fk::is_complex(t.dtype()))
+    fail(path, "dtype " + std::string(fk::name(t.dtype())) + " (expected real or integer values)");
   const int64_t width = t.dim() == 2 ? t.size(1) : 0;
   if (width != 3 && width != 4 && width != 6 && width != 7) {
     fail(path, "shape " + t.shape().str() + " (expected N x 3, 4, 6 or 7)");

@@ -105,6 +105,10 @@ TEST(DataPointIo, NpyLayouts) {
   EXPECT_EQ(read_points(path).labels, (std::vector<int64_t>{4}));
   fk::write_npy(path, fk::from_vector(std::vector<float>{1, 2, 3, 4, 5}, {1, 5}));
   EXPECT_NE(read_error(path).find("shape [1, 5] (expected N x 3, 4, 6 or 7)"), std::string::npos);
+  // Complex values are refused, not read as their real parts.
+  fk::write_npy(path, fk::from_vector(std::vector<float>{1, 2, 3}, {1, 3}).to(fk::DType::C64));
+  EXPECT_NE(read_error(path).find("dtype c64 (expected real or integer values)"),
+            std::string::npos);
   const std::string nan = write("n.npy", "");
   fk::write_npy(nan, fk::from_vector(std::vector<float>{1, 2, NAN}, {1, 3}));
   EXPECT_NE(read_error(nan).find("row 0: a NaN"), std::string::npos);

@@ -562,6 +562,9 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
        {"fit" + A + " --operator sampling" + y + o, "--matrix or --operator"},
        {"fit --operator tomography" + y + " --shape 16,16" + o, "'tomography'"},
        {"fit --operator sampling" + y + o, "--pattern"},
+       {"fit --operator sampling --pattern " + (dir / "mask_complex.npy").string() + y +
+            " --shape 16,16" + o,
+        "--pattern: expected real values, got c64"},
        {"fit --operator downsample" + y + o, "--shape"},
        {"fit --operator downsample --factors 3,3" + y + " --shape 16,16" + o, "multiple of"},
        {"fit --operator phase_retrieval --oversample 0.5" + y + " --shape 16,16" + o,
