@@ -92,6 +92,18 @@ std::vector<fk::Tensor> read_tensors(std::istream& f, const nlohmann::json& desc
   return out;
 }
 
+// A header count: a whole number in [0, max] (nlohmann would wrap 2^32 + 4
+// to 4 and truncate 4.7 to 4 into an int).
+int64_t header_count(const nlohmann::json& h, const char* key, const std::string& path,
+                     int64_t max = std::numeric_limits<int>::max()) {
+  const nlohmann::json& v = h.at(key);
+  const bool whole = v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+  FK_CHECK(whole && v.get<uint64_t>() <= static_cast<uint64_t>(max), "nefi::load_checkpoint",
+           std::string(key) + " a whole number in [0, " + std::to_string(max) + "]",
+           v.dump() + " in " + path);
+  return v.get<int64_t>();
+}
+
 // L-BFGS's vectors as f64 tensors: its pairs s and y (k rows of n, flat),
 // rho, the last direction and gradient, and the iterate.
 std::vector<fk::Tensor> lbfgs_tensors(const LbfgsState& st, const std::vector<double>& x) {
@@ -111,8 +123,8 @@ LbfgsState lbfgs_state(const nlohmann::json& h, const std::vector<fk::Tensor>& t
   LbfgsState st;
   st.t = h.at("t").get<double>();
   st.h_diag = h.at("h_diag").get<double>();
-  st.n_iter = h.at("n_iter").get<int>();
-  st.n_eval = h.at("n_eval").get<int>();
+  st.n_iter = static_cast<int>(header_count(h, "n_iter", path));
+  st.n_eval = static_cast<int>(header_count(h, "n_eval", path));
   FK_CHECK(t.size() == 6 && t[0].dtype() == fk::DType::F64, "nefi::load_checkpoint",
            "L-BFGS's six f64 vectors (s, y, rho, d, prev_g, x)",
            std::to_string(t.size()) + " tensors in " + path);
@@ -222,21 +234,22 @@ Checkpoint load_checkpoint(const std::string& path) {
   Checkpoint ck;
   uint64_t payload = 0;
   try {
-    ck.stage = h.at("stage").get<int>();
-    ck.step = h.at("step").get<int>();
-    ck.global_step = h.at("global_step").get<int>();
+    ck.stage = static_cast<int>(header_count(h, "stage", path));
+    ck.step = static_cast<int>(header_count(h, "step", path));
+    ck.global_step = static_cast<int>(header_count(h, "global_step", path));
     ck.field_kind = h.at("field_kind").get<std::string>();
     // Absent from a checkpoint written before they were kept: the defaults.
     ck.run_identity = h.value("run_identity", std::string());
     ck.stop = h.value("stop", std::string());
-    ck.since_best = h.value("since_best", 0);
+    ck.since_best =
+        h.contains("since_best") ? static_cast<int>(header_count(h, "since_best", path)) : 0;
     const double nan = std::numeric_limits<double>::quiet_NaN();
     ck.final_total = h.contains("final_total") ? h.at("final_total").get<double>() : nan;
     ck.final_data_loss =
         h.contains("final_data_loss") ? h.at("final_data_loss").get<double>() : nan;
     if (h.contains("best_data_loss")) ck.best_data_loss = h.at("best_data_loss").get<double>();
     ck.lr_mult = h.at("lr_mult").get<double>();
-    ck.adam_steps = h.at("adam_steps").get<int64_t>();
+    ck.adam_steps = header_count(h, "adam_steps", path, std::numeric_limits<int64_t>::max());
     ck.params = read_tensors(f, h.at("params"), path, payload);
     ck.adam_m = read_tensors(f, h.at("adam_m"), path, payload);
     ck.adam_v = read_tensors(f, h.at("adam_v"), path, payload);
@@ -257,17 +270,13 @@ Checkpoint load_checkpoint(const std::string& path) {
   FK_CHECK(ck.stop.empty() || ck.stop == "early_stop" || ck.stop == "discrepancy",
            "nefi::load_checkpoint", "a stop of early_stop, discrepancy or none",
            "'" + ck.stop + "' in " + path);
-  FK_CHECK(ck.stage >= 0 && ck.step >= 0 && ck.global_step >= 0 && ck.adam_steps >= 0 &&
-               ck.since_best >= 0 && std::isfinite(ck.lr_mult) && ck.lr_mult > 0 &&
-               std::isfinite(ck.loss_scale) && ck.loss_scale >= 0 && ck.loss_scale_tracker >= 0,
-           "nefi::load_checkpoint",
-           "a header with stage, step, global_step, adam_steps, since_best and loss_scale >= 0 and "
-           "lr_mult > 0",
-           "stage " + std::to_string(ck.stage) + ", step " + std::to_string(ck.step) +
-               ", global_step " + std::to_string(ck.global_step) + ", adam_steps " +
-               std::to_string(ck.adam_steps) + ", since_best " + std::to_string(ck.since_best) +
-               ", lr_mult " + std::to_string(ck.lr_mult) + ", loss_scale " +
-               std::to_string(ck.loss_scale) + " in " + path);
+  // (The counts were read whole and >= 0 by header_count.)
+  FK_CHECK(std::isfinite(ck.lr_mult) && ck.lr_mult > 0 && std::isfinite(ck.loss_scale) &&
+               ck.loss_scale >= 0 && ck.loss_scale_tracker >= 0,
+           "nefi::load_checkpoint", "a header with lr_mult > 0 and loss_scale >= 0",
+           "lr_mult " + std::to_string(ck.lr_mult) + ", loss_scale " +
+               std::to_string(ck.loss_scale) + ", tracker " +
+               std::to_string(ck.loss_scale_tracker) + " in " + path);
   return ck;
 }
 

@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <stdexcept>
 
@@ -301,7 +303,26 @@ TEST(NefiCheckpoint, RoundTripAndBadFiles) {
   negative.step = -5;
   const fs::path neg = temp_path("negative.ckpt");
   nefi::save_checkpoint(neg.string(), negative);
-  expect_error(neg.string(), "step, global_step, adam_steps, since_best and loss_scale >= 0");
+  expect_error(neg.string(), "step a whole number in [0, 2147483647], got -5");
+  // ... and read whole: nlohmann would wrap 2^32 + 4 to 4 in an int.
+  nefi::Checkpoint wrapped = ck;
+  wrapped.global_step = 4;
+  nefi::save_checkpoint(neg.string(), wrapped);
+  {
+    std::fstream f(neg, std::ios::in | std::ios::out | std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const size_t at = bytes.find("\"global_step\":4");
+    ASSERT_NE(at, std::string::npos);
+    // 4 -> 2^32 + 4 in the JSON header, nine digits longer: the u64 header
+    // length after the magic and the version grows by 9.
+    bytes.replace(at, 15, "\"global_step\":4294967300");
+    uint64_t len = 0;
+    std::memcpy(&len, bytes.data() + 12, 8);
+    len += 9;
+    std::memcpy(bytes.data() + 12, &len, 8);
+    std::ofstream(neg, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  expect_error(neg.string(), "global_step a whole number in [0, 2147483647], got 4294967300");
   fs::remove(neg);
   // A resume into another field kind is refused by the solver.
   nefi::InverseProblem prob = problem();
