@@ -493,7 +493,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
                             o.representation == "stars" || o.representation == "polygons" || layered
                         ? 5e-2    // centres and depths in (-1, 1), inverse radii of a few
                         : 1e-2);  // hash, lowrank
-  FK_CHECK(lr > 0 && std::isfinite(lr), "lr", "a learning rate > 0", num(lr));
+  FK_CHECK(lr > 0 && std::isfinite(lr), "lr", "a finite learning rate > 0", num(lr));
   Stage st;
   st.name = "native";
   st.shape = shape;

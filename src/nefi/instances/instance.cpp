@@ -223,7 +223,8 @@ NeuralFieldConfig neural_field_config_from(const Params& p) {
 Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::string& lr_key,
                            const std::string& steps_key) {
   const double lr = p.d(lr_key);
-  FK_CHECK(lr > 0, "config key '" + lr_key + "'", "a learning rate > 0", std::to_string(lr));
+  FK_CHECK(lr > 0 && std::isfinite(lr), "config key '" + lr_key + "'", "a finite learning rate > 0",
+           std::to_string(lr));
   std::vector<int> steps;
   const std::vector<double> listed = p.list(steps_key);
   for (double s : listed) {

@@ -27,7 +27,7 @@ double Stage::progress_at(int t) const {
 void Stage::validate() const {
   const std::string w = "nefi::Stage '" + name + "'";
   FK_CHECK(steps > 0, w, "steps > 0", std::to_string(steps));
-  FK_CHECK(lr > 0, w, "lr > 0", std::to_string(lr));
+  FK_CHECK(lr > 0 && std::isfinite(lr), w, "a finite lr > 0", std::to_string(lr));
   FK_CHECK(lr_schedule == "cosine" || lr_schedule == "warmup_cosine" || lr_schedule == "step" ||
                lr_schedule == "constant",
            w, "lr_schedule cosine, warmup_cosine, step or constant", lr_schedule);

@@ -373,7 +373,8 @@ void RefineOptions::validate() const {
            "a fraction in (0, 1]", std::to_string(auto_separation));
   FK_CHECK(steps >= 1 && steps <= 1000000, "refine option 'steps'", "a step count in [1, 1e6]",
            std::to_string(steps));
-  FK_CHECK(lr > 0, "refine option 'lr'", "a learning rate > 0", std::to_string(lr));
+  FK_CHECK(lr > 0 && std::isfinite(lr), "refine option 'lr'", "a finite learning rate > 0",
+           std::to_string(lr));
   FK_CHECK(eps_start > 0 && eps_end > 0 && eps_end <= eps_start,
            "refine options 'eps_start', 'eps_end'", "0 < eps_end <= eps_start",
            std::to_string(eps_start) + ", " + std::to_string(eps_end));

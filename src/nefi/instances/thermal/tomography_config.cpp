@@ -299,7 +299,8 @@ void read_field_and_optimisation(const Params& p, TomographyConfig& c) {
   k.optim.grad_clip = p.d("grad_clip");
   k.optim.lbfgs = lbfgs_options_from(p);
   const double lr = p.d("lr"), grid_lr = p.d("grid_lr");
-  FK_CHECK(lr > 0, "config key 'lr'", "a learning rate > 0", std::to_string(lr));
+  FK_CHECK(lr > 0 && std::isfinite(lr), "config key 'lr'", "a finite learning rate > 0",
+           std::to_string(lr));
   FK_CHECK(grid_lr >= 0, "config key 'grid_lr'", "a learning rate >= 0 (0: lr)",
            std::to_string(grid_lr));
   c.tv_weight = p.d("tv_weight");
@@ -317,8 +318,8 @@ void read_field_and_optimisation(const Params& p, TomographyConfig& c) {
   // nefty budget's share (the reference's anneal_steps / steps), plain Adam.
   Curriculum& pc = c.pinn_curriculum;
   pc = Curriculum::single(c.grid, step_count(p, "pinn_steps", 1), p.d("pinn_lr"));
-  FK_CHECK(pc.stages[0].lr > 0, "config key 'pinn_lr'", "a learning rate > 0",
-           std::to_string(pc.stages[0].lr));
+  FK_CHECK(pc.stages[0].lr > 0 && std::isfinite(pc.stages[0].lr), "config key 'pinn_lr'",
+           "a finite learning rate > 0", std::to_string(pc.stages[0].lr));
   pc.stages[0].name = "pinn";
   pc.stages[0].lr_schedule = "constant";
   pc.stages[0].anneal = true;
