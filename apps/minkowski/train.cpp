@@ -140,11 +140,12 @@ class Source {
     FK_CHECK(files_.size() >= 2, "minkowski train --data " + o.data,
              "at least two .ply/.npy/.xyz/.txt files", std::to_string(files_.size()));
     held_out_ = std::max<size_t>(1, files_.size() / 5);
-    // The held-out files are first read after a whole epoch: their labels
-    // are checked now, so a bad one fails before the training, not after it.
-    for (size_t i = files_.size() - held_out_; i < files_.size(); ++i)
-      for (int64_t l : load(files_[i]).labels)
-        FK_CHECK((l >= 0 && l < o.classes) || l == -100, "minkowski train " + files_[i],
+    // Every file's labels are checked now, by file: a training file's bad
+    // label failed mid-step naming no file (or was outvoted when voxelized),
+    // a held-out one only after a whole epoch.
+    for (const std::string& file : files_)
+      for (int64_t l : load(file).labels)
+        FK_CHECK((l >= 0 && l < o.classes) || l == -100, "minkowski train " + file,
                  "labels in [0, " + std::to_string(o.classes) + ") or -100 (--classes " +
                      std::to_string(o.classes) + ")",
                  std::to_string(l));

@@ -202,10 +202,11 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   }
   EXPECT_FALSE(fs::exists(dir / "refused" / "log.csv"));
   EXPECT_GT(fs::file_size(dir / "points" / "a.xyz"), 0u);  // the refused --ply left it whole
-  // Label 2 is out of range: the held-out file says so before any training.
+  // Label 2 is out of range: the first file holding it (a training file,
+  // checked with the held-out ones) says so before any training.
   r = fieldkit_test::run_cli(bin, folder + " --classes 2", dir);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("b.xyz: expected labels in [0, 2) or -100 (--classes 2), got 2"),
+  EXPECT_NE(r.err.find("a.xyz: expected labels in [0, 2) or -100 (--classes 2), got 2"),
             std::string::npos)
       << r.err;
   fs::remove_all(dir);
