@@ -69,6 +69,10 @@ int fit_cmd(const FitRequest& r) {
   fk::check_usable(device, "--device");  // before any work
   Measurement m;
   m.data = fk::read_npy(r.data);
+  // Counts (photon or event numbers saved as integers) are data too, as in
+  // run.data; a bool array is not.
+  if (m.data.dtype() == fk::DType::I32 || m.data.dtype() == fk::DType::I64)
+    m.data = m.data.to(fk::DType::F64);
   Model model;
   if (r.op.kind.empty()) {
     const fk::Tensor a = fk::read_npy(r.matrix);

@@ -3,6 +3,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -20,6 +21,8 @@ namespace {
 }
 
 std::vector<char> slurp(const std::string& path) {
+  // A directory opens as a stream whose read throws a message naming no path.
+  if (std::filesystem::is_directory(path)) fail(path, "a directory, not a point file");
   std::ifstream in(path, std::ios::binary);
   if (!in.good()) fail(path, "cannot open the file");
   return std::vector<char>(std::istreambuf_iterator<char>(in), {});

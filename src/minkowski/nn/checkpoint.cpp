@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -55,6 +56,9 @@ class Reader {
 };
 
 std::vector<char> read_file(const std::string& path) {
+  // A directory opens as a stream whose read throws a message naming no path.
+  FK_CHECK(!std::filesystem::is_directory(path), "read checkpoint", "a readable file",
+           "'" + path + "', a directory");
   std::ifstream in(path, std::ios::binary);
   FK_CHECK(in.good(), "read checkpoint", "a readable file", "'" + path + "'");
   return std::vector<char>(std::istreambuf_iterator<char>(in), {});

@@ -115,6 +115,17 @@ TEST(DataPointIo, NpyLayouts) {
   EXPECT_NE(read_error(write("t.npy", "\x93NUMPY")).find("t.npy"), std::string::npos);
 }
 
+// A directory named like a point file is named as one (its stream's own
+// error named no path); read_error's remove takes the empty directory.
+TEST(DataPointIo, ADirectoryIsNamed) {
+  for (const char* name : {"d.ply", "d.xyz"}) {
+    const std::string dir = write(name, "");
+    std::remove(dir.c_str());
+    std::filesystem::create_directories(dir);
+    EXPECT_NE(read_error(dir).find("a directory, not a point file"), std::string::npos) << name;
+  }
+}
+
 TEST(DataPointIo, BadFilesAreOneLineErrors) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {read_error(write("t.ply", binary_ply(3, 2))), "truncated: 3 vertices declared, 2 present"},

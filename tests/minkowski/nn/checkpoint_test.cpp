@@ -110,6 +110,12 @@ TEST(NnCheckpoint, ForeignWrongVersionAndTrailingBytesAreErrors) {
   EXPECT_NE(error_of([&] { load_state(a, path); }).find("trailing"), std::string::npos);
   EXPECT_NE(error_of([&] { load_state(a, temp_path("missing.ckpt")); }).find("readable"),
             std::string::npos);
+  // A directory is named (its stream's own error named no path).
+  const std::string dir = temp_path("a_directory.ckpt");
+  std::filesystem::create_directories(dir);
+  EXPECT_NE(error_of([&] { load_state(a, dir); }).find("a_directory.ckpt', a directory"),
+            std::string::npos);
+  std::filesystem::remove(dir);
   std::remove(path.c_str());
 }
 
