@@ -1,6 +1,8 @@
 #include "minkowski/nn/checkpoint.h"
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -154,7 +156,17 @@ void save_state(const Module& module, const std::string& path) {
 }
 
 void load_state(Module& module, const std::string& path) {
-  copy_named(module.state(), read_tensors(path), "load checkpoint " + path);
+  const NamedTensors source = read_tensors(path);
+  // A run that diverged saves NaN weights; a model loaded from them labels
+  // every point alike without a word.
+  for (const auto& [name, t] : source) {
+    if (!fk::is_floating(t.dtype())) continue;
+    const std::vector<double> v = t.to_vector<double>();
+    const auto bad = std::find_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); });
+    FK_CHECK(bad == v.end(), "load checkpoint " + path, "finite weights",
+             std::to_string(*bad) + " in " + name);
+  }
+  copy_named(module.state(), source, "load checkpoint " + path);
 }
 
 }  // namespace minkowski::nn

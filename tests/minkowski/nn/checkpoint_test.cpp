@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <unistd.h>
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -57,6 +59,24 @@ TEST(NnCheckpoint, RoundTripIsBitExact) {
   save_state(a, path);
   load_state(b, path);
   EXPECT_EQ(state_bytes(a), state_bytes(b));
+  std::remove(path.c_str());
+}
+
+// A diverged run's NaN weights are refused by name, not loaded into a model
+// that would label every point alike.
+TEST(NnCheckpoint, NonFiniteWeightsAreRefusedByName) {
+  MinkUNet a(tiny_unet());
+  NamedTensors state = a.state();
+  const std::string path = temp_path("nan.ckpt");
+  NamedTensors saved;
+  for (const auto& [name, t] : state) saved.push_back({name, t.detach().clone()});
+  const auto it = std::find_if(saved.begin(), saved.end(),
+                               [](const auto& e) { return fk::is_floating(e.second.dtype()); });
+  ASSERT_NE(it, saved.end());
+  fk::fill_(it->second, std::nan(""));
+  save_tensors(path, saved);
+  const std::string e = error_of([&] { load_state(a, path); });
+  EXPECT_NE(e.find("expected finite weights, got nan in " + it->first), std::string::npos) << e;
   std::remove(path.c_str());
 }
 
