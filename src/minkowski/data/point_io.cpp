@@ -84,13 +84,19 @@ struct PlyHeader {
 };
 
 PlyHeader parse_ply_header(const std::string& path, const std::vector<char>& bytes) {
-  const std::string text(bytes.data(), std::min<size_t>(bytes.size(), 1 << 16));
-  const size_t end = text.find("end_header\n");
-  if (text.rfind("ply\n", 0) != 0 || end == std::string::npos) {
+  constexpr size_t kMaxHeader = 1 << 16;
+  const std::string text(bytes.data(), std::min(bytes.size(), kMaxHeader));
+  // Lines end in \n, or \r\n as a file written on Windows has them.
+  const std::string eol = text.rfind("ply\r\n", 0) == 0 ? "\r\n" : "\n";
+  const std::string marker = "end_header" + eol;
+  const size_t end = text.find(marker);
+  if (text.rfind("ply" + eol, 0) != 0 || end == std::string::npos) {
+    if (text.rfind("ply", 0) == 0 && bytes.size() > kMaxHeader)
+      fail(path, "no 'end_header' in the first 64 KiB (expected a PLY header under 64 KiB)");
     fail(path, "not a PLY file (expected 'ply' ... 'end_header')");
   }
   PlyHeader h;
-  h.data_start = end + std::strlen("end_header\n");
+  h.data_start = end + marker.size();
   std::istringstream lines(text.substr(0, end));
   bool in_vertex = false, seen_element = false;
   for (std::string line; std::getline(lines, line);) {

@@ -71,6 +71,17 @@ std::string binary_ply(int declared, int written) {
   return s;
 }
 
+// A file written on Windows: every line ends in \r\n. The same points.
+TEST(DataPointIo, AsciiPlyWithCrlfLineEnds) {
+  std::string lf = kAsciiHeader + "1 2 3 255 0 51 4\n-1 0.5 2 0 0 0 0\n", crlf;
+  for (char c : lf) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+  const PointCloud a = read_points(write("lf.ply", lf)), b = read_points(write("crlf.ply", crlf));
+  EXPECT_EQ(a.xyz, b.xyz);
+  EXPECT_EQ(a.rgb, b.rgb);
+  EXPECT_EQ(a.labels, b.labels);
+  EXPECT_EQ(b.xyz.size(), 6u);
+}
+
 TEST(DataPointIo, BinaryPlySkipsOtherProperties) {
   const std::string path = write("b.ply", binary_ply(3, 3));
   const PointCloud p = read_points(path);
@@ -137,6 +148,9 @@ TEST(DataPointIo, BadFilesAreOneLineErrors) {
       {read_error(write("w.ply", kAsciiHeader + "1 2 3 255 0 51\n")), "too few values"},
       {read_error(write("x.ply", kAsciiHeader + "1 2 3 255 0 5x 4\n")), "'5x' is not a number"},
       {read_error(write("f.ply", "solid cube\nfacet normal 0 0 1\n")), "not a PLY file"},
+      {read_error(write("big.ply", "ply\nformat ascii 1.0\ncomment " + std::string(70000, 'x') +
+                                       "\nelement vertex 0\nend_header\n")),
+       "a PLY header under 64 KiB"},
       {read_error(write("e.ply", "ply\nformat binary_big_endian 1.0\nend_header\n")),
        "binary_big_endian"},
       {read_error(write("z.ply",
