@@ -124,6 +124,8 @@ PlyHeader parse_ply_header(const std::string& path, const std::vector<char>& byt
       }
     } else if (key == "property" && in_vertex) {
       if (a == "list") fail(path, "list property in the vertex element");
+      for (const PlyProperty& q : h.properties)
+        if (q.name == b) fail(path, "vertex property '" + b + "' twice");
       h.properties.push_back(ply_property(path, a, b));
     }
   }
@@ -242,6 +244,11 @@ PointCloud read_ply(const std::string& path) {
       if (*end != '\0')
         fail(path, "vertex " + std::to_string(v) + ": '" + token + "' is not a number");
     }
+    // A value past the declared properties means the header and the data
+    // disagree: which columns are x, y and z is then a guess.
+    if (std::string extra; w >> extra)
+      fail(path, "vertex " + std::to_string(v) + ": more values than the header's " +
+                     std::to_string(width) + " properties");
     add_ply_vertex(cloud, path, v, row, h.properties, c);
   }
   return cloud;

@@ -146,6 +146,13 @@ TEST(DataPointIo, BadFilesAreOneLineErrors) {
       {read_error(write("l.ply", kAsciiHeader + "1 2 3 255 0 51 -3\n1 2 3 0 0 0 0\n")),
        "vertex 0: label"},
       {read_error(write("w.ply", kAsciiHeader + "1 2 3 255 0 51\n")), "too few values"},
+      {read_error(write("m.ply", kAsciiHeader + "1 2 3 255 0 51 4 9\n1 2 3 0 0 0 0\n")),
+       "vertex 0: more values than the header's 7 properties"},
+      {read_error(write("d.ply",
+                        "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\n"
+                        "property float y\nproperty float z\nproperty float x\n"
+                        "end_header\n1 2 3 4\n")),
+       "vertex property 'x' twice"},
       {read_error(write("x.ply", kAsciiHeader + "1 2 3 255 0 5x 4\n")), "'5x' is not a number"},
       {read_error(write("f.ply", "solid cube\nfacet normal 0 0 1\n")), "not a PLY file"},
       {read_error(write("big.ply", "ply\nformat ascii 1.0\ncomment " + std::string(70000, 'x') +
