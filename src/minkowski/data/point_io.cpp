@@ -204,6 +204,7 @@ void add_ply_vertex(PointCloud& cloud, const std::string& path, int64_t v,
 PointCloud read_ply(const std::string& path) {
   const std::vector<char> bytes = slurp(path);
   const PlyHeader h = parse_ply_header(path, bytes);
+  if (h.vertices == 0) fail(path, "no points");  // as an empty .xyz or .npy
   const PlyColumns c = ply_columns(path, h.properties);
   const size_t width = h.properties.size();
   PointCloud cloud;

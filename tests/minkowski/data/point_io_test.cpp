@@ -153,6 +153,10 @@ TEST(DataPointIo, BadFilesAreOneLineErrors) {
                         "property float y\nproperty float z\nproperty float x\n"
                         "end_header\n1 2 3 4\n")),
        "vertex property 'x' twice"},
+      {read_error(write("zero.ply",
+                        "ply\nformat ascii 1.0\nelement vertex 0\nproperty float x\n"
+                        "property float y\nproperty float z\nend_header\n")),
+       "zero.ply: no points"},
       {read_error(write("x.ply", kAsciiHeader + "1 2 3 255 0 5x 4\n")), "'5x' is not a number"},
       {read_error(write("f.ply", "solid cube\nfacet normal 0 0 1\n")), "not a PLY file"},
       {read_error(write("big.ply", "ply\nformat ascii 1.0\ncomment " + std::string(70000, 'x') +
