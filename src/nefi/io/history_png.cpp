@@ -70,7 +70,7 @@ void method_row(fk::plot::Figure& f, double y, const HistoryPlot& run) {
   fk::plot::AxesSpec a{{fk::plot::kLeftMargin, y + kHead, kW, kH},
                        {step.empty() ? 0 : step.front(), x1, false, "global step"},
                        {lr.lo, lr.hi, true, "loss"},
-                       run.method + ": loss terms"};
+                       run.method + ": total and its terms (each unweighted)"};
   a.grid = true;
   fk::plot::draw_lines(f, a, losses);
   stage_markers(f, a, *run.result, step, stage);
