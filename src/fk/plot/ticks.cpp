@@ -28,12 +28,18 @@ std::vector<double> nice_ticks(double lo, double hi, int target, bool integer) {
     lo -= pad;
     hi += pad;
   }
-  const double step = nice_step(lo, hi, target, integer);
   std::vector<double> t;
-  const double eps = step * 1e-9;
-  for (double k = std::ceil((lo - eps) / step); k * step <= hi + eps; k += 1) {
-    const double v = k * step;
-    t.push_back(std::abs(v) < eps ? 0.0 : v);
+  // A narrow axis's target can give one tick (0 alone on [-22, 22] with a
+  // step of 50): a finer step until two fall inside, which reads a scale.
+  for (int tries = 0; tries < 4 && t.size() < 2; ++tries, target = 2 * std::max(target, 1)) {
+    t.clear();
+    const double step = nice_step(lo, hi, target, integer);
+    const double eps = step * 1e-9;
+    for (double k = std::ceil((lo - eps) / step); k * step <= hi + eps; k += 1) {
+      const double v = k * step;
+      t.push_back(std::abs(v) < eps ? 0.0 : v);
+    }
+    if (integer && step == 1) break;  // whole numbers cannot get finer
   }
   return t;
 }

@@ -47,6 +47,13 @@ TEST(PlotTicks, IntegerTicksAreWholeNumbers) {
   EXPECT_DOUBLE_EQ(plot::nice_step(0.5, 120.5, 5, true), 25);
 }
 
+// A narrow axis whose target gives one round number inside (a detector axis
+// of [-22.6, 22.6] at 170 px: step 50, 0 alone) takes a finer step.
+TEST(PlotTicks, AtLeastTwoTicksInside) {
+  EXPECT_EQ(plot::nice_ticks(-22.6, 22.6, 1), (std::vector<double>{-20, 0, 20}));
+  EXPECT_GE(plot::nice_ticks(0.3, 0.9, 1).size(), 2u);
+}
+
 TEST(PlotTicks, FlatRangeIsWidened) {
   const std::vector<double> t = plot::nice_ticks(2, 2);
   ASSERT_GE(t.size(), 2u);
