@@ -7,9 +7,58 @@
 #include "nefi/field/hash_grid_field.h"
 #include "nefi/field/layered_field.h"
 #include "nefi/field/low_rank_field.h"
+#include "nefi/field/parametric_field.h"
+#include "nefi/field/polygon_outline.h"
 #include "nefi/field/spectral_field.h"
+#include "nefi/field/star_harmonics.h"
 
 namespace nefi {
+
+void check_representation_options(const AutoOptions& o, const fk::Dims& shape) {
+  FK_CHECK(o.representation == "neural" || o.representation == "grid" ||
+               o.representation == "hash" || o.representation == "lowrank" ||
+               o.representation == "blobs" || o.representation == "ellipses" ||
+               o.representation == "stars" || o.representation == "polygons" ||
+               o.representation == "layers" || o.representation == "layers+blobs" ||
+               o.representation == "layers+ellipses" || o.representation == "spectral",
+           "representation",
+           "neural, grid, hash, lowrank, blobs, ellipses, stars, polygons, layers, layers+blobs, "
+           "layers+ellipses or spectral",
+           o.representation);
+  const bool layered = o.representation.starts_with("layers");
+  FK_CHECK(o.rank >= 1 && o.rank <= 1024, "rank", "a CP rank in [1, 1024]", std::to_string(o.rank));
+  FK_CHECK(o.modes >= 0, "modes", "cosines per axis >= 0 (0: one per cell)",
+           std::to_string(o.modes));
+  FK_CHECK(o.smoothness >= 0 && o.smoothness <= 8, "smoothness", "a smoothness in [0, 8]",
+           fmt::format("{:g}", o.smoothness));
+  FK_CHECK(o.shapes >= 1 && o.shapes <= 256, "shapes", "a shape count in [1, 256]",
+           std::to_string(o.shapes));
+  if (o.representation == "stars")
+    FK_CHECK(o.harmonics >= kStarMinDegree && o.harmonics <= kStarMaxDegree, "harmonics",
+             "an outline degree in [" + std::to_string(kStarMinDegree) + ", " +
+                 std::to_string(kStarMaxDegree) + "]",
+             std::to_string(o.harmonics));
+  else if (layered)
+    FK_CHECK(o.harmonics >= 0 && o.harmonics <= kLayeredMaxDegree, "harmonics",
+             "an interface degree in [0, " + std::to_string(kLayeredMaxDegree) + "]",
+             std::to_string(o.harmonics));
+  FK_CHECK(o.layers >= 2 && o.layers <= 64, "layers", "a layer count in [2, 64]",
+           std::to_string(o.layers));
+  FK_CHECK(o.layer_axis >= 0 && o.layer_axis < shape.size(), "layer_axis",
+           "an axis of the " + std::to_string(shape.size()) + "-D field",
+           std::to_string(o.layer_axis));
+  FK_CHECK(o.representation != "stars" || shape.size() >= 2, "representation",
+           "stars on a 2- or 3-D field (a 1-D star is an interval: ellipses)",
+           "stars on " + shape.str());
+  if (o.representation == "polygons") {
+    FK_CHECK(o.vertices >= kPolygonMinVertices && o.vertices <= kPolygonMaxVertices, "vertices",
+             "a vertex count in [" + std::to_string(kPolygonMinVertices) + ", " +
+                 std::to_string(kPolygonMaxVertices) + "]",
+             std::to_string(o.vertices));
+    FK_CHECK(shape.size() == 2, "representation", "polygons on a 2-D field",
+             "polygons on " + shape.str());
+  }
+}
 
 GivenField given_field(const AutoOptions& o, const Domain& domain,
                        const std::vector<HeadPtr>& heads) {

@@ -19,6 +19,11 @@ struct GivenField {
   std::string why;  // the representation decision's reason
 };
 
+// Throws fk::Error naming the option unless o.representation is one
+// from_forward knows and its options (rank, modes, smoothness, shapes,
+// harmonics, layers, layer_axis, vertices) suit a field of `shape`.
+void check_representation_options(const AutoOptions& o, const fk::Dims& shape);
+
 // heads: one per field (the priors' order); o.representation one of those
 // five (auto_problem checks it).
 GivenField given_field(const AutoOptions& o, const Domain& domain,
