@@ -113,6 +113,7 @@ void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, con
 
 Progress load_last(const std::string& path, nn::Module& net, nn::Optimizer& opt) {
   const nn::NamedTensors all = nn::read_tensors(path);
+  nn::check_finite(all, "resume " + path);  // model and optimizer state alike
   nn::copy_named(net.state(), strip(all, "model."), "resume " + path);
   opt.load_state(strip(all, "optim."));
   Progress p;
@@ -140,15 +141,10 @@ class Source {
     FK_CHECK(files_.size() >= 2, "minkowski train --data " + o.data,
              "at least two .ply/.npy/.xyz/.txt files", std::to_string(files_.size()));
     held_out_ = std::max<size_t>(1, files_.size() / 5);
-    // Every file's labels are checked now, by file: a training file's bad
-    // label failed mid-step naming no file (or was outvoted when voxelized),
-    // a held-out one only after a whole epoch.
-    for (const std::string& file : files_)
-      for (int64_t l : load(file).labels)
-        FK_CHECK((l >= 0 && l < o.classes) || l == -100, "minkowski train " + file,
-                 "labels in [0, " + std::to_string(o.classes) + ") or -100 (--classes " +
-                     std::to_string(o.classes) + ")",
-                 std::to_string(l));
+    // Every file's labels are checked as it is read (a training file's bad
+    // label failed mid-step naming no file, or was outvoted when voxelized);
+    // the held-out files, first read after a whole epoch, are read now.
+    for (size_t i = files_.size() - held_out_; i < files_.size(); ++i) (void)load(files_[i]);
   }
   data::Batch train_batch(int64_t step) const {
     const data::AugmentOptions aug;
@@ -190,9 +186,14 @@ class Source {
   }
 
  private:
-  static data::PointCloud load(const std::string& path) {
+  data::PointCloud load(const std::string& path) const {
     data::PointCloud c = data::read_points(path);
     FK_CHECK(c.has_labels(), "minkowski train " + path, "per-point labels", "none");
+    for (int64_t l : c.labels)
+      FK_CHECK((l >= 0 && l < o_.classes) || l == -100, "minkowski train " + path,
+               "labels in [0, " + std::to_string(o_.classes) + ") or -100 (--classes " +
+                   std::to_string(o_.classes) + ")",
+               std::to_string(l));
     if (!c.has_colors()) c.rgb.assign(c.xyz.size(), 0.5f);  // mid-grey: 0 after centring
     return c;
   }

@@ -67,15 +67,16 @@ int fit_cmd(const FitRequest& r) {
   check_operator_options(r.op);
   const fk::Device device = fk::parse_device(r.device);
   fk::check_usable(device, "--device");  // before any work
+  // Integers are numbers too: counts (photon or event numbers) as data, as
+  // in run.data, and a 0/1 sampling matrix; a bool array is neither.
+  const auto numbers = [](fk::Tensor t) {
+    return t.dtype() == fk::DType::I32 || t.dtype() == fk::DType::I64 ? t.to(fk::DType::F64) : t;
+  };
   Measurement m;
-  m.data = fk::read_npy(r.data);
-  // Counts (photon or event numbers saved as integers) are data too, as in
-  // run.data; a bool array is not.
-  if (m.data.dtype() == fk::DType::I32 || m.data.dtype() == fk::DType::I64)
-    m.data = m.data.to(fk::DType::F64);
+  m.data = numbers(fk::read_npy(r.data));
   Model model;
   if (r.op.kind.empty()) {
-    const fk::Tensor a = fk::read_npy(r.matrix);
+    const fk::Tensor a = numbers(fk::read_npy(r.matrix));
     FK_CHECK(a.dim() == 2, "--matrix", "a 2-D matrix (measurements, cells)", a.shape().str());
     model.shape = field_shape(r.shape, fk::Dims{a.size(1)}, "--matrix");
     model.op = matrix_operator(a, model.shape, m.data.shape());

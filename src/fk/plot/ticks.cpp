@@ -35,8 +35,12 @@ std::vector<double> nice_ticks(double lo, double hi, int target, bool integer) {
     t.clear();
     const double step = nice_step(lo, hi, target, integer);
     const double eps = step * 1e-9;
-    for (double k = std::ceil((lo - eps) / step); k * step <= hi + eps; k += 1) {
-      const double v = k * step;
+    // Counted, not stepped until past hi: past 2^53 steps k + 1 == k.
+    const double first = std::ceil((lo - eps) / step);
+    const double count = std::floor((hi + eps) / step) - first + 1;
+    const int n = count > 0 ? static_cast<int>(std::min(count, 1000.0)) : 0;
+    for (int i = 0; i < n; ++i) {
+      const double v = (first + i) * step;
       t.push_back(std::abs(v) < eps ? 0.0 : v);
     }
     if (integer && step == 1) break;  // whole numbers cannot get finer

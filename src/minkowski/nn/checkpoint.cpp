@@ -155,17 +155,18 @@ void save_state(const Module& module, const std::string& path) {
   save_tensors(path, module.state());
 }
 
-void load_state(Module& module, const std::string& path) {
-  const NamedTensors source = read_tensors(path);
-  // A run that diverged saves NaN weights; a model loaded from them labels
-  // every point alike without a word.
-  for (const auto& [name, t] : source) {
+void check_finite(const NamedTensors& tensors, const std::string& where) {
+  for (const auto& [name, t] : tensors) {
     if (!fk::is_floating(t.dtype())) continue;
     const std::vector<double> v = t.to_vector<double>();
     const auto bad = std::find_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); });
-    FK_CHECK(bad == v.end(), "load checkpoint " + path, "finite weights",
-             std::to_string(*bad) + " in " + name);
+    FK_CHECK(bad == v.end(), where, "finite weights", std::to_string(*bad) + " in " + name);
   }
+}
+
+void load_state(Module& module, const std::string& path) {
+  const NamedTensors source = read_tensors(path);
+  check_finite(source, "load checkpoint " + path);
   copy_named(module.state(), source, "load checkpoint " + path);
 }
 

@@ -26,6 +26,11 @@ NamedTensors read_tensors(const std::string& path);
 // dtypes must match one to one. `where` names the caller in errors.
 void copy_named(const NamedTensors& targets, const NamedTensors& source, const std::string& where);
 
+// Throws fk::Error at `where`, naming the tensor, unless every floating
+// tensor of `tensors` is finite (a diverged run saves NaN weights; a model
+// loaded from them labels every point alike).
+void check_finite(const NamedTensors& tensors, const std::string& where);
+
 // A module's state (parameters and buffers).
 void save_state(const Module& module, const std::string& path);
 void load_state(Module& module, const std::string& path);

@@ -52,6 +52,9 @@ TEST(PlotTicks, IntegerTicksAreWholeNumbers) {
 TEST(PlotTicks, AtLeastTwoTicksInside) {
   EXPECT_EQ(plot::nice_ticks(-22.6, 22.6, 1), (std::vector<double>{-20, 0, 20}));
   EXPECT_GE(plot::nice_ticks(0.3, 0.9, 1).size(), 2u);
+  // Ranges far from 0 (past 2^53 steps) end: the ticks are counted.
+  EXPECT_LE(plot::nice_ticks(1e16, 1e16 + 2).size(), 1000u);
+  EXPECT_LE(plot::nice_ticks(1e17, 1e17 + 16).size(), 1000u);
 }
 
 TEST(PlotTicks, FlatRangeIsWidened) {

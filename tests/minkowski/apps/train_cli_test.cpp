@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -17,7 +18,9 @@
 #include <vector>
 
 #include "cli_run.h"
+#include "fk/factory.h"
 #include "fk/io/npy.h"
+#include "minkowski/nn/checkpoint.h"
 
 namespace {
 
@@ -202,13 +205,39 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   }
   EXPECT_FALSE(fs::exists(dir / "refused" / "log.csv"));
   EXPECT_GT(fs::file_size(dir / "points" / "a.xyz"), 0u);  // the refused --ply left it whole
-  // Label 2 is out of range: the first file holding it (a training file,
-  // checked with the held-out ones) says so before any training.
+  // Label 2 is out of range: the held-out file says so before any training,
+  // and a training file when it is read, by name.
+  r = fieldkit_test::run_cli(bin, folder + " --classes 2", dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("b.xyz: expected labels in [0, 2) or -100 (--classes 2), got 2"),
+            std::string::npos)
+      << r.err;
+  {
+    std::ofstream held_out(dir / "points" / "b.xyz");  // held out: labels 0 and 1 only
+    for (int i = 0; i < 40; ++i)
+      held_out << i % 7 << ' ' << i / 7 << ' ' << i % 3 << ' ' << i % 2 << '\n';
+  }
   r = fieldkit_test::run_cli(bin, folder + " --classes 2", dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("a.xyz: expected labels in [0, 2) or -100 (--classes 2), got 2"),
             std::string::npos)
       << r.err;
+  // A resume from a diverged run's last.ckpt (NaN weights) is refused by name.
+  const fs::path last = dir / "run2" / "last.ckpt";
+  minkowski::nn::NamedTensors state = minkowski::nn::read_tensors(last.string());
+  for (auto& [name, t] : state)
+    if (name.rfind("model.", 0) == 0 && fk::is_floating(t.dtype())) {
+      fk::fill_(t, std::nan(""));
+      break;
+    }
+  minkowski::nn::save_tensors(last.string(), state);
+  r = fieldkit_test::run_cli(bin,
+                             "train --epochs 2 --steps-per-epoch 1 --batch 1 --voxel 1 --threads 1 "
+                             "--variant 14A --classes 3 --resume --data " +
+                                 (dir / "points").string() + " --out " + (dir / "run2").string(),
+                             dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("expected finite weights, got nan in model."), std::string::npos) << r.err;
   fs::remove_all(dir);
 }
 

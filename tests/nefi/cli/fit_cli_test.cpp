@@ -125,6 +125,14 @@ TEST(FitCli, SolvesAMatrixModelAndWritesEveryOutput) {
   }
   fk::write_npy((dir / "counts.npy").string(), fk::from_vector(counts, {16, 16}));
   fk::write_npy((dir / "rounded.npy").string(), fk::from_vector(rounded, {16, 16}));
+  // ... and a matrix of integers (a 0/1 sampling matrix saved as int64).
+  std::vector<int64_t> eye(256 * 256, 0);
+  for (int64_t i = 0; i < 256; ++i) eye[i * 256 + i] = 1;
+  fk::write_npy((dir / "eye.npy").string(), fk::from_vector(eye, {256, 256}));
+  const auto e = nefi_stdout(
+      "fit --matrix " + (dir / "eye.npy").string() + " --data " + (dir / "y.npy").string() +
+      " --shape 16,16 --budget 5 --threads 1 -q --out " + (dir / "eye").string());
+  EXPECT_EQ(e.status, 0) << e.out;
   for (const char* data : {"counts", "rounded"}) {
     const auto c =
         nefi_stdout("fit --matrix " + (dir / "A.npy").string() + " --data " +
