@@ -20,6 +20,8 @@ import numpy as np
 
 from ._core import Error
 from ._core import nefi as _nefi
+from ._operators import _integer
+from ._time_stepper import _values
 
 _m = _nefi.metrics
 
@@ -29,9 +31,7 @@ __all__ = ["mse", "rmse", "mae", "psnr", "relative_error", "ssim", "masked_ssim"
 
 
 def _arr(x):
-    if hasattr(x, "detach"):  # a torch tensor, on any device
-        x = x.detach().cpu().numpy()
-    return np.ascontiguousarray(np.asarray(x, dtype=np.float64))
+    return np.ascontiguousarray(_values(x))  # a torch tensor on any device too
 
 
 def _pair(where, x, gt):
@@ -164,10 +164,10 @@ def gmsd(x, ref, c=0.0026):
 
 def sliced_wasserstein(x, ref, n_proj=128):
     a, b = _pair("sliced_wasserstein", x, ref)
-    if isinstance(n_proj, (bool, np.bool_)) or not isinstance(n_proj, (int, np.integer)) or \
-            n_proj < 1:
+    n = _integer("sliced_wasserstein", "n_proj", n_proj)
+    if n < 1:
         raise Error(f"sliced_wasserstein: expected n_proj a whole number >= 1, got {n_proj!r}")
-    return _m.sliced_wasserstein(a, b, int(n_proj))
+    return _m.sliced_wasserstein(a, b, n)
 
 
 swd = sliced_wasserstein
@@ -175,7 +175,7 @@ swd = sliced_wasserstein
 
 def edge_f1(x, gt, threshold=0.5, dilate=1):
     a, b = _pair("edge_f1", x, gt)
-    if isinstance(dilate, (bool, np.bool_)) or not isinstance(dilate, (int, np.integer)) or \
-            dilate < 0:
+    d = _integer("edge_f1", "dilate", dilate)
+    if d < 0:
         raise Error(f"edge_f1: expected dilate a whole number >= 0, got {dilate!r}")
-    return _m.edge_f1(a, b, _number("edge_f1", "threshold", threshold), int(dilate))
+    return _m.edge_f1(a, b, _number("edge_f1", "threshold", threshold), d)
