@@ -68,6 +68,12 @@ class ForwardProblem:
         return dict(zip(self._model.names, c)) if self._model.several else c[0]
 
     @property
+    def head_scale(self):
+        """What the head's O(1) output spans (a dict per field for several)."""
+        s = self._core.head_scales
+        return dict(zip(self._model.names, s)) if self._model.several else s[0]
+
+    @property
     def prior(self):
         p = self._core.priors
         return dict(zip(self._model.names, p)) if self._model.several else p[0]

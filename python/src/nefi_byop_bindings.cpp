@@ -242,6 +242,7 @@ void bind_nefi_byop(nb::module_& m) {
       .def_prop_ro("noise_std", [](const ForwardProblem& p) { return p.ap.noise_std; })
       .def_prop_ro("noise_estimated", [](const ForwardProblem& p) { return p.ap.noise_estimated; })
       .def_prop_ro("constant_fits", [](const ForwardProblem& p) { return p.ap.constant_fits; })
+      .def_prop_ro("head_scales", [](const ForwardProblem& p) { return p.ap.head_scales; })
       .def_prop_ro("priors",
                    [](const ForwardProblem& p) {
                      std::vector<std::string> out;
@@ -331,11 +332,11 @@ void bind_nefi_byop(nb::module_& m) {
         std::vector<const ForwardProblem*> ps;
         for (nb::handle h : items) ps.push_back(&nb::cast<const ForwardProblem&>(h));
         std::vector<nefi::AutoInput> inputs;
-        std::vector<std::vector<double>> fits;  // each problem's own, from its build
+        std::vector<nefi::FittedStart> fits;  // each problem's own, from its build
         std::vector<const nefi::AutoProblem*> built;
         for (const ForwardProblem* p : ps) {
           inputs.push_back({p->op, p->shape, p->measurement, p->options});
-          fits.push_back(p->ap.constant_fits);
+          fits.push_back({p->ap.constant_fits, p->ap.head_scales});
           built.push_back(&p->ap);
         }
         std::vector<nefi::AutoProblem> aps;

@@ -374,12 +374,13 @@ def test_from_forward_problems_of_one_model_are_solved_together():
 
 
 def test_the_loss_hessian_of_a_linear_model_on_a_grid_field():
-    # x = s theta + c (unconstrained: s = |c|), L = w mean((A x - y)^2):
+    # x = s theta + c (s the head's scale), L = w mean((A x - y)^2):
     # H = (2 w / N) s^2 A^T A wherever it is taken.
     a = blur()
     p = nefi.from_forward(a, box_data(a), prior="unconstrained", representation="grid")
     w = float(p.decisions["data_weight"]["value"])
-    s = abs(p.constant_fit)
+    s = p.head_scale
+    assert s == pytest.approx(float(p.decisions["head_scale"]["value"]), rel=1e-3)
     want = 2 * w / 32 * s * s * np.linalg.svd(a, compute_uv=False)[0] ** 2
     start = p.hessian_spectrum(k=1, n_iter=32)
     assert start["parameters"] == 32

@@ -84,7 +84,7 @@ void check_alike(const AutoInput& a, const AutoInput& first, size_t i) {
 }  // namespace
 
 std::vector<AutoProblem> shared_start_problems(const std::vector<AutoInput>& inputs,
-                                               std::vector<std::vector<double>> fits) {
+                                               std::vector<FittedStart> fits) {
   FK_CHECK(!inputs.empty(), kWhere, "at least one problem", "none");
   // Refused before any problem is built (each build runs its model's probes).
   const std::string& rep = inputs[0].options.representation;
@@ -119,7 +119,9 @@ std::vector<AutoProblem> shared_start_problems(const std::vector<AutoInput>& inp
     for (size_t i = 0; i < inputs.size(); ++i) {
       AutoOptions o = inputs[i].options;
       o.start.clear();
-      fits.push_back(build(i, o).constant_fits);
+      o.start_scales.clear();
+      const AutoProblem own = build(i, o);
+      fits.push_back({own.constant_fits, own.head_scales});
     }
   // The medoid: the problem whose constants are nearest (L1) to all the
   // others' (with one field, the median one), so that several fields start
@@ -128,8 +130,9 @@ std::vector<AutoProblem> shared_start_problems(const std::vector<AutoInput>& inp
   double best = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < fits.size(); ++i) {
     double d = 0;
-    for (const auto& other : fits)
-      for (size_t f = 0; f < other.size(); ++f) d += std::abs(fits[i][f] - other[f]);
+    for (const FittedStart& other : fits)
+      for (size_t f = 0; f < other.constants.size(); ++f)
+        d += std::abs(fits[i].constants[f] - other.constants[f]);
     if (d < best) {
       best = d;
       medoid = i;
@@ -138,7 +141,8 @@ std::vector<AutoProblem> shared_start_problems(const std::vector<AutoInput>& inp
   std::vector<AutoProblem> out;
   for (size_t i = 0; i < inputs.size(); ++i) {
     AutoOptions o = inputs[i].options;
-    o.start = fits[medoid];
+    o.start = fits[medoid].constants;
+    o.start_scales = fits[medoid].scales;
     out.push_back(build(i, o));
   }
   return out;

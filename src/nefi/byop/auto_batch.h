@@ -4,8 +4,8 @@
 // instrument) solved by batch_invert in one optimisation loop. What
 // batch_invert needs them to share is made shared; the rest stays each
 // problem's:
-//   start    every problem is rebuilt to start from one set of constants,
-//            the fitted constants of the medoid problem (with one field,
+//   start    every problem is rebuilt to start from one set of constants
+//            and head scales, those of the medoid problem (with one field,
 //            the median one), so their fields share heads. Its penalty
 //            weights are then re-weighed from that start (auto_problem's
 //            probe), so they match the problem's own only for the medoid
@@ -32,11 +32,17 @@ struct AutoInput {
   AutoOptions options;
 };
 
-// The problems rebuilt from the medoid's start. `fits`: each problem's
-// fitted constants when already known (AutoProblem::constant_fits of a
-// build without a start), else fitted here (a build each).
+// A problem's own start: AutoProblem::constant_fits and head_scales of a
+// build without a start.
+struct FittedStart {
+  std::vector<double> constants, scales;
+};
+
+// The problems rebuilt from the medoid's start (its constants and head
+// scales). `fits`: each problem's own start when already known, else
+// fitted here (a build each).
 std::vector<AutoProblem> shared_start_problems(const std::vector<AutoInput>& inputs,
-                                               std::vector<std::vector<double>> fits = {});
+                                               std::vector<FittedStart> fits = {});
 
 // What a device batch (options.device) of these problems refuses
 // (batch_device_reason: chunk_size, loss_mode loop, a model without a device

@@ -89,12 +89,10 @@ double support_fill(const PriorSpec& prior) {
 }
 
 // The head of field `name`: it starts at c, and its O(1) raw output spans
-// O(|c|) (O(1) when c = 0), or the prior's scale; then the modifiers, in
-// the order that keeps each exact: the mirror images, the support, and the
-// total or the mean.
-HeadPtr head_for(const std::string& name, const PriorSpec& prior, double c,
+// `scale`; then the modifiers, in the order that keeps each exact: the
+// mirror images, the support, and the total or the mean.
+HeadPtr head_for(const std::string& name, const PriorSpec& prior, double c, double s,
                  const fk::Tensor& support, int ndim) {
-  const double s = prior.scale.value_or(std::abs(c) > 0 ? std::abs(c) : 1.0);
   HeadPtr h;
   if (prior.mass)
     h = softplus_head(name, 1.0);  // any positive start: the total is normalized
@@ -351,6 +349,18 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     decide("constant_fit" + sfx, num(fit.c[i]), fit.how + "; the field starts there");
   }
 
+  // Head scale: what the network's O(1) output spans.
+  FK_CHECK(o.start_scales.empty() ||
+               (o.start_scales.size() == ap.fields.size() && o.start.size() == ap.fields.size()),
+           "start_scales", "one scale per field, with start",
+           std::to_string(o.start_scales.size()) + " scales and " + std::to_string(o.start.size()) +
+               " starts");
+  const HeadScales hs = head_scales(*op, k, d, fit.c, ap.noise_std, ap.priors, o.start_scales);
+  ap.head_scales = hs.scales;
+  for (size_t i = 0; i < ap.fields.size(); ++i)
+    if (!hs.why[i].empty())
+      decide("head_scale" + (several ? ":" + ap.fields[i] : ""), num(hs.scales[i]), hs.why[i]);
+
   // Field.
   const int64_t cells = shape.numel();
   const Network net = network_for(cells);
@@ -375,7 +385,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
                std::to_string(fc.n_octaves));
   std::vector<HeadPtr> heads;
   for (size_t i = 0; i < ap.fields.size(); ++i)
-    heads.push_back(head_for(ap.fields[i], ap.priors[i], fit.c[i], k.support[i],
+    heads.push_back(head_for(ap.fields[i], ap.priors[i], fit.c[i], ap.head_scales[i], k.support[i],
                              static_cast<int>(shape.size())));
   InverseProblem& prob = ap.problem;
   prob.name = "from_forward";

@@ -11,8 +11,11 @@
 //               field c that best explains the data (closed form for one
 //               field of known homogeneity p, c^p = <F(1), y> / <F(1), F(1)>,
 //               else a search over a log grid, one field at a time for
-//               several), so the network starts at c and its O(1) output
-//               spans O(c)
+//               several), so the network starts at c; its O(1) output
+//               spans the larger of |c| and the largest change of a
+//               data-only fit from c (CGLS stopped at the noise floor for a
+//               linear model: constant_fit.h's departure_scales), unless
+//               the prior gives scale(v)
 //   noise       given, else estimated from the data (noise_estimate.h; for
 //               a Sampling or FourierSampling model, from neighbouring
 //               samples or the outer frequencies: sampling.h)
@@ -96,6 +99,9 @@ struct AutoOptions {
   // their fields share heads (auto_batch.h). The data weight stays the
   // misfit of the fitted constants.
   std::vector<double> start;
+  // With start: the heads' scales (one per field) instead of their own
+  // (head_scales), so that the batch's heads are one.
+  std::vector<double> start_scales;
   double discrepancy_tau = 1.0;
   uint64_t seed = 0;
 };
@@ -110,6 +116,7 @@ struct AutoProblem {
   std::vector<std::string> fields;    // the field names ("x" for one)
   std::vector<PriorSpec> priors;      // one per field
   std::vector<double> constant_fits;  // where each field starts
+  std::vector<double> head_scales;    // what its head spans (the header's head)
   double noise_std = 0;
   bool noise_estimated = false;
   uint64_t seed = 0;

@@ -36,17 +36,23 @@ fk::Tensor ConstantFields::make(size_t i, double c) const {
 
 namespace {
 
-// The model on constant fields (one value per field name), host values;
-// empty when an output is not finite (a constant the model cannot take).
-std::vector<double> on_constants(const Operator& op, const ConstantFields& k,
-                                 const std::vector<double>& c) {
+// The model's prediction on `fields`, host values; empty when an output is
+// not finite.
+std::vector<double> prediction(const Operator& op, const FieldMap& fields) {
   fk::autograd::NoGradGuard ng;
-  FieldMap fields;
-  for (size_t i = 0; i < k.names.size(); ++i) fields[k.names[i]] = k.make(i, c[i]);
   std::vector<double> v = op.forward(fields).to(fk::DType::F64).to_vector<double>();
   for (double e : v)
     if (!std::isfinite(e)) return {};
   return v;
+}
+
+// The model on constant fields (one value per field name), host values;
+// empty when an output is not finite (a constant the model cannot take).
+std::vector<double> on_constants(const Operator& op, const ConstantFields& k,
+                                 const std::vector<double>& c) {
+  FieldMap fields;
+  for (size_t i = 0; i < k.names.size(); ++i) fields[k.names[i]] = k.make(i, c[i]);
+  return prediction(op, fields);
 }
 
 // The misfit of constant fields; infinite where the model's output is not finite.
@@ -161,42 +167,200 @@ ConstantFit fit_constants(const Operator& op, const ConstantFields& k, const Wei
   return fit;
 }
 
-std::vector<fk::Tensor> misfit_gradient_at(const Operator& op, const ConstantFields& k,
-                                           const Weighted& d, const std::vector<double>& c) {
-  FK_CHECK(c.size() == k.names.size(), "nefi::misfit_gradient_at",
-           std::to_string(k.names.size()) + " constants (one per field)", std::to_string(c.size()));
-  fk::autograd::EnableGradGuard on;  // whatever the caller's mode
-  FieldMap fields;
+namespace {
+
+// The model's vector-Jacobian product at `fields` (one per name, any
+// values) for the seed `seed_of` makes from its prediction: f64 maps of
+// k.shape, 0 where not finite (a model's vjp at the edge of its domain) and
+// for a field the model does not read. Grad mode on whatever the caller's;
+// fk::autograd::grad leaves every .grad (the model's trainable
+// parameters') untouched.
+template <class Seed>
+std::vector<fk::Tensor> pulled_back(const Operator& op, const ConstantFields& k, const Weighted& d,
+                                    const std::vector<fk::Tensor>& fields, const Seed& seed_of) {
+  fk::autograd::EnableGradGuard on;
+  FieldMap named;
   std::vector<fk::Tensor> leaves;
   for (size_t i = 0; i < k.names.size(); ++i) {
-    fk::Tensor x = k.make(i, c[i]).detach().contiguous();
+    fk::Tensor x = fields[i].detach().contiguous();
     x.set_requires_grad(true);
     leaves.push_back(x);
-    fields[k.names[i]] = x;
+    named[k.names[i]] = x;
   }
-  const fk::Tensor pred = op.forward(fields);
+  const fk::Tensor pred = op.forward(named);
   const std::vector<double> p = pred.detach().to(fk::DType::F64).to_vector<double>();
   FK_CHECK(p.size() == d.y.size() && p.size() == d.w.size(), "nefi::misfit_gradient_at",
            "a prediction of the data's " + std::to_string(d.y.size()) + " values",
            std::to_string(p.size()));
   std::vector<fk::Tensor> maps(leaves.size());
-  if (fk::autograd::tensor_requires_grad(pred)) {
-    // d misfit / d pred = 2 w (pred - y) / wsum; fk::autograd::grad leaves
-    // every .grad (the model's trainable parameters') untouched.
-    std::vector<double> seed(p.size());
-    for (size_t j = 0; j < p.size(); ++j)
-      seed[j] = d.w[j] == 0 ? 0.0 : 2 * d.w[j] * (p[j] - d.y[j]) / std::max(d.wsum, 1e-300);
-    maps =
-        fk::autograd::grad({pred}, {fk::from_vector(seed, pred.shape()).to(pred.dtype())}, leaves);
-  }
-  for (fk::Tensor& g : maps) {  // no gradient: a field the model does not read
+  if (fk::autograd::tensor_requires_grad(pred))
+    maps = fk::autograd::grad({pred}, {fk::from_vector(seed_of(p), pred.shape()).to(pred.dtype())},
+                              leaves);
+  for (fk::Tensor& g : maps) {
     g = g.defined() ? g.detach().to(fk::DType::F64).contiguous().clone()
                     : fk::zeros(k.shape, {fk::DType::F64});
     double* v = g.data<double>();
     for (int64_t j = 0; j < g.numel(); ++j)
-      if (!std::isfinite(v[j])) v[j] = 0;  // a model's vjp at the edge of its domain
+      if (!std::isfinite(v[j])) v[j] = 0;
   }
   return maps;
+}
+
+// Field i's cells a step may change: its known support (weights in [0, 1]),
+// else all.
+void confine(const ConstantFields& k, size_t i, std::vector<double>& v) {
+  if (!k.support[i].defined()) return;
+  const std::vector<double> m = k.support[i].to_vector<double>();
+  for (size_t j = 0; j < v.size(); ++j) v[j] *= m[j];
+}
+
+// CGLS on the mask-weighted least squares of a linear one-field model from
+// x0 (its prediction y0), stopped at the noise floor (misfit <= sigma^2) or
+// after `iterations`: the largest change from x0.
+double cgls_departure(const Operator& op, const ConstantFields& k, const Weighted& d,
+                      const fk::Tensor& x0, const std::vector<double>& y0, double sigma,
+                      int iterations) {
+  const auto n = static_cast<size_t>(x0.numel());
+  std::vector<double> x(n, 0.0), r(d.y.size());  // x: the change from x0
+  for (size_t j = 0; j < r.size(); ++j) r[j] = d.y[j] - y0[j];
+  // s = A^T W r at any point (the model is linear), kept on the support.
+  auto normal = [&](const std::vector<double>& res) {
+    std::vector<double> s = pulled_back(op, k, d, {x0},
+                                        [&](const std::vector<double>&) {
+                                          std::vector<double> seed(res.size());
+                                          for (size_t j = 0; j < res.size(); ++j)
+                                            seed[j] = d.w[j] * res[j];
+                                          return seed;
+                                        })[0]
+                                .to_vector<double>();
+    confine(k, 0, s);
+    return s;
+  };
+  std::vector<double> s = normal(r), p = s;
+  double gamma = 0;
+  for (double v : s) gamma += v * v;
+  double largest = 0;
+  for (int it = 0; it < iterations && gamma > 0; ++it) {
+    // A p = F(x0 + p) - F(x0).
+    const std::vector<double> yp =
+        prediction(op, {{k.names[0], fk::add(x0, fk::from_vector(p, k.shape).to(x0.dtype()))}});
+    if (yp.empty()) break;
+    std::vector<double> q(yp.size());
+    for (size_t j = 0; j < q.size(); ++j) q[j] = yp[j] - y0[j];
+    const double qq = d.dot(q, q);
+    if (!(qq > 0)) break;
+    const double alpha = gamma / qq;
+    largest = 0;
+    for (size_t j = 0; j < n; ++j) {
+      x[j] += alpha * p[j];
+      largest = std::max(largest, std::abs(x[j]));
+    }
+    for (size_t j = 0; j < r.size(); ++j) r[j] -= alpha * q[j];
+    if (d.dot(r, r) / d.wsum <= sigma * sigma) break;
+    s = normal(r);
+    double next = 0;
+    for (double v : s) next += v * v;
+    for (size_t j = 0; j < n; ++j) p[j] = s[j] + next / gamma * p[j];
+    gamma = next;
+  }
+  return std::isfinite(largest) ? largest : 0.0;
+}
+
+}  // namespace
+
+std::vector<fk::Tensor> misfit_gradient_at(const Operator& op, const ConstantFields& k,
+                                           const Weighted& d, const std::vector<double>& c) {
+  FK_CHECK(c.size() == k.names.size(), "nefi::misfit_gradient_at",
+           std::to_string(k.names.size()) + " constants (one per field)", std::to_string(c.size()));
+  std::vector<fk::Tensor> fields;
+  for (size_t i = 0; i < k.names.size(); ++i) fields.push_back(k.make(i, c[i]));
+  // d misfit / d pred = 2 w (pred - y) / wsum.
+  return pulled_back(op, k, d, fields, [&](const std::vector<double>& p) {
+    std::vector<double> seed(p.size());
+    for (size_t j = 0; j < p.size(); ++j)
+      seed[j] = d.w[j] == 0 ? 0.0 : 2 * d.w[j] * (p[j] - d.y[j]) / std::max(d.wsum, 1e-300);
+    return seed;
+  });
+}
+
+std::vector<double> departure_scales(const Operator& op, const ConstantFields& k, const Weighted& d,
+                                     const std::vector<double>& c, double sigma,
+                                     const std::vector<bool>& scaled) {
+  std::vector<double> out(k.names.size(), 0.0);
+  if (std::none_of(scaled.begin(), scaled.end(), [](bool b) { return b; })) return out;
+  FieldMap at;
+  for (size_t i = 0; i < k.names.size(); ++i) at[k.names[i]] = k.make(i, c[i]);
+  const std::vector<double> y0 = prediction(op, at);
+  if (y0.empty()) return out;
+  if (op.linear() && k.names.size() == 1) {
+    out[0] = cgls_departure(op, k, d, at.at(k.names[0]), y0, sigma, kDepartureIterations);
+    return out;
+  }
+  const std::vector<fk::Tensor> grads = misfit_gradient_at(op, k, d, c);
+  const double m0 = d.misfit(y0);
+  for (size_t i = 0; i < k.names.size(); ++i) {
+    if (!scaled[i]) continue;
+    // The descent direction, largest change 1.
+    std::vector<double> dir = grads[i].to_vector<double>();
+    confine(k, i, dir);
+    double peak = 0;
+    for (double v : dir) peak = std::max(peak, std::abs(v));
+    if (!(peak > 0)) continue;
+    for (double& v : dir) v = -v / peak;
+    const fk::Tensor step = fk::from_vector(dir, k.shape);
+    double best = m0;
+    for (int e = -16; e <= 8; ++e) {
+      const double t = std::pow(10.0, e / 2.0);
+      FieldMap moved = at;
+      moved[k.names[i]] = fk::add(at.at(k.names[i]), fk::mul(step, t));
+      try {
+        const std::vector<double> y = prediction(op, moved);
+        if (!y.empty() && d.misfit(y) < best) {
+          best = d.misfit(y);
+          out[i] = t;
+        }
+      } catch (const fk::Error&) {  // a step the model refuses (a negative diffusivity)
+      }
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Whether a prior's head spans a scale: an affine or softplus head; a
+// ranged head spans its bounds, an exp head's steps are relative whatever
+// its scale, and a conserved field is normalized to its total.
+bool takes_scale(const PriorSpec& prior) {
+  return !prior.mass && (prior.head == "unconstrained" || prior.head == "nonnegative");
+}
+
+}  // namespace
+
+HeadScales head_scales(const Operator& op, const ConstantFields& k, const Weighted& d,
+                       const std::vector<double>& c, double sigma,
+                       const std::vector<PriorSpec>& priors, const std::vector<double>& given) {
+  HeadScales out;
+  std::vector<bool> scaled;
+  for (const PriorSpec& pr : priors) scaled.push_back(takes_scale(pr) && !pr.scale);
+  const std::vector<double> step = given.empty() ? departure_scales(op, k, d, c, sigma, scaled)
+                                                 : std::vector<double>(c.size(), 0.0);
+  const std::string how = op.linear() && k.names.size() == 1
+                              ? "CGLS, at most " + std::to_string(kDepartureIterations) +
+                                    " iterations, stopped at the noise floor"
+                              : "one steepest-descent step";
+  for (size_t i = 0; i < c.size(); ++i) {
+    const PriorSpec& pr = priors[i];
+    const double s = std::max(std::abs(c[i]), step[i]);
+    out.scales.push_back(pr.scale ? *pr.scale : given.empty() ? (s > 0 ? s : 1.0) : given[i]);
+    out.why.push_back(!takes_scale(pr) ? ""
+                      : pr.scale       ? "the prior's scale"
+                      : !given.empty() ? "given (the batch's shared start)"
+                                       : "the larger of |constant_fit| and the largest change of "
+                                         "a data-only fit from it (" +
+                                             how + ")");
+  }
+  return out;
 }
 
 }  // namespace nefi

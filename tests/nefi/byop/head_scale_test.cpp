@@ -1,0 +1,178 @@
+// The head's scale (auto_problem.h): fields that depart from their best
+// constant by far more than its magnitude (a zero-mean wave, sparse spikes)
+// get a head that spans their departure, so a grid reaches the noise floor
+// where a head scaled by the constant alone stalls far above it; a model
+// that is not linear gets its scale from one steepest-descent step; the
+// prior's scale(v) and the positive head keep theirs.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "byop_test_models.h"
+#include "fk/thread_count.h"
+#include "nefi/byop/auto_problem.h"
+#include "nefi/byop/quick_report.h"
+#include "nefi/diagnostics/data_fit.h"
+#include "nefi/solve/metrics.h"
+
+namespace {
+
+using nefi::auto_problem;
+using nefi::AutoOptions;
+using nefi::test::value_of;
+
+constexpr int64_t kCells = 128;
+
+// gt seen through a row-normalised blur (width 2 cells) with noise of 1 %
+// of the blurred data's range.
+struct Blurred {
+  std::vector<double> gt, y;
+  double sigma = 0;
+  nefi::OperatorPtr op;
+  explicit Blurred(std::vector<double> truth) : gt(std::move(truth)) {
+    const auto a = nefi::test::blur_matrix(kCells, 2.0);
+    op = std::make_shared<nefi::FunctionOperator>(fk::Dims{kCells}, fk::Dims{kCells},
+                                                  nefi::test::matrix_model(a, kCells, kCells), 1.0,
+                                                  "blur");
+    y.assign(kCells, 0.0);
+    for (int64_t i = 0; i < kCells; ++i)
+      for (int64_t j = 0; j < kCells; ++j) y[i] += a[i * kCells + j] * gt[j];
+    const auto [lo, hi] = std::minmax_element(y.begin(), y.end());
+    sigma = 0.01 * (*hi - *lo);
+    y = nefi::test::with_noise(fk::from_vector(y, {kCells}), sigma, 3).to_vector<double>();
+  }
+  nefi::Measurement measurement() const {
+    nefi::Measurement m;
+    m.data = fk::from_vector(y, {kCells});
+    return m;
+  }
+  // The grid solve under `prior`: (chi, PSNR, report).
+  std::tuple<double, double, std::string> solve(const std::string& prior) const {
+    AutoOptions o;
+    o.prior = prior;
+    o.representation = "grid";
+    o.noise_std = sigma;
+    const auto ap = auto_problem(op, {kCells}, measurement(), o);
+    const nefi::Result r = ap.solve();
+    const fk::Tensor truth = fk::from_vector(gt, {kCells});
+    const auto fit = nefi::diagnostics::data_fit(ap.problem.measurement, r.prediction);
+    return {fit && fit->rmse_over_sigma ? *fit->rmse_over_sigma : 1e9,
+            nefi::psnr(r.fields.at("x").to(fk::DType::F64), truth),
+            nefi::quick_report(ap, r, {{"x", truth}})};
+  }
+};
+
+std::vector<double> zero_mean_wave() {
+  std::vector<double> v(kCells);
+  for (int64_t i = 0; i < kCells; ++i) {
+    const double t = (i + 0.5) / kCells;
+    v[i] = std::sin(2 * std::numbers::pi * t) + 0.5 * std::sin(6 * std::numbers::pi * t);
+  }
+  return v;
+}
+
+TEST(NefiHeadScale, AZeroMeanFieldGetsAHeadSpanningItsDeparture) {
+  const fk::test::ThreadCount one(1);
+  const Blurred b(zero_mean_wave());
+  AutoOptions o;
+  o.noise_std = b.sigma;
+  const auto ap = auto_problem(b.op, {kCells}, b.measurement(), o);
+  // The best constant is near 0; the wave departs from it by ~1.3.
+  const double c = ap.constant_fits[0], s = ap.head_scales[0];
+  EXPECT_LT(std::abs(c), 0.05);
+  EXPECT_GT(s, 0.5);
+  EXPECT_LT(s, 3.0);
+  EXPECT_NEAR(std::stod(value_of(ap, "head_scale")), s, 1e-3 * s);
+  // The departure reaches the noise floor: chi 1 and the wave within 1 dB
+  // of what a head given the right scale gets; a head scaled by |c| alone
+  // (the constant's magnitude) stalls far above the noise.
+  const auto [chi, psnr, report] = b.solve("unconstrained");
+  const auto [given_chi, given, given_report] = b.solve("scale(1.3)");
+  const auto [small_chi, small, small_report] =
+      b.solve("scale(" + std::to_string(std::abs(c)) + ")");
+  EXPECT_LT(chi, 1.1) << report;
+  EXPECT_GT(psnr, given - 1.0) << report << given_report;
+  EXPECT_GT(small_chi, 3.0) << small_report;
+  EXPECT_GT(psnr, small + 6.0) << report << small_report;
+}
+
+TEST(NefiHeadScale, SparseSpikesGetAHeadNearTheirPeak) {
+  const fk::test::ThreadCount one(1);
+  std::vector<double> gt(kCells, 0.0);
+  for (auto [at, h] : {std::pair{17, 0.9}, {40, 0.6}, {71, 1.0}, {90, 0.7}, {113, 0.8}}) gt[at] = h;
+  const Blurred b(gt);
+  AutoOptions o;
+  o.prior = "nonnegative";
+  o.noise_std = b.sigma;
+  const auto ap = auto_problem(b.op, {kCells}, b.measurement(), o);
+  // The best constant is the spikes' mean, 0.03; CGLS from it climbs to
+  // within a few times the peak.
+  EXPECT_LT(ap.constant_fits[0], 0.05);
+  EXPECT_GT(ap.head_scales[0], 0.25);
+  // A grid's default budget (750 steps here) leaves spikes a little above
+  // the noise floor (chi 1.4 at any scale from 0.3 to 3); starved, far more.
+  const auto [chi, psnr, report] = b.solve("nonnegative");
+  EXPECT_LT(chi, 1.5) << report;
+  const auto [small_chi, small, small_report] =
+      b.solve("nonnegative + scale(" + std::to_string(ap.constant_fits[0]) + ")");
+  EXPECT_GT(small_chi, chi + 0.5) << small_report;
+  EXPECT_GT(psnr, small + 5.0) << report << small_report;
+}
+
+// y = x + x^3 / 4 has no homogeneity: one steepest-descent step, its size
+// from a log grid, scales the head.
+TEST(NefiHeadScale, AModelThatIsNotLinearTakesOneSteepestDescentStep) {
+  const fk::test::ThreadCount one(1);
+  nefi::ForwardModel cubic;
+  cubic.forward = [](const std::vector<fk::Tensor>& xs) {
+    std::vector<double> v = xs[0].to_vector<double>();
+    for (double& e : v) e += e * e * e / 4;
+    return fk::from_vector(v, xs[0].shape());
+  };
+  cubic.vjp = [](const std::vector<fk::Tensor>& xs, const fk::Tensor& g) {
+    std::vector<double> x = xs[0].to_vector<double>(), r = g.to_vector<double>();
+    for (size_t i = 0; i < x.size(); ++i) r[i] *= 1 + 0.75 * x[i] * x[i];
+    return std::vector<fk::Tensor>{fk::from_vector(r, xs[0].shape())};
+  };
+  auto op = std::make_shared<nefi::FunctionOperator>(fk::Dims{kCells}, fk::Dims{kCells}, cubic);
+  ASSERT_FALSE(op->linear());
+  std::vector<double> y = zero_mean_wave();
+  for (double& e : y) e += e * e * e / 4;
+  nefi::Measurement m;
+  m.data = fk::from_vector(y, {kCells});
+  AutoOptions o;
+  o.noise_std = 0.01;
+  const auto ap = auto_problem(op, {kCells}, m, o);
+  EXPECT_GT(ap.head_scales[0], 0.3);
+  EXPECT_LT(ap.head_scales[0], 5.0);
+  EXPECT_NE(value_of(ap, "head_scale").size(), 0u);
+  bool said = false;
+  for (const auto& d : ap.decisions)
+    said |= d.key == "head_scale" && d.why.find("one steepest-descent step") != std::string::npos;
+  EXPECT_TRUE(said);
+}
+
+TEST(NefiHeadScale, ThePriorsScaleAndThePositiveHeadKeepTheirs) {
+  const fk::test::ThreadCount one(1);
+  const Blurred b(zero_mean_wave());
+  AutoOptions o;
+  o.prior = "scale(0.25)";
+  o.noise_std = b.sigma;
+  const auto given = auto_problem(b.op, {kCells}, b.measurement(), o);
+  EXPECT_EQ(given.head_scales[0], 0.25);
+  EXPECT_EQ(value_of(given, "head_scale"), "0.25");
+  std::vector<double> lifted = zero_mean_wave();
+  for (double& e : lifted) e += 2.0;
+  const Blurred p(lifted);
+  o.prior = "positive";
+  o.noise_std = p.sigma;
+  const auto positive = auto_problem(p.op, {kCells}, p.measurement(), o);
+  EXPECT_EQ(value_of(positive, "head_scale"), "");  // an exp head's steps are relative
+  EXPECT_EQ(positive.head_scales[0], std::abs(positive.constant_fits[0]));
+}
+
+}  // namespace
