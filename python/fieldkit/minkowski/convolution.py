@@ -7,6 +7,7 @@ import math
 
 import torch
 
+from .. import Error
 from .functional import ConvolutionFunction, autocast, run
 from .determinism import is_deterministic, sorted_coordinates
 from .kernel import (expanded_output_key, inserted_key, make_generator, output_key,
@@ -94,6 +95,9 @@ class _ConvolutionBase(torch.nn.Module):
                 raise ValueError(f"{type(self).__name__}: expected {kernel.shape[-2]} input "
                                  f"channels, got {input._F.shape[1]}")
             f, w = autocast(input._F, kernel)
+            if w.dtype != f.dtype:  # as the kernel-map path refuses them (no silent casts)
+                raise Error(f"{type(self).__name__}: expected weights of the features' dtype "
+                            f"{f.dtype}, got {w.dtype}")
             if f.dtype == torch.float16 and f.device.type == "cpu":  # torch < 2 has no CPU
                 out = f.float().mm(w.float()).half()  # half matmul: f32, rounded once
             else:

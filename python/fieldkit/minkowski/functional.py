@@ -54,6 +54,13 @@ else:
 _grad_enabled = torch.is_grad_enabled
 
 
+def widened(t):
+    """t in f32 when it is f16 or bf16: a sum over many rows in those loses
+    digits (bf16 stops counting at 256) or overflows (f16 past 65504) where
+    the mean fits; the C++ kernels accumulate in f32 too."""
+    return t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
+
+
 class _NoGraph:
     """The ctx of a forward that torch will not differentiate: keeps nothing."""
 

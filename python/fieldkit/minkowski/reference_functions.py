@@ -17,7 +17,8 @@ import torch
 from .._core import minkowski as _mk
 from .convolution import convolution_output_key
 from .functional import (BroadcastFunction, ConvolutionFunction, GlobalPoolingFunction,
-                         InstanceNormFunction, LocalPoolingFunction, _NoGraph, autocast)
+                         InstanceNormFunction, LocalPoolingFunction, _NoGraph, autocast,
+                         widened)
 from .kernel import transposed_output_key
 from .ops import interpolate
 from .pooling import reduction
@@ -262,9 +263,10 @@ class MinkowskiInterpolationFunction(_ReferenceFunction):
     @staticmethod
     def backward(ctx, grad_out, *_):
         in_map, out_map, weights = ctx.maps
-        rows = weights.to(grad_out.dtype)[:, None] * grad_out[out_map]
-        grad = grad_out.new_zeros(ctx.nrows, grad_out.shape[1]).index_add(0, in_map, rows)
-        return grad, None, None, None
+        wide = widened(grad_out)
+        rows = weights.to(wide.dtype)[:, None] * wide[out_map]
+        grad = wide.new_zeros(ctx.nrows, grad_out.shape[1]).index_add(0, in_map, rows)
+        return grad.to(grad_out.dtype), None, None, None
 
 
 class MinkowskiPruningFunction(_ReferenceFunction):

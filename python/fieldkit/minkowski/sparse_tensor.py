@@ -3,7 +3,7 @@ CoordinateManager map. Row i of the features is row i of the map."""
 import torch
 
 from .._core import minkowski as _mk
-from .functional import MinkowskiDirectMaxPoolingFunction, SplatFunction, run
+from .functional import MinkowskiDirectMaxPoolingFunction, SplatFunction, run, widened
 from .map_rows import _aligned_features, _features_on, _rows_in_map
 from .coordinates import (
     SparseTensorQuantizationMode as QMode,
@@ -28,11 +28,12 @@ def _reduce_duplicates(features, unique, inverse, mode):
     if mode == QMode.MAX_POOL:  # the reference's direct max pooling (one arg-max row)
         rows = torch.arange(features.shape[0], device=features.device)
         return MinkowskiDirectMaxPoolingFunction.apply(rows, inverse, features, m)
-    total = features.new_zeros(m, c).index_add(0, inverse, features)
+    wide = widened(features)
+    total = wide.new_zeros(m, c).index_add(0, inverse, wide)
     if mode == QMode.UNWEIGHTED_SUM:
-        return total
-    counts = torch.bincount(inverse, minlength=m).to(features.dtype)
-    return total / counts[:, None]
+        return total.to(features.dtype)
+    counts = torch.bincount(inverse, minlength=m).to(total.dtype)
+    return (total / counts[:, None]).to(features.dtype)
 
 
 def _reduce_onto(features, rows, m, mode):
@@ -264,8 +265,12 @@ class SparseTensor(_Tensor):
         key, size, (mine, theirs) = _mk.union_map(self._manager, [self._key, other._key],
                                                   [self._F.detach(), other._F.detach()])
         mine, theirs = mine.to(self._F.device), theirs.to(self._F.device)
-        f = self._F.new_zeros(size, self._F.shape[1]).index_copy(0, mine, self._F)
-        f = f.index_copy(0, theirs, op(f[theirs], other._F))
+        # The union's features in the dtype op gives the pair (torch's
+        # promotion, either order).
+        dtype = torch.result_type(self._F, other._F)
+        f = self._F.new_zeros(size, self._F.shape[1], dtype=dtype).index_copy(
+            0, mine, self._F.to(dtype))
+        f = f.index_copy(0, theirs, op(f[theirs], other._F).to(dtype))
         return SparseTensor._on_map(f, key, self._manager)
 
     def _in_place(self, other, op):
