@@ -305,7 +305,7 @@ void bind_nefi_byop(nb::module_& m) {
             std::vector<fk::Tensor> operator_parameters;
             {
               nb::gil_scoped_release nogil;
-              const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
+              const OneSolveAtATime one_at_a_time(*p.solving, "ForwardProblem.solve");
               r = ap.solve(so);
               report = nefi::quick_report(ap, r, gt);
               field_parameters = ap.problem.field->params()
@@ -345,12 +345,13 @@ void bind_nefi_byop(nb::module_& m) {
         {
           nb::gil_scoped_release nogil;
           // Each problem's lock, in one order (two batches sharing problems never deadlock).
-          std::vector<std::mutex*> locks;
+          std::vector<SolvingLock*> locks;
           for (const ForwardProblem* p : ps) locks.push_back(p->solving.get());
           std::sort(locks.begin(), locks.end());
           locks.erase(std::unique(locks.begin(), locks.end()), locks.end());
-          std::vector<std::unique_lock<std::mutex>> held;
-          for (std::mutex* l : locks) held.emplace_back(*l);
+          std::vector<std::unique_ptr<OneSolveAtATime>> held;
+          for (SolvingLock* l : locks)
+            held.push_back(std::make_unique<OneSolveAtATime>(*l, "batch_invert"));
           nefi::BatchOptions bo;
           bo.chunk_size = chunk_size;
           bo.loss_mode = loss_mode;

@@ -183,7 +183,7 @@ void bind_forward_problem_studies(nb::class_<ForwardProblem>& problem) {
             nefi::diagnostics::Diagnostics d;
             {  // a Python model takes the GIL for its own calls
               nb::gil_scoped_release nogil;
-              const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
+              const OneSolveAtATime one_at_a_time(*p.solving, "ForwardProblem.diagnose");
               fitted.reset_operator();
               try {
                 d = nefi::diagnostics::diagnose(*ap.problem.op, x, ap.problem.measurement, opt);
@@ -220,7 +220,7 @@ void bind_forward_problem_studies(nb::class_<ForwardProblem>& problem) {
             nefi::diagnostics::HessianSpectrum h;
             {
               nb::gil_scoped_release nogil;
-              const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
+              const OneSolveAtATime one_at_a_time(*p.solving, "ForwardProblem.hessian_spectrum");
               fitted.reset_operator();
               try {  // the problem's start, or a solve's parameters
                 h = problem_hessian(p.ap, given, k, n_iter, seed, dev);
@@ -261,7 +261,7 @@ void bind_forward_problem_studies(nb::class_<ForwardProblem>& problem) {
             fk::Tensor pred;
             {  // a Python model takes the GIL for its own calls
               nb::gil_scoped_release nogil;
-              const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
+              const OneSolveAtATime one_at_a_time(*p.solving, "ForwardProblem.refine_edges");
               r = nefi::refine_fit(p.ap, x, o);
               fk::autograd::NoGradGuard ng;
               pred = p.ap.problem.op->forward({{p.ap.fields.front(), r.field}});
@@ -288,7 +288,7 @@ void bind_forward_problem_studies(nb::class_<ForwardProblem>& problem) {
             ForwardProblem tuned = p;  // shares the model, so its lock too
             {                          // a Python model takes the GIL for its own calls
               nb::gil_scoped_release nogil;
-              const std::lock_guard<std::mutex> one_at_a_time(*p.solving);
+              const OneSolveAtATime one_at_a_time(*p.solving, "ForwardProblem.autotune");
               p.ap.reset_operator();  // pilots start where every solve does
               rep = nefi::tune::autotune_fit(p.op, p.shape, p.measurement, p.options, plan, gt, {},
                                              dev);

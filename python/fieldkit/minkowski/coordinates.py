@@ -1,6 +1,7 @@
 """Coordinate managers, map keys and building sparse inputs (quantization,
 batching) on fieldkit's C++ coordinate machinery."""
 import enum
+import threading
 import warnings
 
 import numpy as np
@@ -97,6 +98,10 @@ class CoordinateManager(_mk.CoordinateManager):
         # {(map, its "@sorted" twin) and back: the other's row of each row}
         # (determinism.sorted_coordinates' permutation, sparse_tensor's joins).
         self._twin_rows = {}
+        # Held while a key is chosen and its entry made (insert_field's free
+        # key, sorted_coordinates' one twin per map): Python threads sharing
+        # the manager would otherwise both find a key free.
+        self._keys_lock = threading.RLock()
 
     def clear(self):
         super().clear()
@@ -313,11 +318,12 @@ class CoordinateManager(_mk.CoordinateManager):
             raise ValueError(f"{where}: expected N x {self.dimension + 1} coordinates (batch "
                              f"index first), got shape {tuple(c.shape)}")
         ts = self._tensor_stride(tensor_stride, "insert_field")
-        key, n = _mk.MapKey(ts, string_id), 0
-        while key in self._fields:
-            n += 1
-            key = _mk.MapKey(ts, f"{string_id}~{n}")
-        self._fields[key] = c if c.is_floating_point() else c.float()
+        with self._keys_lock:
+            key, n = _mk.MapKey(ts, string_id), 0
+            while key in self._fields:
+                n += 1
+                key = _mk.MapKey(ts, f"{string_id}~{n}")
+            self._fields[key] = c if c.is_floating_point() else c.float()
         return key
 
     def get_coordinate_field(self, field_map_key):

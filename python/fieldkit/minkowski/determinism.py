@@ -1,6 +1,8 @@
 """The reference's determinism mode (``set_deterministic``): the
 convolutions take their input in coordinate order, so a point set gives the
 same output rows whatever order its rows came in."""
+import contextlib
+
 import torch
 
 from .._core import minkowski as _mk
@@ -44,12 +46,15 @@ def sorted_coordinates(st):
     perm = lexicographic_order(c)
     mgr, key = st.coordinate_manager, st.coordinate_map_key
     sorted_key = _mk.MapKey(list(key.tensor_stride), key.tag + _SORTED_TAG)
-    if not mgr.has(sorted_key):
-        sorted_key = mgr.insert(c[perm].contiguous(), list(key.tensor_stride), sorted_key.tag)[0]
-        twins = getattr(mgr, "_twin_rows", None)
-        if twins is not None:  # map_rows._aligned_rows joins them without a search
-            inverse = torch.empty_like(perm)
-            inverse[perm] = torch.arange(len(perm), device=perm.device)
-            twins[(sorted_key, key)] = perm.cpu()
-            twins[(key, sorted_key)] = inverse.cpu()
+    # One twin per map, however many threads sort it at once.
+    with getattr(mgr, "_keys_lock", contextlib.nullcontext()):
+        if not mgr.has(sorted_key):
+            rows = c[perm].contiguous()
+            sorted_key = mgr.insert(rows, list(key.tensor_stride), sorted_key.tag)[0]
+            twins = getattr(mgr, "_twin_rows", None)
+            if twins is not None:  # map_rows._aligned_rows joins them without a search
+                inverse = torch.empty_like(perm)
+                inverse[perm] = torch.arange(len(perm), device=perm.device)
+                twins[(sorted_key, key)] = perm.cpu()
+                twins[(key, sorted_key)] = inverse.cpu()
     return SparseTensor(st.F[perm], coordinate_map_key=sorted_key, coordinate_manager=mgr)

@@ -9,6 +9,7 @@
 // statistics (4 f64 per system).
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -153,6 +154,8 @@ struct EllipticDeviceSolveBackward : SavedOperandsNode {
     gu = solve_operand(gu);
     const int device = s.device().index;
     fk::cuda::detail::DeviceGuard guard(device);
+    std::unique_lock<std::mutex> lock;  // the buffers are solved in place
+    if (warm) lock = std::unique_lock(warm->mutex);
     const bool use_warm = warm && warm->enabled;
     fk::Tensor own_stats;
     const fk::Tensor lambda =
@@ -197,6 +200,8 @@ fk::Tensor solve_elliptic_device(const fk::Tensor& sigma, const fk::Tensor& rhs,
   const int device = sigma.device().index;
   fk::cuda::detail::DeviceGuard guard(device);
   const DeviceSystem sys = build_system(grid, s, k, L, opt);
+  std::unique_lock<std::mutex> lock;  // the buffers are solved in place
+  if (warm) lock = std::unique_lock(warm->mutex);
   const bool use_warm = warm && warm->enabled;
   fk::Tensor own_stats;
   fk::Tensor u = device_solve(sys, b, L, opt, grid, use_warm ? &warm->device_forward : nullptr,

@@ -130,6 +130,23 @@ fk::Tensor sigma_gradient(const EllipticGrid& g, const fk::Tensor& sigma, const 
   return fk::from_vector(gs, sigma.shape()).to(L.dtype);
 }
 
+// The warm start's kept iterate in `slot` (undefined: none kept, or warm
+// starts off), read under its lock.
+fk::Tensor kept(const std::shared_ptr<WarmStart>& warm, fk::Tensor WarmStart::*slot) {
+  if (!warm) return {};
+  const std::lock_guard lock(warm->mutex);
+  return warm->enabled ? (*warm).*slot : fk::Tensor();
+}
+
+// Records a host solve's statistics and, with warm starts on, its iterate.
+void keep(const std::shared_ptr<WarmStart>& warm, fk::Tensor WarmStart::*slot,
+          CgStats WarmStart::*stats, const CgStats& st, const fk::Tensor& x) {
+  if (!warm) return;
+  const std::lock_guard lock(warm->mutex);
+  (*warm).*stats = st;
+  if (warm->enabled) (*warm).*slot = x.clone();
+}
+
 struct EllipticSolveBackward : SavedOperandsNode {
   EllipticGrid grid;
   SolveOptions opt;
@@ -142,13 +159,9 @@ struct EllipticSolveBackward : SavedOperandsNode {
     const auto [s, k, sol] = unpack_operands();
     const fk::Tensor gu = solve_operand(grads[0].to(layout.dtype));
     fk::Tensor lambda;
-    const bool use_warm = warm && warm->enabled;
     const CgStats st =
-        host_solve(grid, s, k, gu, layout, opt, use_warm ? warm->adjoint : fk::Tensor(), lambda);
-    if (warm) {
-      warm->last_adjoint = st;
-      if (use_warm) warm->adjoint = lambda.clone();
-    }
+        host_solve(grid, s, k, gu, layout, opt, kept(warm, &WarmStart::adjoint), lambda);
+    keep(warm, &WarmStart::adjoint, &WarmStart::last_adjoint, st, lambda);
     // Only the inputs that take a gradient (next[i].fn set) get one: dot3d's
     // constant D would otherwise cost a pass over every face per backward.
     fk::Tensor g_sigma =
@@ -317,12 +330,8 @@ fk::Tensor solve_elliptic(const fk::Tensor& sigma, const fk::Tensor& rhs, const 
   const fk::Tensor s = solve_operand(sigma), b = solve_operand(rhs);
   const fk::Tensor k = kappa.defined() ? solve_operand(kappa) : fk::Tensor();
   fk::Tensor u;
-  const bool use_warm = warm && warm->enabled;
-  const CgStats st = host_solve(grid, s, k, b, L, opt, use_warm ? warm->forward : fk::Tensor(), u);
-  if (warm) {
-    warm->last_forward = st;
-    if (use_warm) warm->forward = u.clone();
-  }
+  const CgStats st = host_solve(grid, s, k, b, L, opt, kept(warm, &WarmStart::forward), u);
+  keep(warm, &WarmStart::forward, &WarmStart::last_forward, st, u);
   if (grad && opt.grad_mode == GradMode::kIft) {
     auto node = std::make_shared<EllipticSolveBackward>();
     node->save(s, k, u.detach());

@@ -26,6 +26,7 @@
 // Null space (pure Neumann / periodic and no κ, or `project`): b's mean is
 // removed and u has zero mean (the gauge); the gradients are those of that map.
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "fk/tensor.h"
@@ -50,8 +51,12 @@ struct SolveOptions {
 
 // Warm starts kept between calls (an operator owns one): the last forward
 // solution and the last adjoint, reused when the shape and dtype match, and
-// the statistics of the last solves.
+// the statistics of the last solves. One operator may be called from
+// several threads (a Python caller's): a host solve reads and replaces
+// them under `mutex`, a device solve, which solves in its buffers in place,
+// holds it throughout.
 struct WarmStart {
+  std::mutex mutex;
   bool enabled = true;
   fk::Tensor forward, adjoint;
   CgStats last_forward, last_adjoint;  // host solves only

@@ -2,8 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -137,6 +141,46 @@ TEST(NefiEllipticOperator, DeviceNoteIsEmptyForBothPreconditioners) {
   o.solve.cg.precond = el::Preconditioner::kMultigrid;
   EXPECT_EQ(nefi::EllipticOperator(dom, sources(), first_row(), o).device_note(), "");
   EXPECT_EQ(el::device_refusal(o.solve), "");
+}
+
+// One operator called from several threads (a Python caller's, the GIL
+// released): its warm starts are read and replaced under their lock, so no
+// call sees another's half-written iterate, and each answer is the solve's
+// to its tolerance (warm starts move an answer within it).
+TEST(NefiEllipticOperator, OneOperatorServesSeveralThreads) {
+  nefi::EllipticOperatorOptions o;
+  o.boundary = "neumann";
+  o.sigma_transform = "exp";
+  o.solve.cg.tol = 1e-12;
+  o.warm_start = true;
+  const nefi::EllipticOperator op(nefi::Domain({12, 10}, {2.0, 2.0}), sources(), first_row(), o);
+  fk::Generator gen(3);
+  std::vector<fk::Tensor> xs;
+  for (int i = 0; i < 4; ++i) xs.push_back(fk::randn({12, 10}, {fk::DType::F64}, &gen) * 0.3);
+  const fk::Tensor g = fk::ones(op.output_shape({12, 10}), {fk::DType::F64});
+  std::vector<fk::Tensor> want, want_vjp;
+  for (const fk::Tensor& x : xs) {
+    want.push_back(op.apply(x));
+    want_vjp.push_back(op.vjp(x, g));
+  }
+  auto apart = [](const fk::Tensor& a, const fk::Tensor& b) {
+    const std::vector<double> u = a.to(fk::DType::F64).to_vector<double>(),
+                              v = b.to(fk::DType::F64).to_vector<double>();
+    double d = 0;
+    for (size_t i = 0; i < u.size(); ++i) d = std::max(d, std::abs(u[i] - v[i]));
+    return d;
+  };
+  std::vector<double> worst(xs.size(), 0.0);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < xs.size(); ++t)
+    threads.emplace_back([&, t] {
+      for (int call = 0; call < 40; ++call) {
+        worst[t] = std::max(
+            {worst[t], apart(op.apply(xs[t]), want[t]), apart(op.vjp(xs[t], g), want_vjp[t])});
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (double w : worst) EXPECT_LT(w, 1e-8);
 }
 
 }  // namespace
