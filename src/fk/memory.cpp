@@ -1,7 +1,11 @@
 #include "fk/memory.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
+#include <map>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "fk/cuda/runtime.h"
@@ -15,30 +19,35 @@ namespace {
 constexpr size_t kMinBlock = 64;
 constexpr size_t kLargeStep = size_t{2} << 20;
 constexpr int kNumSmallClasses = 17;  // 64 B .. 4 MiB
+constexpr size_t kLargestSmall = kMinBlock << (kNumSmallClasses - 1);
+// The free large blocks kept for reuse stay within the live bytes' peak
+// (MemoryStats::peak, since the start or reset_peak_memory; at least this):
+// a loop whose sizes vary (point clouds of any count) would otherwise keep
+// one block of every size it ever saw.
+constexpr size_t kLargeCacheFloor = size_t{64} << 20;
 
 size_t block_size(size_t n) {
   if (n <= kMinBlock) return kMinBlock;
-  if (n <= (kMinBlock << (kNumSmallClasses - 1))) return size_t{1} << (64 - __builtin_clzll(n - 1));
+  if (n <= kLargestSmall) return size_t{1} << (64 - __builtin_clzll(n - 1));
   return (n + kLargeStep - 1) / kLargeStep * kLargeStep;
 }
 
+// Small blocks: one free list per class, exact reuse. Large blocks: the
+// smallest free one that holds the request and wastes at most a quarter of
+// it (best fit), its size remembered while it is live, the free ones
+// bounded (kLargeCacheFloor above), the largest returned to the system
+// first.
 class CpuCachingAllocator {
  public:
   void* allocate(size_t n) {
-    size_t b = block_size(n);
+    const size_t b = block_size(n);
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.num_allocs;
     stats_.allocated += static_cast<int64_t>(n);
     if (stats_.allocated > stats_.peak) stats_.peak = stats_.allocated;
-    auto& list = free_list(b);
-    for (size_t i = list.size(); i-- > 0;) {
-      if (list[i].size == b) {
-        void* p = list[i].ptr;
-        list[i] = list.back();
-        list.pop_back();
-        ++stats_.cache_hits;
-        return p;
-      }
+    if (void* p = b <= kLargestSmall ? reuse_small(b) : reuse_large(b)) {
+      ++stats_.cache_hits;
+      return p;
     }
     void* p = std::aligned_alloc(64, b);
     if (!p) {
@@ -50,15 +59,26 @@ class CpuCachingAllocator {
       throw Error("CPU allocator", std::to_string(b) + " free bytes", "out of memory");
     }
     stats_.reserved += static_cast<int64_t>(b);
+    if (b > kLargestSmall) live_large_[p] = b;
     return p;
   }
 
   void deallocate(void* p, size_t n) {
     if (!p) return;
-    size_t b = block_size(n);
+    const size_t b = block_size(n);
     std::lock_guard<std::mutex> lock(mu_);
     stats_.allocated -= static_cast<int64_t>(n);
-    free_list(b).push_back({p, b});
+    if (b <= kLargestSmall) {
+      small_[class_of(b)].push_back(p);
+      return;
+    }
+    const auto live = live_large_.find(p);
+    const size_t size = live == live_large_.end() ? b : live->second;
+    if (live != live_large_.end()) live_large_.erase(live);
+    large_.emplace(size, p);
+    cached_large_ += size;
+    const auto limit = std::max<size_t>(kLargeCacheFloor, static_cast<size_t>(stats_.peak));
+    while (cached_large_ > limit) release(std::prev(large_.end()));
   }
 
   MemoryStats stats() {
@@ -75,31 +95,43 @@ class CpuCachingAllocator {
   }
 
  private:
-  struct Block {
-    void* ptr;
-    size_t size;
-  };
-  std::vector<Block>& free_list(size_t b) {
-    if (b <= (kMinBlock << (kNumSmallClasses - 1))) {
-      return small_[__builtin_ctzll(b) - __builtin_ctzll(kMinBlock)];
-    }
-    return large_;
+  static int class_of(size_t b) { return __builtin_ctzll(b) - __builtin_ctzll(kMinBlock); }
+  void* reuse_small(size_t b) {
+    std::vector<void*>& list = small_[class_of(b)];
+    if (list.empty()) return nullptr;
+    void* p = list.back();
+    list.pop_back();
+    return p;
+  }
+  void* reuse_large(size_t b) {
+    const auto it = large_.lower_bound(b);
+    if (it == large_.end() || it->first > b + b / 4) return nullptr;
+    void* p = it->second;
+    live_large_[p] = it->first;
+    cached_large_ -= it->first;
+    large_.erase(it);
+    return p;
+  }
+  void release(std::multimap<size_t, void*>::iterator it) {
+    std::free(it->second);
+    stats_.reserved -= static_cast<int64_t>(it->first);
+    cached_large_ -= it->first;
+    large_.erase(it);
   }
   void empty_locked() {
-    auto release = [&](std::vector<Block>& list) {
-      for (auto& blk : list) {
-        std::free(blk.ptr);
-        stats_.reserved -= static_cast<int64_t>(blk.size);
-      }
-      list.clear();
-    };
-    for (auto& l : small_) release(l);
-    release(large_);
+    for (int c = 0; c < kNumSmallClasses; ++c) {
+      for (void* p : small_[c]) std::free(p);
+      stats_.reserved -= static_cast<int64_t>(small_[c].size() * (kMinBlock << c));
+      small_[c].clear();
+    }
+    while (!large_.empty()) release(large_.begin());
   }
 
   std::mutex mu_;
-  std::vector<Block> small_[kNumSmallClasses];
-  std::vector<Block> large_;
+  std::vector<void*> small_[kNumSmallClasses];
+  std::multimap<size_t, void*> large_;            // free: size -> block
+  std::unordered_map<void*, size_t> live_large_;  // handed out: block -> size
+  size_t cached_large_ = 0;                       // bytes in large_
   MemoryStats stats_;
 };
 

@@ -1,7 +1,10 @@
 #pragma once
 // fk's memory: a caching allocator per device. CPU blocks are 64-byte aligned and
 // kept in size-class free lists, so an op on a small tensor never reaches malloc;
-// CUDA blocks come from the stream-ordered pool of the current stream.
+// free blocks over 4 MiB are reused by best fit (a quarter of waste at most) and
+// kept only up to the peak of live bytes (at least 64 MiB), the largest going
+// back to the system first. CUDA blocks come from the stream-ordered pool of the
+// current stream.
 #include <cstddef>
 #include <cstdint>
 

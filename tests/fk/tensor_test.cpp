@@ -144,6 +144,27 @@ TEST(Memory, CachingAllocatorReusesBlocksAndReports) {
   EXPECT_LT(memory_stats().reserved, s2.reserved);
 }
 
+// Large blocks: a request reuses a free block up to a quarter larger, and a
+// loop whose sizes all differ keeps no more free bytes than its live peak
+// (it kept one block of every size: 1 GiB here, where the peak is 64 MiB).
+TEST(Memory, LargeBlocksAreReusedByBestFitAndTheirCacheIsBounded) {
+  empty_cache();
+  reset_peak_memory();
+  const int64_t base = memory_stats().reserved;
+  { Tensor t = empty({int64_t{10} << 20}); }  // 40 MiB
+  const MemoryStats one = memory_stats();
+  { Tensor t = empty({int64_t{9} << 20}); }  // 36 MiB fits it
+  EXPECT_EQ(memory_stats().cache_hits, one.cache_hits + 1);
+  EXPECT_EQ(memory_stats().reserved, one.reserved);
+  { Tensor t = empty({int64_t{3} << 20}); }  // 12 MiB would waste too much of it
+  EXPECT_EQ(memory_stats().cache_hits, one.cache_hits + 1);
+  for (int64_t mib = 6; mib <= 64; mib += 2) Tensor t = empty({mib << 18});
+  const MemoryStats after = memory_stats();
+  EXPECT_LE(after.reserved - base, std::max<int64_t>(int64_t{64} << 20, after.peak));
+  empty_cache();
+  EXPECT_EQ(memory_stats().reserved, base);
+}
+
 TEST(Knobs, RegistryParsesAndRejects) {
   static Knob k("FK_TEST_KNOB", KnobType::Int, "3", "a knob for tests", KnobRead::PerCall);
   EXPECT_EQ(k.as_int(), 3);
