@@ -36,6 +36,15 @@ fk::Tensor in(const Array& a) {
 fk::Tensor in_opt(const std::optional<Array>& a) {
   return a ? from_dlpack(*a) : fk::Tensor();
 }
+
+// fn() with the GIL released, so other Python threads run meanwhile: fn
+// touches no Python object (its operands were converted before).
+template <class Fn>
+auto without_gil(Fn&& fn) {
+  nb::gil_scoped_release nogil;
+  return fn();
+}
+
 nb::object out_opt(const fk::Tensor& t) {
   return t.defined() ? to_torch(t) : nb::none();
 }
@@ -133,7 +142,8 @@ void bind_coordinates(nb::module_& m) {
           "insert",
           [](Mgr& mgr, const Array& coords, const std::vector<int32_t>& stride,
              const std::string& tag) {
-            auto r = mgr.insert(in(coords), stride, tag);
+            const fk::Tensor c = in(coords);
+            auto r = without_gil([&] { return mgr.insert(c, stride, tag); });
             return nb::make_tuple(r.key, index_out(r.unique_rows), index_out(r.inverse));
           },
           nb::arg("coordinates"), nb::arg("tensor_stride") = std::vector<int32_t>{1},
@@ -144,12 +154,15 @@ void bind_coordinates(nb::module_& m) {
           "coordinates",
           [](const Mgr& mgr, const mk::MapKey& k) { return to_torch(mgr.coordinates(k)); },
           nb::arg("key"))
-      .def("stride", &Mgr::stride, nb::arg("key"), nb::arg("stride"))
-      .def("expand", &Mgr::expand, nb::arg("key"), nb::arg("region"), nb::arg("out_tensor_stride"))
+      .def("stride", &Mgr::stride, nb::arg("key"), nb::arg("stride"),
+           nb::call_guard<nb::gil_scoped_release>())
+      .def("expand", &Mgr::expand, nb::arg("key"), nb::arg("region"), nb::arg("out_tensor_stride"),
+           nb::call_guard<nb::gil_scoped_release>())
       // The engine's map for a KernelRegion (what the layers use); the Python
       // subclass's kernel_map is the reference's form over it.
       .def("region_kernel_map", &Mgr::kernel_map, nb::arg("in_key"), nb::arg("out_key"),
-           nb::arg("region"), nb::arg("transpose") = false)
+           nb::arg("region"), nb::arg("transpose") = false,
+           nb::call_guard<nb::gil_scoped_release>())
       .def(
           "batch_groups",
           [](const Mgr& mgr, const mk::MapKey& k) {
@@ -275,20 +288,23 @@ void bind_ops(nb::module_& m) {
   m.def(
       "pool_forward",
       [](const Array& f, const mk::KernelMap& map, mk::PoolingMode mode) {
-        auto r = mk::pool_forward(in(f), map, mode);
+        const fk::Tensor x = in(f);
+        auto r = without_gil([&] { return mk::pool_forward(x, map, mode); });
         return nb::make_tuple(to_torch(r.out), nb::cast(SavedArgmax{r.argmax}));
       },
       nb::arg("features"), nb::arg("map"), nb::arg("mode"));
   m.def(
       "pool_backward",
       [](const Array& g, const mk::KernelMap& map, mk::PoolingMode mode, const SavedArgmax& saved) {
-        return to_torch(mk::pool_backward(in(g), map, mode, saved.argmax));
+        const fk::Tensor x = in(g);
+        return to_torch(without_gil([&] { return mk::pool_backward(x, map, mode, saved.argmax); }));
       },
       nb::arg("grad_out"), nb::arg("map"), nb::arg("mode"), nb::arg("saved"));
   m.def(
       "global_pool_forward",
       [](const Array& f, const mk::RowGroups& groups, mk::PoolingMode mode) {
-        auto r = mk::global_pool_forward(in(f), groups, mode);
+        const fk::Tensor x = in(f);
+        auto r = without_gil([&] { return mk::global_pool_forward(x, groups, mode); });
         return nb::make_tuple(to_torch(r.out), nb::cast(SavedArgmax{r.argmax}));
       },
       nb::arg("features"), nb::arg("groups"), nb::arg("mode"));
@@ -296,7 +312,9 @@ void bind_ops(nb::module_& m) {
       "global_pool_backward",
       [](const Array& g, const mk::RowGroups& groups, mk::PoolingMode mode,
          const SavedArgmax& saved) {
-        return to_torch(mk::global_pool_backward(in(g), groups, mode, saved.argmax));
+        const fk::Tensor x = in(g);
+        return to_torch(
+            without_gil([&] { return mk::global_pool_backward(x, groups, mode, saved.argmax); }));
       },
       nb::arg("grad_out"), nb::arg("groups"), nb::arg("mode"), nb::arg("saved"));
 
@@ -335,8 +353,9 @@ void bind_ops(nb::module_& m) {
       [](const Array& coords, const std::optional<Array>& features, const std::vector<double>& size,
          mk::QuantizationMode mode, const std::optional<Array>& labels, int64_t ignore_label,
          uint64_t seed) {
-        auto q = mk::sparse_quantize(in(coords), in_opt(features), size, mode, in_opt(labels),
-                                     ignore_label, seed);
+        const fk::Tensor c = in(coords), f = in_opt(features), l = in_opt(labels);
+        auto q = without_gil(
+            [&] { return mk::sparse_quantize(c, f, size, mode, l, ignore_label, seed); });
         return nb::make_tuple(to_torch(q.coordinates), out_opt(q.features), out_opt(q.labels),
                               index_out(q.unique_index), index_out(q.inverse));
       },

@@ -1,7 +1,8 @@
 """Python threads sharing one CoordinateManager: a coordinate field's key
-is chosen and stored at once (two fields never get one key), and a map
-sorted for the determinism mode gets one "@sorted" twin however many
-threads sort it at once."""
+is chosen and stored at once (two fields never get one key), a map sorted
+for the determinism mode gets one "@sorted" twin however many threads sort
+it at once, and the calls that run without the GIL (pooling, quantization,
+inserts, kernel maps) give each thread the single-threaded answer."""
 import sys
 import threading
 
@@ -71,3 +72,32 @@ def test_one_sorted_twin_per_map_under_threads():
             assert ME.cat(out[0], x).shape == (len(c), 4)
     finally:
         ME.set_deterministic(was)
+
+
+def test_calls_without_the_gil_agree_across_threads():
+    g = torch.Generator().manual_seed(2)
+    c = torch.cat([torch.randint(0, 2, (30000, 1), generator=g),
+                   torch.randint(0, 30, (30000, 3), generator=g)], 1).int()
+    f = torch.randn(len(c), 3, generator=g, requires_grad=True)
+    mgr = ME.CoordinateManager(D=3)
+    pool = ME.MinkowskiMaxPooling(3, stride=2, dimension=3)
+    glob = ME.MinkowskiGlobalAvgPooling()
+
+    def work():
+        x = ME.SparseTensor(f, coordinates=c, coordinate_manager=mgr,
+                            quantization_mode=ME.SparseTensorQuantizationMode.UNWEIGHTED_AVERAGE)
+        y, z = pool(x), glob(x)
+        grad, = torch.autograd.grad((y.F.sum() + z.F.sum()), f)
+        q = ME.utils.sparse_quantize(c[:, 1:].float() * 0.7, f.detach(), quantization_size=1.0)
+        return y.F.detach(), z.F.detach(), grad, q[0], q[1]
+
+    want = work()
+    got = [None] * 4
+
+    def run(i):
+        got[i] = work()
+
+    together(4, run)
+    for g_ in got:
+        for a, b in zip(g_, want):
+            assert torch.equal(a, b)
