@@ -1,5 +1,8 @@
 #include "nefi/io/panel_tiles.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace nefi::panel {
 namespace {
 
@@ -40,6 +43,25 @@ std::vector<double> minus(const std::vector<double>& a, const std::vector<double
   std::vector<double> d(a.size());
   for (size_t i = 0; i < a.size() && i < b.size(); ++i) d[i] = a[i] - b[i];
   return d;
+}
+
+fk::plot::Range field_range(const std::vector<double>& truth,
+                            const std::vector<std::vector<double>>& reconstructions) {
+  fk::plot::Range r = fk::plot::value_range({&truth});
+  for (const std::vector<double>& rec : reconstructions) {
+    std::vector<double> v;
+    for (double e : rec)
+      if (std::isfinite(e)) v.push_back(e);
+    if (v.empty()) continue;
+    const auto at = [&](double q) {
+      const auto k = static_cast<std::ptrdiff_t>(q * static_cast<double>(v.size() - 1));
+      std::nth_element(v.begin(), v.begin() + k, v.end());
+      return v[static_cast<size_t>(k)];
+    };
+    r.lo = std::min(r.lo, at(0.01));
+    r.hi = std::max(r.hi, at(0.99));
+  }
+  return r;
 }
 
 }  // namespace nefi::panel

@@ -36,5 +36,11 @@ void figure_title(fk::plot::Figure& f, const std::string& title);
 // A plot axis over a's span, labelled with its name and unit.
 fk::plot::Axis plot_axis(const DataAxis& a);
 std::vector<double> minus(const std::vector<double>& a, const std::vector<double>& b);
+// The colour range truth and reconstructions share: the truth's, widened to
+// each reconstruction's 1st to 99th percentile, so an overshoot or ringing
+// over many cells shows (clipped to the truth's range it would read as the
+// truth's extremes) while a few wild cells do not flatten the truth.
+fk::plot::Range field_range(const std::vector<double>& truth,
+                            const std::vector<std::vector<double>>& reconstructions);
 
 }  // namespace nefi::panel

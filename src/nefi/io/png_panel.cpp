@@ -113,11 +113,11 @@ void panel_2d(const std::string& path, const PanelInput& in, const fk::Tensor& s
     recs.push_back(values(pm.reconstruction));
     errs.push_back(minus(recs.back(), g));
   }
-  std::vector<const std::vector<double>*> fs{&g}, es;
+  std::vector<const std::vector<double>*> es;
   for (size_t k = 0; k < recs.size(); ++k) {
     es.push_back(&errs[k]);
   }
-  const fk::plot::Range fr = fk::plot::value_range(fs), mr = fk::plot::value_range({&m}),
+  const fk::plot::Range fr = panel::field_range(g, recs), mr = fk::plot::value_range({&m}),
                         er = fk::plot::symmetric_range(es);
   const PanelLabels labels = panel_labels(in);
   const int k = static_cast<int>(in.methods.size());

@@ -5,17 +5,20 @@
 //        as lines with a legend; beside it each method's signed error.
 //   2-D: row 1 truth | measurement | each method's reconstruction (truth and
 //        reconstructions share one viridis scale, the measurement has its
-//        own); row 2 each method's signed error (rec - truth) on one
-//        diverging scale symmetric about 0. A stack of measured frames
+//        own); row 2 each method's signed error (rec - truth). A stack of measured frames
 //        shows its first.
-//   3-D: a volume (nx, ny, nz) with per row (truth, then each method) the
-//        x-y slice at the depth of the truth's strongest feature, the x-z
-//        and y-z slices through it and a strict intensity projection over
-//        depth: the maximum where the truth's strongest feature lies above
-//        its median, the minimum where it lies below (low-diffusivity
-//        defects); a last row of measured frames (early to late, or the one
+//   3-D: a volume (nx, ny, nz) with per row (truth, then each method and
+//        its signed error) the x-y slice at the depth of the truth's
+//        strongest feature, the x-z and y-z slices through it and a strict
+//        intensity projection over depth: the maximum where the truth's
+//        strongest feature lies above its median, the minimum where it lies
+//        below (low-diffusivity defects), for an error the value of largest
+//        magnitude; a last row of measured frames (early to late, or the one
 //        frame of a 2-D measurement) and the first method's predicted last
 //        frame.
+// Truth and reconstructions share one scale (panel_tiles.h's field_range:
+// the truth's, widened to each reconstruction's 1st-99th percentile), the
+// errors one diverging scale symmetric about 0.
 // Each method's tile title carries its headline metrics.
 #include <map>
 #include <string>

@@ -43,9 +43,11 @@ std::string short_name(const DataAxis& a) {
 }
 
 // The four views of a volume: x-y at depth c.k, x-z at c.j, y-z at c.i, and
-// per column the maximum (c.above) or minimum along depth: a strict
-// intensity projection, every pixel a value of the volume.
-std::vector<Slice> views(const Vol& f, const Cut& c, const std::vector<DataAxis>& axes) {
+// per column the maximum (c.above) or minimum along depth, or for an error
+// volume the value of largest magnitude: a strict intensity projection,
+// every pixel a value of the volume.
+std::vector<Slice> views(const Vol& f, const Cut& c, const std::vector<DataAxis>& axes,
+                         bool error = false) {
   const fk::plot::Axis x = plot_axis(axes[0]), y = plot_axis(axes[1]), z = plot_axis(axes[2]);
   Slice xy{f.nx, f.ny, {}, x, y}, xz{f.nz, f.nx, {}, z, x}, yz{f.nz, f.ny, {}, z, y},
       proj{f.nx, f.ny, {}, x, y};
@@ -53,8 +55,10 @@ std::vector<Slice> views(const Vol& f, const Cut& c, const std::vector<DataAxis>
     for (int j = 0; j < f.ny; ++j) {
       xy.v.push_back(f.at(i, j, c.k));
       double e = f.at(i, j, 0);
-      for (int k = 1; k < f.nz; ++k)
-        e = c.above ? std::max(e, f.at(i, j, k)) : std::min(e, f.at(i, j, k));
+      for (int k = 1; k < f.nz; ++k) {
+        const double v = f.at(i, j, k);
+        e = error ? (std::abs(v) > std::abs(e) ? v : e) : c.above ? std::max(e, v) : std::min(e, v);
+      }
       proj.v.push_back(e);
     }
   for (int k = 0; k < f.nz; ++k) {
@@ -126,26 +130,39 @@ void write_volume_panel_png(const std::string& path, const PanelInput& in) {
               static_cast<int>(in.gt.size(2)), in.gt.to_vector<double>()};
   const std::vector<DataAxis>& axes = in.labels.field_axes;
   const Cut c = strongest(g);
-  const int rows = (frames ? 2 : 1) + static_cast<int>(in.methods.size());
+  // Truth, then per method its reconstruction and its signed error.
+  const int rows = (frames ? 2 : 1) + 2 * static_cast<int>(in.methods.size());
   fk::plot::Figure f(static_cast<int>(4 * panel::tile_w() + panel::kBarRoom),
                      static_cast<int>(panel::kTop + rows * panel::row_h()));
   panel::figure_title(f, in.title);
-  const fk::plot::Range r = fk::plot::value_range({&g.v});
-  const std::vector<std::string> titles = view_titles(c, axes, g);
-  const std::string bar = quantity_label(in.labels.field);
-  auto row = [&](int at, const Vol& v, const std::string& who, const std::string& sub) {
-    const std::vector<Slice> s = views(v, c, axes);
+  std::vector<std::vector<double>> recs, errs;
+  for (const PanelMethod& pm : in.methods) {
+    recs.push_back(pm.reconstruction.to_vector<double>());
+    errs.push_back(panel::minus(recs.back(), g.v));
+  }
+  std::vector<const std::vector<double>*> es;
+  for (const std::vector<double>& e : errs) es.push_back(&e);
+  const fk::plot::Range r = panel::field_range(g.v, recs), er = fk::plot::symmetric_range(es);
+  std::vector<std::string> titles = view_titles(c, axes, g), error_titles = titles;
+  error_titles[3] = "largest |error| over " + short_name(axes[2]);
+  auto row = [&](int at, const std::vector<double>& v, bool error, const std::string& who,
+                 const std::string& sub) {
+    const std::vector<Slice> s = views({g.nx, g.ny, g.nz, v}, c, axes, error);
     const double y = panel::kTop + at * panel::row_h();
+    const fk::plot::Colormap map =
+        error ? fk::plot::Colormap::Diverging : fk::plot::Colormap::Viridis;
     for (int q = 0; q < 4; ++q)
-      panel::tile(f, q * panel::tile_w(), y, s[q], r, fk::plot::Colormap::Viridis,
-                  who + ": " + titles[q], sub);
-    panel::bar(f, 4 * panel::tile_w() - panel::kGap + 4, y, r, fk::plot::Colormap::Viridis, bar);
+      panel::tile(f, q * panel::tile_w(), y, s[q], error ? er : r, map,
+                  who + ": " + (error ? error_titles : titles)[q], sub);
+    panel::bar(f, 4 * panel::tile_w() - panel::kGap + 4, y, error ? er : r, map,
+               error ? error_label(in.labels.field) : quantity_label(in.labels.field));
   };
-  row(0, g, "Truth", "");
+  row(0, g.v, false, "Truth", "");
   for (size_t m = 0; m < in.methods.size(); ++m) {
     const PanelMethod& pm = in.methods[m];
-    row(static_cast<int>(m) + 1, {g.nx, g.ny, g.nz, pm.reconstruction.to_vector<double>()}, pm.name,
-        headline_metrics(pm.metrics));
+    const int at = 1 + 2 * static_cast<int>(m);
+    row(at, recs[m], false, pm.name, headline_metrics(pm.metrics));
+    row(at + 1, errs[m], true, pm.name + " - truth", "signed error");
   }
   if (frames) frames_row(f, panel::kTop + (rows - 1) * panel::row_h(), in);
   f.save_png(path);

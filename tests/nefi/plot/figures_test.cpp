@@ -121,8 +121,24 @@ TEST(PlotPanel, VolumeHasSlicesPerMethodAndAFramesRow) {
                       {{"nefty", ramp(v, 0.8), frames, {{"psnr", 20}}}, {"tsr", gt, {}, {}}}});
   const Decoded d = decode(p);
   EXPECT_EQ(d.w, static_cast<int>(4 * panel::tile_w() + panel::kBarRoom));
-  EXPECT_EQ(d.h, static_cast<int>(panel::kTop + 4 * panel::row_h()));
+  // truth, each method and its signed error, the frames
+  EXPECT_EQ(d.h, static_cast<int>(panel::kTop + 6 * panel::row_h()));
   EXPECT_GT(d.non_white, 0.3);
+}
+
+// The shared field scale takes in a reconstruction's ringing (a fifth of
+// its cells below the truth's range), not one wild cell.
+TEST(PlotPanel, TheFieldScaleShowsRingingButNotOneWildCell) {
+  std::vector<double> truth(100), rec(100);
+  for (int i = 0; i < 100; ++i) {
+    truth[i] = i / 99.0;
+    rec[i] = i % 5 == 0 ? -0.4 : truth[i];
+  }
+  rec[50] = 100;
+  const fk::plot::Range r = panel::field_range(truth, {rec});
+  EXPECT_DOUBLE_EQ(r.lo, -0.4);
+  EXPECT_DOUBLE_EQ(r.hi, 1.0);
+  EXPECT_DOUBLE_EQ(panel::field_range(truth, {}).lo, 0.0);
 }
 
 // Measurements that are not the truth's shape: a sinogram (its own axes), a
@@ -148,14 +164,14 @@ TEST(PlotPanel, MeasurementsOfAnotherShape) {
       p, {"zstack", ramp(v, 1), ramp(v, 2), zl, {{"neural", ramp(v, 0.8), ramp(v, 1.5), {}}}});
   const Decoded d = decode(p);
   EXPECT_EQ(d.w, static_cast<int>(4 * panel::tile_w() + panel::kBarRoom));
-  EXPECT_EQ(d.h, static_cast<int>(panel::kTop + 3 * panel::row_h()));
+  EXPECT_EQ(d.h, static_cast<int>(panel::kTop + 4 * panel::row_h()));
   // Sensor traces (sensors, times) of a volume: one measured frame.
   write_panel_png(p, {"traces",
                       ramp(v, 1),
                       ramp({10, 7}, 2),
                       labels(v, {10, 7}),
                       {{"neural", ramp(v, 0.8), {}, {}}}});
-  EXPECT_EQ(decode(p).h, static_cast<int>(panel::kTop + 3 * panel::row_h()));
+  EXPECT_EQ(decode(p).h, static_cast<int>(panel::kTop + 4 * panel::row_h()));
   EXPECT_THROW(
       write_panel_png(
           p, {"x", gt, ramp({4, 4, 4, 4}, 1), labels(s, {4, 4, 4, 4}), {{"neural", gt, {}, {}}}}),
