@@ -57,6 +57,10 @@ Command add_bench(CLI::App& app, const Context& ctx) {
       ->check(non_negative_seed());
   sub->add_option("--classes", o->spec.classes, "comma list of scenes, or all (default)")
       ->delimiter(',');
+  sub->add_option("--metrics", o->spec.metrics,
+                  "comma list of the metric columns to keep (default: every one the instance "
+                  "reports)")
+      ->delimiter(',');
   sub->add_option("--budget-scale", o->spec.budget_scale, "multiply every stage's steps");
   sub->add_option("--set", o->spec.sets, "override KEY=VALUE (repeatable)");
   sub->add_option("--shard", o->shard, "run shard I/N: units k with k mod N == I");

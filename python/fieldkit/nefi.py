@@ -311,16 +311,17 @@ class Solver:
 
 
 def bench(instance, config=None, methods=None, classes=None, n=4, seeds=(0, 1, 2),
-          budget_scale=1.0, allow_inverse_crime=False):
+          budget_scale=1.0, allow_inverse_crime=False, metrics=None):
     """A paired benchmark campaign as ``nefi bench`` runs it (one shard, no
     files written): a list of per-run rows (dicts with metrics, steps, time).
     A method whose operator drew the data is refused unless
-    allow_inverse_crime."""
+    allow_inverse_crime; ``metrics`` (names) keeps only those columns."""
     target, overrides = _target(instance, config)
     sets, m, _ = _sets(overrides)
     methods = _names(methods if methods is not None else m)
     return _nefi.bench(target, sets, methods, _names(classes), _whole("bench", "n", n, 1, _INT_MAX),
-                       _seeds("bench", seeds), float(budget_scale), bool(allow_inverse_crime))
+                       _seeds("bench", seeds), float(budget_scale), bool(allow_inverse_crime),
+                       _names(metrics))
 
 
 def _variants(instance, config, base, kind, axis=None, values=(), modifiers=(),

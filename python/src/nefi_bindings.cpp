@@ -388,14 +388,16 @@ void bind_nefi(nb::module_& parent) {
       [](const std::string& target, const std::vector<std::string>& sets,
          const std::vector<std::string>& methods, const std::vector<std::string>& classes,
          int64_t n, const std::vector<uint64_t>& seeds, double budget_scale,
-         bool allow_inverse_crime) {
+         bool allow_inverse_crime, const std::vector<std::string>& metrics) {
         nefi::bench::CampaignSpec spec =
             campaign_spec(target, sets, classes, n, seeds, budget_scale, allow_inverse_crime);
         spec.methods = methods;
+        spec.metrics = metrics;
         return bench(spec);
       },
       nb::arg("target"), nb::arg("sets"), nb::arg("methods"), nb::arg("classes"), nb::arg("n"),
-      nb::arg("seeds"), nb::arg("budget_scale"), nb::arg("allow_inverse_crime") = false);
+      nb::arg("seeds"), nb::arg("budget_scale"), nb::arg("allow_inverse_crime") = false,
+      nb::arg("metrics") = std::vector<std::string>{});
   m.def(
       "batch_invert",
       [](const std::string& target, const std::vector<std::string>& sets, const std::string& method,

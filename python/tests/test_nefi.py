@@ -118,6 +118,12 @@ def test_bench_returns_one_row_per_unit_and_method():
                       seeds=[0], classes=None)
     assert {r["method"] for r in rows} == {"grid", "neural"}
     assert all(r["error"] == "" and "psnr" in r["metrics"] for r in rows)
+    kept = nefi.bench("toy1d", {"n": 32, "steps": [3, 3]}, methods="grid", n=1, seeds=[0],
+                      metrics="psnr")
+    assert all(set(r["metrics"]) == {"psnr"} for r in kept)
+    with pytest.raises(fieldkit.Error, match=r"--metrics: expected metrics toy1d reports"):
+        nefi.bench("toy1d", {"n": 32, "steps": [3, 3]}, methods="grid", n=1, seeds=[0],
+                   metrics=["psnr", "nope"])
 
 
 def test_bench_refuses_an_inverse_crime_unless_allowed():

@@ -46,6 +46,24 @@ uint64_t data_fingerprint(const Measurement& m) {
   return fnv1a(v.data(), v.size() * sizeof(double));
 }
 
+// A successful row's metrics cut to the protocol's (bench --metrics); one
+// the instance does not report is an fk::Error listing those it does.
+void keep_metrics(const Protocol& p, Row& r) {
+  if (p.metrics.empty() || !r.error.empty()) return;
+  std::map<std::string, double> kept;
+  for (const std::string& m : p.metrics) {
+    const auto it = r.metrics.find(m);
+    if (it == r.metrics.end()) {
+      std::vector<std::string> names;
+      for (const auto& [k, v] : r.metrics) names.push_back(k);
+      throw fk::Error("--metrics", "metrics " + p.instance + " reports (" + join(names, ", ") + ")",
+                      "'" + m + "'");
+    }
+    kept.insert(*it);
+  }
+  r.metrics = std::move(kept);
+}
+
 // One (unit, method) run; `fingerprint` gets the measurement's (0 on failure).
 Row run_one(const Instance& inst, Params p, const Unit& u, const std::string& method,
             const Protocol& proto, uint64_t* fingerprint = nullptr) {
@@ -278,6 +296,10 @@ Protocol make_protocol(const CampaignSpec& spec) {
   p.curriculum = cfg.curriculum;
   p.max_bad_steps = cfg.max_bad_steps;
   record_fidelity(*inst, cfg.config, spec.allow_inverse_crime, p);
+  for (const std::string& m : spec.metrics) {
+    FK_CHECK(!m.empty(), "--metrics", "metric names", "an empty name");
+    if (!contains(p.metrics, m)) p.metrics.push_back(m);
+  }
   return p;
 }
 
@@ -373,6 +395,7 @@ std::vector<Row> run_campaign(const Instance& inst, const Protocol& proto,
         r.error = "the measurement differs from " + first_ok +
                   "'s (the instance's data generation is not deterministic)";
       }
+      keep_metrics(proto, r);
       rows.push_back(std::move(r));
       ++prog.done;
       prog.units_done = prog.done / static_cast<int64_t>(proto.methods.size());

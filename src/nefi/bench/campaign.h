@@ -55,6 +55,10 @@ struct Protocol {
   // no entry.
   std::map<std::string, std::string> fidelity;
   bool allow_inverse_crime = false;
+  // The metrics every row keeps (bench --metrics; empty: all the instance
+  // reports); tables list them by name as ever. The first successful row that lacks one is
+  // an fk::Error naming the ones the instance reports.
+  std::vector<std::string> metrics;
 
   int64_t n_units() const;
   // Per method: "matched" (the data's tag), "cross-fidelity", "unknown" (an
@@ -118,6 +122,9 @@ struct CampaignSpec {
   bool batched = false;
   fk::Device batch_device = fk::kCPU;
   bool allow_inverse_crime = false;  // bench --allow-inverse-crime
+  // bench --metrics: the metric columns the rows keep (empty: every one the
+  // instance reports).
+  std::vector<std::string> metrics;
 };
 // Multiplies a config's `steps` (a list per stage, or a total with its
 // stage_steps) by factor, rounded, at least 1 step each; the config has `steps`.

@@ -90,6 +90,7 @@ json to_json(const Protocol& p) {
   if (!p.curriculum.empty()) out["curriculum"] = curriculum_json(p.curriculum);
   out["fidelity"] = p.fidelity;
   if (p.allow_inverse_crime) out["allow_inverse_crime"] = true;
+  if (!p.metrics.empty()) out["metrics"] = p.metrics;
   return out;
 }
 
@@ -111,6 +112,7 @@ Protocol protocol_from_json(const json& j, const std::string& where) {
     if (j.contains("fidelity"))
       p.fidelity = j.at("fidelity").get<std::map<std::string, std::string>>();
     p.allow_inverse_crime = j.value("allow_inverse_crime", false);
+    p.metrics = j.value("metrics", std::vector<std::string>());
     const json& s = field(j, "solver");
     p.nan_guard = field(s, "nan_guard").get<bool>();
     p.checkpoint_every = field(s, "checkpoint_every").get<int64_t>();

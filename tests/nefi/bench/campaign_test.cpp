@@ -435,6 +435,40 @@ TEST(BenchCampaign, DirectBaselineRunsThroughTheSameProtocol) {
   EXPECT_NE(csv.find(",direct,"), std::string::npos);
 }
 
+// --metrics: every row keeps the named metrics only, the protocol (and so
+// the shard files and their merge) records them, and a name the instance
+// does not report stops the campaign at its first row, naming those it does.
+TEST(BenchCampaign, MetricsKeepsTheNamedColumns) {
+  CampaignSpec s;
+  s.target = config_path("deconvolution_smoke.yaml");
+  s.sets = {"n=16"};
+  s.methods = {"wiener"};
+  s.classes = {"phantom"};
+  s.n_samples = 1;
+  s.seeds = {0};
+  s.metrics = {"ssim", "psnr", "ssim"};
+  const Protocol p = make_protocol(s);
+  EXPECT_EQ(p.metrics, (std::vector<std::string>{"ssim", "psnr"}));
+  EXPECT_EQ(protocol_from_json(nefi::bench::to_json(p), "test").metrics, p.metrics);
+  CampaignOptions o;
+  o.warmup = false;
+  const nefi::Instance& deconvolution = *nefi::find_instance("deconvolution");
+  const auto rows = run_campaign(deconvolution, p, o);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(metric_names(rows), (std::vector<std::string>{"psnr", "ssim"}));
+  s.metrics = {"psnr", "nope"};
+  try {
+    run_campaign(deconvolution, make_protocol(s), o);
+    ADD_FAILURE() << "no error";
+  } catch (const fk::Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("'nope'"), std::string::npos) << m;
+    EXPECT_NE(m.find("mse"), std::string::npos) << m;  // one it reports
+  }
+  s.metrics = {""};
+  EXPECT_THROW(make_protocol(s), fk::Error);
+}
+
 TEST(BenchCampaign, BadInputIsAClearError) {
   for (const char* bad : {"3/2", "2/2", "-1/2", "1/0", "a/b", "2", "1/2/3", ""})
     EXPECT_THROW(parse_shard(bad), fk::Error) << bad;

@@ -24,6 +24,9 @@ TEST(BenchCli, BadInputPrintsOneLineAndExits2) {
       {"bench toy1d --methods neural,admm", "admm"},
       {"bench toy2d", "toy2d"},
       {"bench toy1d --smoke --smoke-steps -1", "--smoke-steps"},
+      {"bench toy1d --smoke --n 1 --seeds 0 -m neural --metrics psnr,nope -o " +
+           (scratch() / "bench_metrics").string(),
+       "'nope'"},
       {"bench toy1d --out " + file.string(), "is a file"},
       {"bench-merge " + (scratch() / "no_such_dir").string(), "bench-merge"},
       {"profile toy1d --stage 7", "stage"},
