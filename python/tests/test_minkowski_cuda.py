@@ -288,6 +288,12 @@ def test_interpolation_at_field_points():
     close(out_cuda, out_cpu)
     backward_both(y_cpu, y_cuda)
     close(fg.grad, fc.grad)
+    # the reference's weights come on the samples' device
+    mgr, key = x_cuda.coordinate_manager, x_cuda.coordinate_map_key
+    rows, samples, weights = mgr.interpolation_map_weight(key, t_cuda.C)
+    assert rows.is_cuda and samples.is_cuda and weights.is_cuda
+    want = x_cpu.coordinate_manager.interpolation_map_weight(x_cpu.coordinate_map_key, t_cpu.C)
+    assert torch.equal(rows.cpu(), want[0]) and torch.equal(samples.cpu(), want[1])
 
 
 def test_splat_of_a_cuda_field():

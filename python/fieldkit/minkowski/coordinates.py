@@ -255,7 +255,8 @@ class CoordinateManager(_mk.CoordinateManager):
         """(map rows, sample rows, weights) of the multilinear interpolation of
         key's map at the float samples (Q x (1+D), batch first), as the
         reference: sample out[p] takes weights[p] of row in[p]; the corners
-        absent from the map are left out and the others renormalized."""
+        absent from the map are left out and the others renormalized. All
+        three on the samples' device."""
         where = "CoordinateManager.interpolation_map_weight"
         key = self._map_key(key, where.split(".")[1])
         samples = torch.as_tensor(samples)
@@ -266,7 +267,9 @@ class CoordinateManager(_mk.CoordinateManager):
         f = torch.zeros(self.size(key), 0, dtype=samples.dtype)
         coo, weights = _mk.interpolation_weights(self, key, f, samples.detach().cpu(),
                                                  _mk.InterpolationMode.MULTILINEAR)
-        return coo.cols().long(), coo.rows().long(), weights.to(samples.dtype)
+        at = samples.device
+        return (coo.cols().long().to(at), coo.rows().long().to(at),
+                weights.to(device=at, dtype=samples.dtype))
 
     def origin_field_map(self, key):
         """(batch indices, [the points of each]): a coordinate field's points
