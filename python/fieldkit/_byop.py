@@ -471,7 +471,10 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
       without a penalty; with fewer modes than cells, a band-limited
       field; lr is where each L-BFGS line search starts, 1). lr, hidden, depth,
       n_octaves override the automatic choices.
-    homogeneity: p with F(c x) = c^p F(x) when known (1 for adjoint/matrix).
+    homogeneity: p with F(c x) = c^p F(x) when known (1 for adjoint/matrix);
+        1 declares the model linear (additive too: the head's scale comes from
+        a CGLS fit through it), so a 1-homogeneous model that is not additive,
+        |A x| say, should leave it unset.
     check: dry-run the model first (shapes, finiteness, adjoint/vjp), at
       random fields within the values each field's prior allows.
     support: the field's known support, an array of its shape in [0, 1] (1

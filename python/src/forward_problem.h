@@ -21,8 +21,10 @@ namespace nb = nanobind;
 // parameters and coordinate caches), so a second thread waits here. The
 // lock is taken with the GIL released (the solving thread needs the GIL for
 // the model's calls). The thread that holds it is kept: a solve's callback
-// or model calling back into its own problem would wait on itself forever,
-// and gets an fk::Error naming the call instead.
+// or model calling back into its own problem from the solving thread would
+// wait on itself forever, and gets an fk::Error naming the call instead (a
+// callback that hands the call to another thread and waits for it still
+// waits forever: the lock cannot tell).
 struct SolvingLock {
   std::mutex mutex;
   std::atomic<std::thread::id> owner{};
@@ -33,8 +35,8 @@ class OneSolveAtATime {
   OneSolveAtATime(SolvingLock& lock, const std::string& what) : lock_(lock) {
     FK_CHECK(lock.owner.load() != std::this_thread::get_id(), what,
              "a problem this thread is not already solving",
-             "a call from inside its own solve, diagnose or batch (a callback or model calling "
-             "back into its problem)");
+             "a call from inside its own solve, diagnose or batch on the solving thread (a "
+             "callback or model calling back into its problem)");
     lock.mutex.lock();
     lock.owner = std::this_thread::get_id();
   }

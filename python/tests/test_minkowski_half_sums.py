@@ -1,5 +1,5 @@
 """f16 and bf16 features: the Python-side sums (duplicate points reduced
-onto voxels, the interpolation function's backward scatter) accumulate in
+onto voxels, unions, the interpolation function's backward scatter) accumulate in
 f32 as the C++ kernels do, so a bf16 count passes 256 and an f16 sum past
 65504 still gives a mean that fits; mixed feature dtypes promote as torch
 does in either order, and a 1x1 convolution refuses weights of another
@@ -62,6 +62,18 @@ def test_the_interpolation_functions_backward_sums_in_f32(dtype):
     out.float().sum().backward()
     assert f.grad.dtype == dtype
     assert torch.allclose(f.grad.float(), torch.full((8, 1), 375.0), rtol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_a_union_of_many_tensors_sums_in_f32(dtype):
+    # 300 one-point tensors of 1 on one voxel: their union is 300, which
+    # bf16 holds (a bf16 running sum stops at 256).
+    mgr = ME.CoordinateManager(D=1)
+    c = torch.tensor([[0, 0]], dtype=torch.int32)
+    xs = [ME.SparseTensor(torch.ones(1, 1, dtype=dtype), coordinates=c, coordinate_manager=mgr)
+          for _ in range(300)]
+    u = ME.MinkowskiUnion()(*xs)
+    assert u.F.dtype == dtype and u.F.float().item() == 300.0
 
 
 def test_mixed_dtypes_on_two_maps_promote_in_either_order():

@@ -20,10 +20,13 @@ constexpr size_t kMinBlock = 64;
 constexpr size_t kLargeStep = size_t{2} << 20;
 constexpr int kNumSmallClasses = 17;  // 64 B .. 4 MiB
 constexpr size_t kLargestSmall = kMinBlock << (kNumSmallClasses - 1);
-// The free large blocks kept for reuse stay within the live bytes' peak
-// (MemoryStats::peak, since the start or reset_peak_memory; at least this):
+// The free large blocks kept for reuse stay within the most bytes of large
+// blocks ever live at once (since the start or empty_cache; at least this):
 // a loop whose sizes vary (point clouds of any count) would otherwise keep
-// one block of every size it ever saw.
+// one block of every size it ever saw, while a loop of fixed sizes keeps
+// every block it frees. Block bytes, not requested ones, so that blocks
+// rounded up or reused a quarter larger still fit; not MemoryStats::peak,
+// which reset_peak_memory lowers while a profile measures.
 constexpr size_t kLargeCacheFloor = size_t{64} << 20;
 
 size_t block_size(size_t n) {
@@ -59,7 +62,7 @@ class CpuCachingAllocator {
       throw Error("CPU allocator", std::to_string(b) + " free bytes", "out of memory");
     }
     stats_.reserved += static_cast<int64_t>(b);
-    if (b > kLargestSmall) live_large_[p] = b;
+    if (b > kLargestSmall) lend_large(p, b);
     return p;
   }
 
@@ -77,7 +80,8 @@ class CpuCachingAllocator {
     if (live != live_large_.end()) live_large_.erase(live);
     large_.emplace(size, p);
     cached_large_ += size;
-    const auto limit = std::max<size_t>(kLargeCacheFloor, static_cast<size_t>(stats_.peak));
+    live_large_bytes_ -= size;
+    const size_t limit = std::max(kLargeCacheFloor, large_high_water_);
     while (cached_large_ > limit) release(std::prev(large_.end()));
   }
 
@@ -107,10 +111,15 @@ class CpuCachingAllocator {
     const auto it = large_.lower_bound(b);
     if (it == large_.end() || it->first > b + b / 4) return nullptr;
     void* p = it->second;
-    live_large_[p] = it->first;
+    lend_large(p, it->first);
     cached_large_ -= it->first;
     large_.erase(it);
     return p;
+  }
+  void lend_large(void* p, size_t size) {
+    live_large_[p] = size;
+    live_large_bytes_ += size;
+    large_high_water_ = std::max(large_high_water_, live_large_bytes_);
   }
   void release(std::multimap<size_t, void*>::iterator it) {
     std::free(it->second);
@@ -125,6 +134,7 @@ class CpuCachingAllocator {
       small_[c].clear();
     }
     while (!large_.empty()) release(large_.begin());
+    large_high_water_ = live_large_bytes_;  // the cache starts over
   }
 
   std::mutex mu_;
@@ -132,6 +142,8 @@ class CpuCachingAllocator {
   std::multimap<size_t, void*> large_;            // free: size -> block
   std::unordered_map<void*, size_t> live_large_;  // handed out: block -> size
   size_t cached_large_ = 0;                       // bytes in large_
+  size_t live_large_bytes_ = 0;                   // bytes in live_large_
+  size_t large_high_water_ = 0;                   // the most live_large_bytes_
   MemoryStats stats_;
 };
 

@@ -2,8 +2,8 @@
 // fk's memory: a caching allocator per device. CPU blocks are 64-byte aligned and
 // kept in size-class free lists, so an op on a small tensor never reaches malloc;
 // free blocks over 4 MiB are reused by best fit (a quarter of waste at most) and
-// kept only up to the peak of live bytes (at least 64 MiB), the largest going
-// back to the system first. CUDA blocks come from the stream-ordered pool of the
+// kept only up to the most such bytes live at once (at least 64 MiB), the
+// largest going back to the system first. CUDA blocks come from the stream-ordered pool of the
 // current stream.
 #include <cstddef>
 #include <cstdint>
@@ -25,7 +25,8 @@ void deallocate(Device d, void* p, size_t nbytes);
 
 MemoryStats memory_stats(Device d = kCPU);
 void reset_peak_memory(Device d = kCPU);
-// Returns cached (free) blocks to the system; live blocks are untouched.
+// Returns cached (free) blocks to the system; live blocks are untouched. The
+// large blocks' high water mark starts over from the live ones.
 void empty_cache(Device d = kCPU);
 
 }  // namespace fk

@@ -4,7 +4,7 @@ follow through torch indexing (pruning, union) or fieldkit's spmm pair
 import torch
 
 from .._core import minkowski as _mk
-from .functional import SpmmFunction, run
+from .functional import SpmmFunction, run, widened
 from .map_rows import _features_on
 from .sparse_tensor import SparseTensor, TensorField, layer_input
 
@@ -42,10 +42,10 @@ class MinkowskiUnion(torch.nn.Module):
                                  f"{first.dtype} channels, got {x.F.shape[1]} {x.F.dtype}")
         key, size, rows = _mk.union_map(mgr, [x.coordinate_map_key for x in inputs],
                                         [x.F.detach() for x in inputs])
-        out = inputs[0].F.new_zeros(size, inputs[0].F.shape[1])
+        out = widened(inputs[0].F).new_zeros(size, inputs[0].F.shape[1])
         for x, r in zip(inputs, rows):
-            out = out.index_add(0, r.to(out.device), x.F)
-        return SparseTensor(out, coordinate_map_key=key, coordinate_manager=mgr)
+            out = out.index_add(0, r.to(out.device), widened(x.F))
+        return SparseTensor(out.to(first.dtype), coordinate_map_key=key, coordinate_manager=mgr)
 
 
 def interpolate(input, points, mode=_mk.InterpolationMode.MULTILINEAR):

@@ -355,6 +355,8 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
            "start_scales", "one scale per field, with start",
            std::to_string(o.start_scales.size()) + " scales and " + std::to_string(o.start.size()) +
                " starts");
+  for (const double s : o.start_scales)
+    FK_CHECK(std::isfinite(s) && s > 0, "start_scales", "finite scales > 0", num(s));
   const HeadScales hs = head_scales(*op, k, d, fit.c, ap.noise_std, ap.priors, o.start_scales);
   ap.head_scales = hs.scales;
   for (size_t i = 0; i < ap.fields.size(); ++i)

@@ -189,7 +189,7 @@ std::vector<fk::Tensor> pulled_back(const Operator& op, const ConstantFields& k,
   }
   const fk::Tensor pred = op.forward(named);
   const std::vector<double> p = pred.detach().to(fk::DType::F64).to_vector<double>();
-  FK_CHECK(p.size() == d.y.size() && p.size() == d.w.size(), "nefi::misfit_gradient_at",
+  FK_CHECK(p.size() == d.y.size() && p.size() == d.w.size(), "forward model",
            "a prediction of the data's " + std::to_string(d.y.size()) + " values",
            std::to_string(p.size()));
   std::vector<fk::Tensor> maps(leaves.size());
@@ -206,44 +206,48 @@ std::vector<fk::Tensor> pulled_back(const Operator& op, const ConstantFields& k,
   return maps;
 }
 
-// Field i's cells a step may change: its known support (weights in [0, 1]),
-// else all.
-void confine(const ConstantFields& k, size_t i, std::vector<double>& v) {
-  if (!k.support[i].defined()) return;
+// Field i's known support (weights in [0, 1]) times v, else v: a step of
+// the head's output z moves the field by M z, where M is the support (the
+// masked head), so the field's change is M z and the gradient in z is M g.
+std::vector<double> supported(const ConstantFields& k, size_t i, std::vector<double> v) {
+  if (!k.support[i].defined()) return v;
   const std::vector<double> m = k.support[i].to_vector<double>();
   for (size_t j = 0; j < v.size(); ++j) v[j] *= m[j];
+  return v;
 }
 
-// CGLS on the mask-weighted least squares of a linear one-field model from
-// x0 (its prediction y0), stopped at the noise floor (misfit <= sigma^2) or
-// after `iterations`: the largest change from x0.
+// CGLS in the head's output z (the field x0 + M z) on the mask-weighted
+// least squares of a linear one-field model, from z = 0 (prediction y0),
+// stopped at the noise floor (misfit <= sigma^2, before the first step
+// too) or after `iterations`: the largest |z|.
 double cgls_departure(const Operator& op, const ConstantFields& k, const Weighted& d,
                       const fk::Tensor& x0, const std::vector<double>& y0, double sigma,
                       int iterations) {
-  const auto n = static_cast<size_t>(x0.numel());
-  std::vector<double> x(n, 0.0), r(d.y.size());  // x: the change from x0
+  std::vector<double> r(d.y.size());
   for (size_t j = 0; j < r.size(); ++j) r[j] = d.y[j] - y0[j];
-  // s = A^T W r at any point (the model is linear), kept on the support.
-  auto normal = [&](const std::vector<double>& res) {
-    std::vector<double> s = pulled_back(op, k, d, {x0},
-                                        [&](const std::vector<double>&) {
-                                          std::vector<double> seed(res.size());
-                                          for (size_t j = 0; j < res.size(); ++j)
-                                            seed[j] = d.w[j] * res[j];
-                                          return seed;
-                                        })[0]
-                                .to_vector<double>();
-    confine(k, 0, s);
-    return s;
+  const auto at_floor = [&] { return d.dot(r, r) / d.wsum <= sigma * sigma; };
+  if (at_floor()) return 0;
+  const auto n = static_cast<size_t>(x0.numel());
+  std::vector<double> z(n, 0.0);
+  // s = M A^T W r, at any point (the model is linear).
+  auto normal = [&] {
+    return supported(k, 0,
+                     pulled_back(op, k, d, {x0},
+                                 [&](const std::vector<double>&) {
+                                   std::vector<double> seed(r.size());
+                                   for (size_t j = 0; j < r.size(); ++j) seed[j] = d.w[j] * r[j];
+                                   return seed;
+                                 })[0]
+                         .to_vector<double>());
   };
-  std::vector<double> s = normal(r), p = s;
+  std::vector<double> s = normal(), p = s;
   double gamma = 0;
   for (double v : s) gamma += v * v;
   double largest = 0;
   for (int it = 0; it < iterations && gamma > 0; ++it) {
-    // A p = F(x0 + p) - F(x0).
-    const std::vector<double> yp =
-        prediction(op, {{k.names[0], fk::add(x0, fk::from_vector(p, k.shape).to(x0.dtype()))}});
+    // A M p = F(x0 + M p) - F(x0).
+    const fk::Tensor step = fk::from_vector(supported(k, 0, p), k.shape).to(x0.dtype());
+    const std::vector<double> yp = prediction(op, {{k.names[0], fk::add(x0, step)}});
     if (yp.empty()) break;
     std::vector<double> q(yp.size());
     for (size_t j = 0; j < q.size(); ++j) q[j] = yp[j] - y0[j];
@@ -252,18 +256,50 @@ double cgls_departure(const Operator& op, const ConstantFields& k, const Weighte
     const double alpha = gamma / qq;
     largest = 0;
     for (size_t j = 0; j < n; ++j) {
-      x[j] += alpha * p[j];
-      largest = std::max(largest, std::abs(x[j]));
+      z[j] += alpha * p[j];
+      largest = std::max(largest, std::abs(z[j]));
     }
     for (size_t j = 0; j < r.size(); ++j) r[j] -= alpha * q[j];
-    if (d.dot(r, r) / d.wsum <= sigma * sigma) break;
-    s = normal(r);
+    if (at_floor()) break;
+    s = normal();
     double next = 0;
     for (double v : s) next += v * v;
     for (size_t j = 0; j < n; ++j) p[j] = s[j] + next / gamma * p[j];
     gamma = next;
   }
   return std::isfinite(largest) ? largest : 0.0;
+}
+
+// One steepest-descent step of field i alone from the constants, its size
+// the best of a log grid (1e-8 to 1e4, stopping once the misfit rises past
+// its best): the step's largest |z|, 0 where none lowers the misfit.
+double steepest_departure(const Operator& op, const ConstantFields& k, const Weighted& d,
+                          const FieldMap& at, const std::vector<fk::Tensor>& grads, size_t i,
+                          double m0) {
+  std::vector<double> dir = supported(k, i, grads[i].to_vector<double>());  // M g
+  double peak = 0;
+  for (double v : dir) peak = std::max(peak, std::abs(v));
+  if (!(peak > 0)) return 0;
+  for (double& v : dir) v = -v / peak;
+  const fk::Tensor step = fk::from_vector(supported(k, i, dir), k.shape);  // M z for |z| <= 1
+  double best = m0, found = 0;
+  for (int e = -16; e <= 8; ++e) {
+    const double t = std::pow(10.0, e / 2.0);
+    FieldMap moved = at;
+    moved[k.names[i]] = fk::add(at.at(k.names[i]), fk::mul(step, t));
+    double m = std::numeric_limits<double>::infinity();
+    try {
+      if (const std::vector<double> y = prediction(op, moved); !y.empty()) m = d.misfit(y);
+    } catch (const fk::Error&) {  // a step the model refuses (a negative diffusivity)
+    }
+    if (m < best) {
+      best = m;
+      found = t;
+    } else if (found > 0) {
+      break;  // past the best along the line
+    }
+  }
+  return found;
 }
 
 }  // namespace
@@ -283,45 +319,29 @@ std::vector<fk::Tensor> misfit_gradient_at(const Operator& op, const ConstantFie
   });
 }
 
-std::vector<double> departure_scales(const Operator& op, const ConstantFields& k, const Weighted& d,
-                                     const std::vector<double>& c, double sigma,
-                                     const std::vector<bool>& scaled) {
-  std::vector<double> out(k.names.size(), 0.0);
+Departures departure_scales(const Operator& op, const ConstantFields& k, const Weighted& d,
+                            const std::vector<double>& c, double sigma,
+                            const std::vector<bool>& scaled) {
+  Departures out;
+  out.values.assign(k.names.size(), 0.0);
   if (std::none_of(scaled.begin(), scaled.end(), [](bool b) { return b; })) return out;
-  FieldMap at;
-  for (size_t i = 0; i < k.names.size(); ++i) at[k.names[i]] = k.make(i, c[i]);
-  const std::vector<double> y0 = prediction(op, at);
-  if (y0.empty()) return out;
-  if (op.linear() && k.names.size() == 1) {
-    out[0] = cgls_departure(op, k, d, at.at(k.names[0]), y0, sigma, kDepartureIterations);
-    return out;
-  }
-  const std::vector<fk::Tensor> grads = misfit_gradient_at(op, k, d, c);
-  const double m0 = d.misfit(y0);
-  for (size_t i = 0; i < k.names.size(); ++i) {
-    if (!scaled[i]) continue;
-    // The descent direction, largest change 1.
-    std::vector<double> dir = grads[i].to_vector<double>();
-    confine(k, i, dir);
-    double peak = 0;
-    for (double v : dir) peak = std::max(peak, std::abs(v));
-    if (!(peak > 0)) continue;
-    for (double& v : dir) v = -v / peak;
-    const fk::Tensor step = fk::from_vector(dir, k.shape);
-    double best = m0;
-    for (int e = -16; e <= 8; ++e) {
-      const double t = std::pow(10.0, e / 2.0);
-      FieldMap moved = at;
-      moved[k.names[i]] = fk::add(at.at(k.names[i]), fk::mul(step, t));
-      try {
-        const std::vector<double> y = prediction(op, moved);
-        if (!y.empty() && d.misfit(y) < best) {
-          best = d.misfit(y);
-          out[i] = t;
-        }
-      } catch (const fk::Error&) {  // a step the model refuses (a negative diffusivity)
-      }
+  // A scale is a convenience: a model that fails on the fit's iterates (or
+  // its gradient at c) leaves the constants' magnitudes, and says why.
+  try {
+    FieldMap at;
+    for (size_t i = 0; i < k.names.size(); ++i) at[k.names[i]] = k.make(i, c[i]);
+    const std::vector<double> y0 = prediction(op, at);
+    if (y0.empty()) return out;
+    if (op.linear() && k.names.size() == 1) {
+      out.values[0] = cgls_departure(op, k, d, at.at(k.names[0]), y0, sigma, kDepartureIterations);
+      return out;
     }
+    const std::vector<fk::Tensor> grads = misfit_gradient_at(op, k, d, c);
+    for (size_t i = 0; i < k.names.size(); ++i)
+      if (scaled[i]) out.values[i] = steepest_departure(op, k, d, at, grads, i, d.misfit(y0));
+  } catch (const fk::Error& e) {
+    out.values.assign(k.names.size(), 0.0);
+    out.failure = e.what();
   }
   return out;
 }
@@ -343,15 +363,16 @@ HeadScales head_scales(const Operator& op, const ConstantFields& k, const Weight
   HeadScales out;
   std::vector<bool> scaled;
   for (const PriorSpec& pr : priors) scaled.push_back(takes_scale(pr) && !pr.scale);
-  const std::vector<double> step = given.empty() ? departure_scales(op, k, d, c, sigma, scaled)
-                                                 : std::vector<double>(c.size(), 0.0);
-  const std::string how = op.linear() && k.names.size() == 1
+  const Departures step = given.empty() ? departure_scales(op, k, d, c, sigma, scaled)
+                                        : Departures{std::vector<double>(c.size(), 0.0), ""};
+  const std::string how = !step.failure.empty() ? "none: the fit failed, " + step.failure
+                          : op.linear() && k.names.size() == 1
                               ? "CGLS, at most " + std::to_string(kDepartureIterations) +
                                     " iterations, stopped at the noise floor"
                               : "one steepest-descent step";
   for (size_t i = 0; i < c.size(); ++i) {
     const PriorSpec& pr = priors[i];
-    const double s = std::max(std::abs(c[i]), step[i]);
+    const double s = std::max(std::abs(c[i]), step.values[i]);
     out.scales.push_back(pr.scale ? *pr.scale : given.empty() ? (s > 0 ? s : 1.0) : given[i]);
     out.why.push_back(!takes_scale(pr) ? ""
                       : pr.scale       ? "the prior's scale"

@@ -57,18 +57,26 @@ std::vector<fk::Tensor> misfit_gradient_at(const Operator& op, const ConstantFie
                                            const Weighted& d, const std::vector<double>& c);
 
 // How far each field departs from its constant c[i] to explain the data
-// (auto_problem.h's head scale): the largest cell change of a data-only fit
-// from c. For a linear one-field model, CGLS on the mask-weighted least
-// squares, stopped at the noise floor (misfit <= sigma^2) or after
-// kDepartureIterations; otherwise one steepest-descent step of field i
-// alone (the others held), the best of a log grid of step sizes (1e-8 to
-// 1e4). A field of zero mean, or of sparse spikes, departs from its best
-// constant by far more than |c|. 0 where no step lowers the misfit, and for
-// fields whose head takes no scale (`scaled` false).
+// (auto_problem.h's head scale), in its head's output z (the field is
+// c + M z under a known support M, c + z without): the largest |z| of a
+// data-only fit from c. For a linear model (homogeneity 1 and additive:
+// F(a + b) = F(a) + F(b)) of one field, CGLS on the mask-weighted least
+// squares, stopped at the noise floor (misfit <= sigma^2, 0 when c is
+// already there) or after kDepartureIterations; otherwise one steepest-
+// descent step of field i alone (the others held), the best of a log grid
+// of step sizes (1e-8 to 1e4). A field of zero mean, or of sparse spikes,
+// departs from its best constant by far more than |c|. 0 where no step
+// lowers the misfit, and for fields whose head takes no scale (`scaled`
+// false); all 0 with `failure` set (the fk::Error's text) when the model
+// fails on an iterate or its gradient.
 constexpr int kDepartureIterations = 10;
-std::vector<double> departure_scales(const Operator& op, const ConstantFields& k, const Weighted& d,
-                                     const std::vector<double>& c, double sigma,
-                                     const std::vector<bool>& scaled);
+struct Departures {
+  std::vector<double> values;
+  std::string failure;
+};
+Departures departure_scales(const Operator& op, const ConstantFields& k, const Weighted& d,
+                            const std::vector<double>& c, double sigma,
+                            const std::vector<bool>& scaled);
 
 // What each field's head spans (auto_problem.h's head): the prior's
 // scale(v), else `given` (a batch's shared start; empty: none), else the

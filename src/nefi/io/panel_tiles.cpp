@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace nefi::panel {
 namespace {
@@ -47,21 +48,26 @@ std::vector<double> minus(const std::vector<double>& a, const std::vector<double
 
 fk::plot::Range field_range(const std::vector<double>& truth,
                             const std::vector<std::vector<double>>& reconstructions) {
-  fk::plot::Range r = fk::plot::value_range({&truth});
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (double e : truth)
+    if (std::isfinite(e)) lo = std::min(lo, e), hi = std::max(hi, e);
   for (const std::vector<double>& rec : reconstructions) {
     std::vector<double> v;
     for (double e : rec)
       if (std::isfinite(e)) v.push_back(e);
     if (v.empty()) continue;
+    // Nearest rank, alike at both ends.
     const auto at = [&](double q) {
-      const auto k = static_cast<std::ptrdiff_t>(q * static_cast<double>(v.size() - 1));
+      const auto k =
+          static_cast<std::ptrdiff_t>(std::lround(q * static_cast<double>(v.size() - 1)));
       std::nth_element(v.begin(), v.begin() + k, v.end());
       return v[static_cast<size_t>(k)];
     };
-    r.lo = std::min(r.lo, at(0.01));
-    r.hi = std::max(r.hi, at(0.99));
+    lo = std::min(lo, at(0.01));
+    hi = std::max(hi, at(0.99));
   }
-  return r;
+  const std::vector<double> ends{lo, hi};
+  return fk::plot::value_range({&ends});  // nothing finite: its default; one value: widened
 }
 
 }  // namespace nefi::panel

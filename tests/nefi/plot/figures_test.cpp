@@ -135,10 +135,16 @@ TEST(PlotPanel, TheFieldScaleShowsRingingButNotOneWildCell) {
     rec[i] = i % 5 == 0 ? -0.4 : truth[i];
   }
   rec[50] = 100;
+  rec[51] = -100;
   const fk::plot::Range r = panel::field_range(truth, {rec});
   EXPECT_DOUBLE_EQ(r.lo, -0.4);
   EXPECT_DOUBLE_EQ(r.hi, 1.0);
   EXPECT_DOUBLE_EQ(panel::field_range(truth, {}).lo, 0.0);
+  // A truth with no finite value: the reconstructions' range alone.
+  const std::vector<double> none(100, std::nan(""));
+  const fk::plot::Range only = panel::field_range(none, {truth});
+  EXPECT_DOUBLE_EQ(only.lo, truth[1]);
+  EXPECT_DOUBLE_EQ(only.hi, truth[98]);
 }
 
 // Measurements that are not the truth's shape: a sinogram (its own axes), a

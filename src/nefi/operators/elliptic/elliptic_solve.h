@@ -53,8 +53,11 @@ struct SolveOptions {
 // solution and the last adjoint, reused when the shape and dtype match, and
 // the statistics of the last solves. One operator may be called from
 // several threads (a Python caller's): a host solve reads and replaces
-// them under `mutex`, a device solve, which solves in its buffers in place,
-// holds it throughout.
+// them under `mutex`. A device solve, which solves in its buffers in place,
+// holds it while it launches; its kernels run later on the thread's stream,
+// so threads on different streams must not share one operator with warm
+// starts on (warm_start off, or an operator per thread). Read the fields
+// here while no solve runs.
 struct WarmStart {
   std::mutex mutex;
   bool enabled = true;

@@ -1,9 +1,14 @@
-// The head's scale (auto_problem.h): fields that depart from their best
-// constant by far more than its magnitude (a zero-mean wave, sparse spikes)
-// get a head that spans their departure, so a grid reaches the noise floor
-// where a head scaled by the constant alone stalls far above it; a model
-// that is not linear gets its scale from one steepest-descent step; the
-// prior's scale(v) and the positive head keep theirs.
+// The head's scale (auto_problem.h, departure_scales and head_scales here):
+// fields that depart from their best constant by far more than its
+// magnitude (a zero-mean wave, sparse spikes) get a head that spans their
+// departure, so a grid reaches the noise floor where a head scaled by the
+// constant alone stalls far above it; a model that is not linear gets its
+// scale from one steepest-descent step; data already at the noise floor
+// give no departure, a support's weights scale it, a failed fit leaves the
+// constant; the prior's scale(v) and the positive head keep theirs.
+#include "nefi/byop/constant_fit.h"
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +18,8 @@
 #include <vector>
 
 #include "byop_test_models.h"
+#include "fk/error.h"
+#include "fk/ops/binary.h"
 #include "fk/thread_count.h"
 #include "nefi/byop/auto_problem.h"
 #include "nefi/byop/quick_report.h"
@@ -92,8 +99,7 @@ TEST(NefiHeadScale, AZeroMeanFieldGetsAHeadSpanningItsDeparture) {
   // (the constant's magnitude) stalls far above the noise.
   const auto [chi, psnr, report] = b.solve("unconstrained");
   const auto [given_chi, given, given_report] = b.solve("scale(1.3)");
-  const auto [small_chi, small, small_report] =
-      b.solve("scale(" + std::to_string(std::abs(c)) + ")");
+  const auto [small_chi, small, small_report] = b.solve(fmt::format("scale({:.17g})", std::abs(c)));
   EXPECT_LT(chi, 1.1) << report;
   EXPECT_GT(psnr, given - 1.0) << report << given_report;
   EXPECT_GT(small_chi, 3.0) << small_report;
@@ -118,7 +124,7 @@ TEST(NefiHeadScale, SparseSpikesGetAHeadNearTheirPeak) {
   const auto [chi, psnr, report] = b.solve("nonnegative");
   EXPECT_LT(chi, 1.5) << report;
   const auto [small_chi, small, small_report] =
-      b.solve("nonnegative + scale(" + std::to_string(ap.constant_fits[0]) + ")");
+      b.solve(fmt::format("nonnegative + scale({:.17g})", ap.constant_fits[0]));
   EXPECT_GT(small_chi, chi + 0.5) << small_report;
   EXPECT_GT(psnr, small + 5.0) << report << small_report;
 }
@@ -173,6 +179,71 @@ TEST(NefiHeadScale, ThePriorsScaleAndThePositiveHeadKeepTheirs) {
   const auto positive = auto_problem(p.op, {kCells}, p.measurement(), o);
   EXPECT_EQ(value_of(positive, "head_scale"), "");  // an exp head's steps are relative
   EXPECT_EQ(positive.head_scales[0], std::abs(positive.constant_fits[0]));
+}
+
+// Data the constant already explains to the noise floor: CGLS takes no step
+// (one step would fit the noise: a departure of about sigma, ten times the
+// constant here).
+TEST(NefiHeadScale, DataAtTheNoiseFloorGiveNoDeparture) {
+  const fk::test::ThreadCount one(1);
+  const Blurred b(zero_mean_wave());  // for its model
+  nefi::Measurement m;
+  m.data = nefi::test::with_noise(fk::full({kCells}, 0.001, {fk::DType::F64}), 0.01, 9);
+  AutoOptions o;
+  o.noise_std = 0.02;  // the constant's misfit is about 0.01^2 < 0.02^2
+  const auto ap = auto_problem(b.op, {kCells}, m, o);
+  EXPECT_LT(std::abs(ap.constant_fits[0]), 0.003);
+  EXPECT_EQ(ap.head_scales[0], std::abs(ap.constant_fits[0]));
+}
+
+// A fractional known support M: the fit runs in the head's output z (the
+// field c + M z), so a field that is z = 1 where M = 0.5 departs by 1, not
+// the 0.5 the field itself moves.
+TEST(NefiHeadScale, ASupportScalesTheDepartureByItsWeights) {
+  const fk::test::ThreadCount one(1);
+  std::vector<double> m(kCells, 0.5), gt(kCells);
+  for (int64_t i = 0; i < kCells; ++i) gt[i] = 0.5 * std::sin(2 * std::numbers::pi * i / kCells);
+  const Blurred b(gt);
+  AutoOptions o;
+  o.noise_std = b.sigma;
+  o.supports["x"] = fk::from_vector(m, {kCells});
+  const auto ap = auto_problem(b.op, {kCells}, b.measurement(), o);
+  EXPECT_GT(ap.head_scales[0], 0.7);
+  EXPECT_LT(ap.head_scales[0], 1.5);
+}
+
+// A model that fails off the constants (it takes only constant fields)
+// leaves the constant's magnitude and says why; a batch's given scales
+// must be finite and positive.
+TEST(NefiHeadScale, AFailedFitLeavesTheConstantAndBadScalesAreRefused) {
+  const fk::test::ThreadCount one(1);
+  nefi::ForwardModel flat;
+  flat.forward = [](const std::vector<fk::Tensor>& xs) {
+    const std::vector<double> v = xs[0].to_vector<double>();
+    FK_CHECK(std::all_of(v.begin(), v.end(), [&](double e) { return e == v[0]; }), "flat model",
+             "a constant field", "a varying one");
+    return fk::full(xs[0].shape(), 2 * v[0], {fk::DType::F64});
+  };
+  flat.vjp = [](const std::vector<fk::Tensor>&, const fk::Tensor& g) {
+    return std::vector<fk::Tensor>{fk::mul(g, 2.0)};
+  };
+  auto op = std::make_shared<nefi::FunctionOperator>(fk::Dims{kCells}, fk::Dims{kCells}, flat, 1.0);
+  nefi::Measurement m;
+  m.data = nefi::test::with_noise(fk::full({kCells}, 1.0, {fk::DType::F64}), 0.1, 5);
+  AutoOptions o;
+  o.noise_std = 0.01;
+  const auto ap = auto_problem(op, {kCells}, m, o);
+  EXPECT_EQ(ap.head_scales[0], std::abs(ap.constant_fits[0]));
+  bool said = false;
+  for (const auto& d : ap.decisions)
+    said |= d.key == "head_scale" && d.why.find("the fit failed") != std::string::npos &&
+            d.why.find("a varying one") != std::string::npos;
+  EXPECT_TRUE(said);
+  o.start = {0.5};
+  for (const double bad : {0.0, -1.0, std::nan("")}) {
+    o.start_scales = {bad};
+    EXPECT_THROW(auto_problem(op, {kCells}, m, o), fk::Error) << bad;
+  }
 }
 
 }  // namespace
