@@ -1,11 +1,13 @@
 """sparse_quantize: voxelizing points and their features and labels in one
-call (the reference's MinkowskiEngine.utils.quantization)."""
+call (the reference's MinkowskiEngine.utils.quantization), and the reduction
+of a map's duplicate points by a quantization mode (SparseTensor and
+TensorField.sparse)."""
 import numpy as np
 import torch
 
 from .._core import minkowski as _mk
-from .coordinates import SparseTensorQuantizationMode, core_mode
-from .functional import lend_streams
+from .coordinates import SparseTensorQuantizationMode as QMode, core_mode
+from .functional import MinkowskiDirectMaxPoolingFunction, lend_streams, widened
 
 
 def _quantization_sizes(quantization_size):
@@ -37,7 +39,7 @@ def _whole(name, value, lo, hi, span):
 def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
                     return_index=False, return_inverse=False, return_maps_only=False,
                     quantization_size=None,
-                    quantization_mode=SparseTensorQuantizationMode.RANDOM_SUBSAMPLE,
+                    quantization_mode=QMode.RANDOM_SUBSAMPLE,
                     seed=0, device="cpu"):
     """Voxelizes points: floor(c / quantization_size) (floor(c) when it is
     None), one row per voxel, the voxels in order of first occurrence (under
@@ -71,3 +73,38 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
     if as_numpy:
         out = [o.numpy() for o in out]
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def _reduce_duplicates(features, unique, inverse, mode):
+    """The features of a map's rows from those of the input rows (torch ops,
+    so torch differentiates them). unique: the first input row of each map
+    row; inverse: the map row of each input row."""
+    m = unique.numel()
+    # RANDOM_SUBSAMPLE keeps the first occurrence too: the tensor records
+    # `unique` as its unique_index, and the reference's contract is that
+    # labels[x.unique_index] lines up with x.F (its CPU path keeps the first).
+    if mode in (QMode.RANDOM_SUBSAMPLE, QMode.FIRST_OCCURRENCE, QMode.NO_QUANTIZATION):
+        return features[unique]
+    c = features.shape[1]
+    if mode == QMode.MAX_POOL:  # the reference's direct max pooling (one arg-max row)
+        rows = torch.arange(features.shape[0], device=features.device)
+        return MinkowskiDirectMaxPoolingFunction.apply(rows, inverse, features, m)
+    wide = widened(features)
+    total = wide.new_zeros(m, c).index_add(0, inverse, wide)
+    if mode == QMode.UNWEIGHTED_SUM:
+        return total.to(features.dtype)
+    counts = torch.bincount(inverse, minlength=m).to(total.dtype)
+    return (total / counts[:, None]).to(features.dtype)
+
+
+def _reduce_onto(features, rows, m, mode):
+    """The features of m map rows from the points' (rows: each point's map
+    row), reduced by the mode; rows no point lands on get zeros."""
+    present, compact = torch.unique(rows, return_inverse=True)
+    # A stable sort puts each map row's points in input order: the first
+    # point of a row opens its run.
+    order = torch.sort(compact, stable=True).indices
+    counts = torch.bincount(compact, minlength=len(present))
+    first = order[torch.cumsum(counts, 0) - counts]
+    reduced = _reduce_duplicates(features, first, compact, mode)
+    return features.new_zeros(m, features.shape[1]).index_copy(0, present, reduced)

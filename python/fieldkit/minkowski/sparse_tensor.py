@@ -3,8 +3,9 @@ CoordinateManager map. Row i of the features is row i of the map."""
 import torch
 
 from .._core import minkowski as _mk
-from .functional import MinkowskiDirectMaxPoolingFunction, SplatFunction, run, widened
+from .functional import SplatFunction, run
 from .map_rows import _aligned_features, _features_on, _rows_in_map
+from .quantization import _reduce_duplicates, _reduce_onto
 from .coordinates import (
     SparseTensorQuantizationMode as QMode,
     default_manager,
@@ -12,41 +13,6 @@ from .coordinates import (
     _axes,
     _int_coordinates,
 )
-
-
-def _reduce_duplicates(features, unique, inverse, mode):
-    """The features of a map's rows from those of the input rows (torch ops,
-    so torch differentiates them). unique: the first input row of each map
-    row; inverse: the map row of each input row."""
-    m = unique.numel()
-    # RANDOM_SUBSAMPLE keeps the first occurrence too: the tensor records
-    # `unique` as its unique_index, and the reference's contract is that
-    # labels[x.unique_index] lines up with x.F (its CPU path keeps the first).
-    if mode in (QMode.RANDOM_SUBSAMPLE, QMode.FIRST_OCCURRENCE, QMode.NO_QUANTIZATION):
-        return features[unique]
-    c = features.shape[1]
-    if mode == QMode.MAX_POOL:  # the reference's direct max pooling (one arg-max row)
-        rows = torch.arange(features.shape[0], device=features.device)
-        return MinkowskiDirectMaxPoolingFunction.apply(rows, inverse, features, m)
-    wide = widened(features)
-    total = wide.new_zeros(m, c).index_add(0, inverse, wide)
-    if mode == QMode.UNWEIGHTED_SUM:
-        return total.to(features.dtype)
-    counts = torch.bincount(inverse, minlength=m).to(total.dtype)
-    return (total / counts[:, None]).to(features.dtype)
-
-
-def _reduce_onto(features, rows, m, mode):
-    """The features of m map rows from the points' (rows: each point's map
-    row), reduced by the mode; rows no point lands on get zeros."""
-    present, compact = torch.unique(rows, return_inverse=True)
-    # A stable sort puts each map row's points in input order: the first
-    # point of a row opens its run.
-    order = torch.sort(compact, stable=True).indices
-    counts = torch.bincount(compact, minlength=len(present))
-    first = order[torch.cumsum(counts, 0) - counts]
-    reduced = _reduce_duplicates(features, first, compact, mode)
-    return features.new_zeros(m, features.shape[1]).index_copy(0, present, reduced)
 
 
 class _Tensor:
