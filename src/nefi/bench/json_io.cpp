@@ -2,8 +2,12 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "fk/error.h"
+#include "nefi/io/curriculum_stages.h"
 
 namespace nefi::bench {
 namespace {
@@ -39,6 +43,7 @@ constexpr int64_t kMaxUnits = int64_t{1} << 20;
 
 json curriculum_json(const CurriculumOverrides& c) {
   json j = json::object();
+  if (c.stages) j["stages"] = stages_yaml(*c.stages);
   if (c.early_stop_patience) j["early_stop_patience"] = *c.early_stop_patience;
   if (c.early_stop_min_delta) j["early_stop_min_delta"] = *c.early_stop_min_delta;
   if (c.discrepancy_tau) j["discrepancy_tau"] = *c.discrepancy_tau;
@@ -46,11 +51,17 @@ json curriculum_json(const CurriculumOverrides& c) {
   if (c.restarts) j["restarts"] = *c.restarts;
   if (c.ema) j["ema"] = *c.ema;
   if (c.betas) j["betas"] = {c.betas->first, c.betas->second};
+  if (c.lr_mult) j["lr_mult"] = *c.lr_mult;
+  if (c.freeze) j["freeze"] = *c.freeze;
   return j;
 }
 
 CurriculumOverrides curriculum_from_json(const json& j) {
   CurriculumOverrides c;
+  if (j.contains("stages"))
+    c.stages = stages_from_yaml(j.at("stages").get<std::string>(), "curriculum.stages");
+  if (j.contains("lr_mult")) c.lr_mult = j.at("lr_mult").get<std::map<std::string, double>>();
+  if (j.contains("freeze")) c.freeze = j.at("freeze").get<std::vector<std::vector<std::string>>>();
   if (j.contains("early_stop_patience"))
     c.early_stop_patience = j.at("early_stop_patience").get<int>();
   if (j.contains("early_stop_min_delta"))
@@ -63,7 +74,9 @@ CurriculumOverrides curriculum_from_json(const json& j) {
     const json& b = j.at("betas");
     c.betas = std::pair{read_number(b.at(0)), read_number(b.at(1))};
   }
-  c.applied_to(Curriculum{});  // the ranges
+  Curriculum probe;  // the ranges, with a stage per freeze list
+  if (c.freeze && c.freeze->size() > 1 && !c.stages) probe.stages.resize(c.freeze->size());
+  c.applied_to(probe);
   return c;
 }
 
