@@ -101,3 +101,21 @@ def test_a_pointwise_convolution_refuses_weights_of_another_dtype(features, weig
         conv = ME.MinkowskiConvolution(4, 5, kernel_size=k, dimension=3).to(weights)
         with pytest.raises(fieldkit.Error, match="expected weights of the features' dtype"):
             conv(x)
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_half_points_quantize_interpolate_and_splat_as_their_f32_values(dtype):
+    # f16 and bf16 widen exactly to f32 (torch < 2 has no CPU half floor or round)
+    g = torch.Generator().manual_seed(3)
+    pts = torch.cat([torch.zeros(60, 1), torch.rand(60, 3, generator=g) * 9], 1).to(dtype)
+    f = torch.rand(60, 2, generator=g)
+    half = ME.TensorField(f, coordinates=pts)
+    single = ME.TensorField(f, coordinates=pts.float())
+    a, b = half.sparse(), single.sparse()
+    assert torch.equal(a.C, b.C) and torch.equal(a.F, b.F)
+    assert torch.equal(a.slice(half).F, b.slice(single).F)
+    assert torch.allclose(a.interpolate(half).F, b.interpolate(single).F)
+    assert torch.equal(half.splat().C, single.splat().C)
+    c = torch.tensor([[0, 1.5, 2.25, 3.75]], dtype=dtype)
+    with pytest.warns(UserWarning, match="floored"):
+        assert ME.SparseTensor(torch.ones(1, 1), coordinates=c).C.tolist() == [[0, 1, 2, 3]]

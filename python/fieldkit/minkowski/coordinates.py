@@ -10,7 +10,7 @@ import torch
 from .._core import minkowski as _mk
 from . import backend_choices as choices
 from .backend_choices import set_coordinate_map_type  # noqa: F401  (the reference's place)
-from .functional import lend_streams
+from .functional import lend_streams, widened
 
 CoordinateMapKey = _mk.MapKey
 
@@ -439,7 +439,7 @@ def _int_coordinates(c, warn=True):
         if warn:
             warnings.warn(f"coordinates of dtype {c.dtype} are floored to int32 (quantize points "
                           "first: sparse_quantize, or a TensorField)", stacklevel=3)
-        c = torch.floor(c)
+        c = torch.floor(widened(c))  # f16 exactly in f32: torch < 2 has no CPU half floor
     # In f64 (or the integers): f32 rounds int32's largest value up to 2^31.
     exact = c.double() if c.is_floating_point() else c
     if c.numel() and (exact.min() < _INT32.min or exact.max() > _INT32.max):
@@ -452,8 +452,8 @@ def quantize_points(points, tensor_stride):
     """Each point's voxel on the tensor-stride grid as int32 coordinates:
     floor(x / ts) * ts per spatial axis and the batch column rounded (a
     TensorField's quantization, as the reference's)."""
-    ts = torch.as_tensor(_axes(tensor_stride), dtype=points.dtype, device=points.device)
-    c = points.clone()
+    c = widened(points).clone()  # f16 exactly in f32: torch < 2 has no CPU half round
+    ts = torch.as_tensor(_axes(tensor_stride), dtype=c.dtype, device=c.device)
     c[:, 0] = torch.round(c[:, 0]) if c.is_floating_point() else c[:, 0]
     c[:, 1:] = torch.floor(c[:, 1:] / ts) * ts
     return _int_coordinates(c, warn=False)  # floored here: no warning

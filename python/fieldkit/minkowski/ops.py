@@ -54,7 +54,7 @@ def interpolate(input, points, mode=_mk.InterpolationMode.MULTILINEAR):
     points = torch.as_tensor(points)
     # The points and weights are built on the host; the spmm runs where F is.
     coo, weights = _mk.interpolation_weights(input.coordinate_manager, input.coordinate_map_key,
-                                             input.F.detach(), points.detach().cpu(), mode)
+                                             input.F.detach(), widened(points.detach()).cpu(), mode)
     # The weights (f64 from C++) in the finer of the points' and the features'
     # dtypes: f64 features at f32 points keep f64-accurate weights.
     wdtype = torch.promote_types(points.dtype, input.F.dtype)

@@ -3,7 +3,7 @@ CoordinateManager map. Row i of the features is row i of the map."""
 import torch
 
 from .._core import minkowski as _mk
-from .functional import SplatFunction, run
+from .functional import SplatFunction, run, widened
 from .map_rows import _aligned_features, _features_on, _rows_in_map
 from .quantization import _reduce_duplicates, _reduce_onto
 from .coordinates import (
@@ -544,7 +544,7 @@ class TensorField(_Tensor):
         differentiable in the features. The batch column is rounded (half to
         even)."""
         ts = self._tensor_stride if tensor_stride is None else _axes(tensor_stride)
-        points = self._C if self._C.is_floating_point() else self._C.double()
+        points = widened(self._C) if self._C.is_floating_point() else self._C.double()
         splat_map = _mk.splat_map(self._manager, points.detach().cpu(), ts)  # a host map
         out = run(SplatFunction, self._F, splat_map)
         return SparseTensor._on_map(out, splat_map.key, self._manager)
