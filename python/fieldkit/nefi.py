@@ -35,7 +35,7 @@ import os
 from . import _metrics as metrics
 from . import _operators as operators
 from ._byop import ForwardProblem, from_forward, lr_range_test, quick_report
-from ._byop import _INT_MAX, _SEED_MAX, _whole
+from ._forward_problem import _INT_MAX, _SEED_MAX, _whole
 from ._custom_prior import register_prior, unregister_prior
 from ._time_stepper import TimeStepper
 from ._time_steps import (advection_diffusion_step, laplacian, ricker, stable_dt, wave_energy,
