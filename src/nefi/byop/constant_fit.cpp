@@ -376,10 +376,11 @@ HeadScales head_scales(const Operator& op, const ConstantFields& k, const Weight
     out.scales.push_back(pr.scale ? *pr.scale : given.empty() ? (s > 0 ? s : 1.0) : given[i]);
     out.why.push_back(!takes_scale(pr) ? ""
                       : pr.scale       ? "the prior's scale"
-                      : !given.empty() ? "given (the batch's shared start)"
-                                       : "the larger of |constant_fit| and the largest change of "
-                                         "a data-only fit from it (" +
-                                             how + ")");
+                      : !given.empty()
+                          ? "given (the batch's shared start)"
+                          : "the larger of the constant fit's magnitude and the largest change of "
+                            "a data-only fit from it (" +
+                                how + ")");
   }
   return out;
 }

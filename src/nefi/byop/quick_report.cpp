@@ -16,6 +16,14 @@ std::string fmt_fields(const std::vector<std::string>& names) {
   return s;
 }
 
+// A markdown table cell: a '|' in a reason (a model's own error text) would
+// split the row.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (char ch : text) out += ch == '|' ? std::string("\\|") : std::string(1, ch);
+  return out;
+}
+
 }  // namespace
 
 std::string chi_verdict(double chi, bool estimated) {
@@ -83,7 +91,7 @@ std::string quick_report(const AutoProblem& ap, const Result& r, const FieldMap&
   o << ground_truth_lines(ap, r.fields, truths);
   o << "\n| decision | value | why |\n|---|---|---|\n";
   for (const auto& d : ap.decisions)
-    o << "| " << d.key << " | " << d.value << " | " << d.why << " |\n";
+    o << "| " << cell(d.key) << " | " << cell(d.value) << " | " << cell(d.why) << " |\n";
   return o.str();
 }
 

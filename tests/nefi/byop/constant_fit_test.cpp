@@ -246,4 +246,41 @@ TEST(NefiHeadScale, AFailedFitLeavesTheConstantAndBadScalesAreRefused) {
   }
 }
 
+// A model's own error text in a reason keeps the report's table whole: a
+// linear model that refuses |x| > 3 fails the CGLS fit of a wave of
+// amplitude 10, and its '|' is escaped in the head_scale row.
+TEST(NefiHeadScale, AReasonsPipesAreEscapedInTheReport) {
+  const fk::test::ThreadCount one(1);
+  nefi::ForwardModel capped;
+  capped.forward = [](const std::vector<fk::Tensor>& xs) {
+    for (double e : xs[0].to_vector<double>())
+      FK_CHECK(std::abs(e) <= 3, "capped model", "a field with |x| <= 3", std::to_string(e));
+    return fk::mul(xs[0], 2.0);
+  };
+  capped.vjp = [](const std::vector<fk::Tensor>&, const fk::Tensor& g) {
+    return std::vector<fk::Tensor>{fk::mul(g, 2.0)};
+  };
+  auto op =
+      std::make_shared<nefi::FunctionOperator>(fk::Dims{kCells}, fk::Dims{kCells}, capped, 1.0);
+  std::vector<double> y = zero_mean_wave();
+  for (double& e : y) e *= 20;
+  nefi::Measurement m;
+  m.data = fk::from_vector(y, {kCells});
+  AutoOptions o;
+  o.noise_std = 0.01;
+  o.representation = "grid";
+  o.budget = "3";
+  const auto ap = auto_problem(op, {kCells}, m, o);
+  const std::string report = nefi::quick_report(ap, ap.solve(), {});
+  const size_t row = report.find("| head_scale |");
+  ASSERT_NE(row, std::string::npos) << report;
+  const std::string line = report.substr(row, report.find('\n', row) - row);
+  EXPECT_NE(line.find("the fit failed"), std::string::npos) << line;
+  EXPECT_NE(line.find("\\|x\\| <= 3"), std::string::npos) << line;
+  int cells = 0;
+  for (size_t i = 0; i < line.size(); ++i)
+    cells += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+  EXPECT_EQ(cells, 4) << line;
+}
+
 }  // namespace
