@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "fk/error.h"
-#include "nefi/io/curriculum_stages.h"
 
 namespace nefi::bench {
 namespace {
@@ -43,7 +42,6 @@ constexpr int64_t kMaxUnits = int64_t{1} << 20;
 
 json curriculum_json(const CurriculumOverrides& c) {
   json j = json::object();
-  if (c.stages) j["stages"] = stages_yaml(*c.stages);
   if (c.early_stop_patience) j["early_stop_patience"] = *c.early_stop_patience;
   if (c.early_stop_min_delta) j["early_stop_min_delta"] = *c.early_stop_min_delta;
   if (c.discrepancy_tau) j["discrepancy_tau"] = *c.discrepancy_tau;
@@ -58,8 +56,6 @@ json curriculum_json(const CurriculumOverrides& c) {
 
 CurriculumOverrides curriculum_from_json(const json& j) {
   CurriculumOverrides c;
-  if (j.contains("stages"))
-    c.stages = stages_from_yaml(j.at("stages").get<std::string>(), "curriculum.stages");
   if (j.contains("lr_mult")) c.lr_mult = j.at("lr_mult").get<std::map<std::string, double>>();
   if (j.contains("freeze")) c.freeze = j.at("freeze").get<std::vector<std::vector<std::string>>>();
   if (j.contains("early_stop_patience"))
@@ -75,7 +71,7 @@ CurriculumOverrides curriculum_from_json(const json& j) {
     c.betas = std::pair{read_number(b.at(0)), read_number(b.at(1))};
   }
   Curriculum probe;  // the ranges, with a stage per freeze list
-  if (c.freeze && c.freeze->size() > 1 && !c.stages) probe.stages.resize(c.freeze->size());
+  if (c.freeze && c.freeze->size() > 1) probe.stages.resize(c.freeze->size());
   c.applied_to(probe);
   return c;
 }

@@ -17,7 +17,6 @@
 #include "fk/error.h"
 #include "fk/io/npy.h"
 #include "fk/knobs.h"
-#include "nefi/io/curriculum_stages.h"
 #include "nefi/io/fnv.h"
 
 namespace nefi {
@@ -110,9 +109,7 @@ void set_curriculum(RunConfig& cfg, const std::string& attr, const std::string& 
   CurriculumOverrides next = o;
   try {
     const YAML::Node v = YAML::Load(value);
-    if (attr == "stages") {
-      next.stages = stages_from_yaml(value, where + ".stages");
-    } else if (attr == "early_stop_patience") {
+    if (attr == "early_stop_patience") {
       next.early_stop_patience = v.as<int>();
     } else if (attr == "early_stop_min_delta") {
       next.early_stop_min_delta = v.as<double>();
@@ -142,9 +139,9 @@ void set_curriculum(RunConfig& cfg, const std::string& attr, const std::string& 
       next.freeze = lists;
     } else {
       throw fk::Error(where,
-                      "a curriculum attribute (stages, early_stop_patience, "
-                      "early_stop_min_delta, discrepancy_tau, time_budget_s, restarts, freeze) "
-                      "or optim.ema / optim.betas / optim.lr_mult",
+                      "a curriculum attribute (early_stop_patience, early_stop_min_delta, "
+                      "discrepancy_tau, time_budget_s, restarts, freeze) or optim.ema / "
+                      "optim.betas / optim.lr_mult",
                       "'" + attr + "'");
     }
   } catch (const YAML::Exception&) {
@@ -152,8 +149,7 @@ void set_curriculum(RunConfig& cfg, const std::string& attr, const std::string& 
   }
   try {  // the ranges, on a default curriculum (with a stage per freeze list)
     Curriculum probe;
-    if (next.freeze && next.freeze->size() > 1 && !next.stages)
-      probe.stages.resize(next.freeze->size());
+    if (next.freeze && next.freeze->size() > 1) probe.stages.resize(next.freeze->size());
     next.applied_to(probe);
   } catch (const fk::Error& e) {
     throw fk::Error(where + "." + attr, e.expected(), e.given());
@@ -192,8 +188,8 @@ void set_measured(RunConfig& cfg, const std::string& attr, const std::string& va
 
 void apply_curriculum_section(RunConfig& cfg, const YAML::Node& c, const std::string& path) {
   check_keys(c, path, "curriculum",
-             {"stages", "early_stop_patience", "early_stop_min_delta", "discrepancy_tau",
-              "time_budget_s", "restarts", "freeze", "optim"});
+             {"early_stop_patience", "early_stop_min_delta", "discrepancy_tau", "time_budget_s",
+              "restarts", "freeze", "optim"});
   for (const auto& kv : c) {
     const std::string k = key_of(kv.first, path, "curriculum");
     if (k != "optim") {
@@ -480,7 +476,6 @@ std::string yaml_text(const RunConfig& cfg, bool name_cpu) {
   const CurriculumOverrides& c = cfg.curriculum;
   if (!c.empty()) {
     os << "curriculum:\n";
-    if (c.stages) os << "  stages: " << stages_yaml(*c.stages) << "\n";
     if (c.early_stop_patience) os << "  early_stop_patience: " << *c.early_stop_patience << "\n";
     if (c.early_stop_min_delta)
       os << fmt::format("  early_stop_min_delta: {}\n", *c.early_stop_min_delta);

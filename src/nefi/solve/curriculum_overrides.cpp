@@ -7,12 +7,11 @@
 namespace nefi {
 
 bool CurriculumOverrides::empty() const {
-  return !stages && !early_stop_patience && !early_stop_min_delta && !discrepancy_tau &&
-         !time_budget_s && !restarts && !ema && !betas && !lr_mult && !freeze;
+  return !early_stop_patience && !early_stop_min_delta && !discrepancy_tau && !time_budget_s &&
+         !restarts && !ema && !betas && !lr_mult && !freeze;
 }
 
 Curriculum CurriculumOverrides::applied_to(Curriculum c) const {
-  if (stages) c.stages = *stages;
   if (early_stop_patience) c.early_stop_patience = *early_stop_patience;
   if (early_stop_min_delta) c.early_stop_min_delta = *early_stop_min_delta;
   if (discrepancy_tau) c.discrepancy_tau = *discrepancy_tau;

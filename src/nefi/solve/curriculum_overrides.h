@@ -1,12 +1,11 @@
 #pragma once
 // What a run's config may change in whichever curriculum its instance builds:
-// the whole stage list (a config file's `curriculum: {stages: [...]}`, the
-// reference's layout A), the stopping rules, restarts, the optimizer's EMA,
-// betas and per-prefix learning-rate multipliers, and per-stage frozen
-// parameters (config section `curriculum:`, `--set curriculum.ATTR`, `--set
-// optim.ema|betas|lr_mult`). Without `stages` an instance's own keys build
-// the stages, and these apply on top. Unset fields keep the instance's
-// values.
+// the stopping rules, restarts, the optimizer's EMA, betas and per-prefix
+// learning-rate multipliers, and per-stage frozen parameters (config section
+// `curriculum:`, `--set curriculum.ATTR`, `--set optim.ema|betas|lr_mult`).
+// The reference lets a run set these on every instance; here an instance's
+// own keys build the stages, and these apply on top. Unset fields keep the
+// instance's values.
 #include <map>
 #include <optional>
 #include <string>
@@ -18,7 +17,6 @@
 namespace nefi {
 
 struct CurriculumOverrides {
-  std::optional<std::vector<Stage>> stages;  // replaces the instance's, freeze applied after
   std::optional<int> early_stop_patience;
   std::optional<double> early_stop_min_delta;
   std::optional<double> discrepancy_tau;

@@ -139,6 +139,15 @@ TEST(BenchCampaign, CurriculumOverridesAndMethodNamesInTheProtocol) {
   EXPECT_EQ(back.curriculum.discrepancy_tau, 1e6);
   EXPECT_EQ(back.curriculum.betas, (std::pair{0.8, 0.9}));
   EXPECT_EQ(protocol_hash(back), protocol_hash(p));
+  // Learning-rate multipliers and frozen prefixes are the protocol's too
+  // (two campaigns differing only in them once shared a hash).
+  s.sets.push_back("optim.lr_mult={field.out: 0.5}");
+  s.sets.push_back("curriculum.freeze=[[field.out], []]");
+  const Protocol frozen = make_protocol(s);
+  EXPECT_NE(protocol_hash(frozen), protocol_hash(p));
+  const Protocol thawed = protocol_from_json(nefi::bench::to_json(frozen), "test");
+  EXPECT_EQ(thawed.curriculum.lr_mult, frozen.curriculum.lr_mult);
+  EXPECT_EQ(thawed.curriculum.freeze, frozen.curriculum.freeze);
   // Every neural run stops where the discrepancy rule fires, not at its budget.
   Protocol one = p;
   one.methods = {"neural"};
