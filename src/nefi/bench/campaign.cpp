@@ -300,6 +300,7 @@ Protocol make_protocol(const CampaignSpec& spec) {
     FK_CHECK(!m.empty(), "--metrics", "metric names", "an empty name");
     if (!contains(p.metrics, m)) p.metrics.push_back(m);
   }
+  std::sort(p.metrics.begin(), p.metrics.end());  // the tables' order: shards merge either way
   return p;
 }
 
@@ -355,10 +356,15 @@ std::vector<Row> run_campaign(const Instance& inst, const Protocol& proto,
     } else if (w.has("steps")) {
       w.set_value("steps", std::vector<double>(w.list("steps").size(), 1.0));
     }
-    for (const auto& m : proto.methods) try {
-        run_one(inst, w, mine.front(), m, proto);
+    for (const auto& m : proto.methods) {
+      Row r;
+      try {
+        r = run_one(inst, w, mine.front(), m, proto);
       } catch (const std::exception&) {
+        continue;
       }
+      keep_metrics(proto, r);  // a --metrics name the instance lacks, before any timed run
+    }
   }
   // --batched: the methods batch_invert can solve run here, batch by batch.
   std::map<std::pair<int64_t, std::string>, BatchedRow> batched;
