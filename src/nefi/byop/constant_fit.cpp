@@ -216,58 +216,73 @@ std::vector<double> supported(const ConstantFields& k, size_t i, std::vector<dou
   return v;
 }
 
-// CGLS in the head's output z (the field x0 + M z) on the mask-weighted
-// least squares of a linear one-field model, from z = 0 (prediction y0),
-// stopped at the noise floor (misfit <= sigma^2, before the first step
-// too) or after `iterations`: the largest |z|.
-double cgls_departure(const Operator& op, const ConstantFields& k, const Weighted& d,
-                      const fk::Tensor& x0, const std::vector<double>& y0, double sigma,
-                      int iterations) {
-  std::vector<double> r(d.y.size());
+// CGLS in the heads' outputs z_i (field i at x0_i + M_i z_i) on the
+// mask-weighted least squares of a linear model, the scaled fields jointly
+// (the others held at x0), from z = 0 (prediction y0), stopped at the noise
+// floor (misfit <= sigma^2, before the first step too) or after
+// `iterations`: each field's largest |z_i| (0 for the others).
+std::vector<double> cgls_departures(const Operator& op, const ConstantFields& k, const Weighted& d,
+                                    const std::vector<fk::Tensor>& x0,
+                                    const std::vector<double>& y0, double sigma, int iterations,
+                                    const std::vector<bool>& scaled) {
+  const size_t nf = k.names.size();
+  std::vector<double> largest(nf, 0.0), r(d.y.size());
   for (size_t j = 0; j < r.size(); ++j) r[j] = d.y[j] - y0[j];
   const auto at_floor = [&] { return d.dot(r, r) / d.wsum <= sigma * sigma; };
-  if (at_floor()) return 0;
-  const auto n = static_cast<size_t>(x0.numel());
-  std::vector<double> z(n, 0.0);
-  // s = M A^T W r, at any point (the model is linear).
+  if (at_floor()) return largest;
+  using Fields = std::vector<std::vector<double>>;
+  // s_i = M_i A_i^T W r, at any point (the model is linear); 0 off the scaled fields.
   auto normal = [&] {
-    return supported(k, 0,
-                     pulled_back(op, k, d, {x0},
-                                 [&](const std::vector<double>&) {
-                                   std::vector<double> seed(r.size());
-                                   for (size_t j = 0; j < r.size(); ++j) seed[j] = d.w[j] * r[j];
-                                   return seed;
-                                 })[0]
-                         .to_vector<double>());
+    const std::vector<fk::Tensor> maps = pulled_back(op, k, d, x0, [&](const std::vector<double>&) {
+      std::vector<double> seed(r.size());
+      for (size_t j = 0; j < r.size(); ++j) seed[j] = d.w[j] * r[j];
+      return seed;
+    });
+    Fields s(nf);
+    for (size_t i = 0; i < nf; ++i)
+      s[i] = scaled[i] ? supported(k, i, maps[i].to_vector<double>())
+                       : std::vector<double>(static_cast<size_t>(k.shape.numel()), 0.0);
+    return s;
   };
-  std::vector<double> s = normal(), p = s;
-  double gamma = 0;
-  for (double v : s) gamma += v * v;
-  double largest = 0;
+  auto norm2 = [](const Fields& f) {
+    double n = 0;
+    for (const auto& v : f)
+      for (double e : v) n += e * e;
+    return n;
+  };
+  Fields s = normal(), p = s, z(nf, std::vector<double>(s[0].size(), 0.0));
+  double gamma = norm2(s);
   for (int it = 0; it < iterations && gamma > 0; ++it) {
     // A M p = F(x0 + M p) - F(x0).
-    const fk::Tensor step = fk::from_vector(supported(k, 0, p), k.shape).to(x0.dtype());
-    const std::vector<double> yp = prediction(op, {{k.names[0], fk::add(x0, step)}});
+    FieldMap moved;
+    for (size_t i = 0; i < nf; ++i)
+      moved[k.names[i]] =
+          fk::add(x0[i], fk::from_vector(supported(k, i, p[i]), k.shape).to(x0[i].dtype()));
+    const std::vector<double> yp = prediction(op, moved);
     if (yp.empty()) break;
     std::vector<double> q(yp.size());
     for (size_t j = 0; j < q.size(); ++j) q[j] = yp[j] - y0[j];
     const double qq = d.dot(q, q);
     if (!(qq > 0)) break;
     const double alpha = gamma / qq;
-    largest = 0;
-    for (size_t j = 0; j < n; ++j) {
-      z[j] += alpha * p[j];
-      largest = std::max(largest, std::abs(z[j]));
+    for (size_t i = 0; i < nf; ++i) {
+      largest[i] = 0;
+      for (size_t j = 0; j < z[i].size(); ++j) {
+        z[i][j] += alpha * p[i][j];
+        largest[i] = std::max(largest[i], std::abs(z[i][j]));
+      }
     }
     for (size_t j = 0; j < r.size(); ++j) r[j] -= alpha * q[j];
     if (at_floor()) break;
     s = normal();
-    double next = 0;
-    for (double v : s) next += v * v;
-    for (size_t j = 0; j < n; ++j) p[j] = s[j] + next / gamma * p[j];
+    const double next = norm2(s);
+    for (size_t i = 0; i < nf; ++i)
+      for (size_t j = 0; j < p[i].size(); ++j) p[i][j] = s[i][j] + next / gamma * p[i][j];
     gamma = next;
   }
-  return std::isfinite(largest) ? largest : 0.0;
+  for (double& v : largest)
+    if (!std::isfinite(v)) v = 0;
+  return largest;
 }
 
 // One steepest-descent step of field i alone from the constants, its size
@@ -332,8 +347,10 @@ Departures departure_scales(const Operator& op, const ConstantFields& k, const W
     for (size_t i = 0; i < k.names.size(); ++i) at[k.names[i]] = k.make(i, c[i]);
     const std::vector<double> y0 = prediction(op, at);
     if (y0.empty()) return out;
-    if (op.linear() && k.names.size() == 1) {
-      out.values[0] = cgls_departure(op, k, d, at.at(k.names[0]), y0, sigma, kDepartureIterations);
+    if (op.linear()) {
+      std::vector<fk::Tensor> x0;
+      for (const std::string& name : k.names) x0.push_back(at.at(name));
+      out.values = cgls_departures(op, k, d, x0, y0, sigma, kDepartureIterations, scaled);
       return out;
     }
     const std::vector<fk::Tensor> grads = misfit_gradient_at(op, k, d, c);
@@ -366,10 +383,9 @@ HeadScales head_scales(const Operator& op, const ConstantFields& k, const Weight
   const Departures step = given.empty() ? departure_scales(op, k, d, c, sigma, scaled)
                                         : Departures{std::vector<double>(c.size(), 0.0), ""};
   const std::string how = !step.failure.empty() ? "none: the fit failed, " + step.failure
-                          : op.linear() && k.names.size() == 1
-                              ? "CGLS, at most " + std::to_string(kDepartureIterations) +
-                                    " iterations, stopped at the noise floor"
-                              : "one steepest-descent step";
+                          : op.linear() ? "CGLS, at most " + std::to_string(kDepartureIterations) +
+                                              " iterations, stopped at the noise floor"
+                                        : "one steepest-descent step";
   for (size_t i = 0; i < c.size(); ++i) {
     const PriorSpec& pr = priors[i];
     const double s = std::max(std::abs(c[i]), step.values[i]);

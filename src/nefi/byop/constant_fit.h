@@ -60,11 +60,12 @@ std::vector<fk::Tensor> misfit_gradient_at(const Operator& op, const ConstantFie
 // (auto_problem.h's head scale), in its head's output z (the field is
 // c + M z under a known support M, c + z without): the largest |z| of a
 // data-only fit from c. For a linear model (homogeneity 1 and additive:
-// F(a + b) = F(a) + F(b)) of one field, CGLS on the mask-weighted least
-// squares, stopped at the noise floor (misfit <= sigma^2, 0 when c is
-// already there) or after kDepartureIterations; otherwise one steepest-
-// descent step of field i alone (the others held), the best of a log grid
-// of step sizes (1e-8 to 1e4). A field of zero mean, or of sparse spikes,
+// F(a + b) = F(a) + F(b)), CGLS on the mask-weighted least squares over
+// the scaled fields jointly (the others held), stopped at the noise floor
+// (misfit <= sigma^2, 0 when c is already there) or after
+// kDepartureIterations; otherwise one steepest-descent step of field i
+// alone (the others held), the best of a log grid of step sizes (1e-8 to
+// 1e4). A field of zero mean, or of sparse spikes,
 // departs from its best constant by far more than |c|. 0 where no step
 // lowers the misfit, and for fields whose head takes no scale (`scaled`
 // false); all 0 with `failure` set (the fk::Error's text) when the model

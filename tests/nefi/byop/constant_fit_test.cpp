@@ -283,4 +283,43 @@ TEST(NefiHeadScale, AReasonsPipesAreEscapedInTheReport) {
   EXPECT_EQ(cells, 4) << line;
 }
 
+// A linear model of two fields (bumps through the blur stacked on a signed
+// ramp seen directly): one CGLS over both scales each by its own departure,
+// the ramp's half-range (its best constant is 0) and the bumps' peak.
+TEST(NefiHeadScale, TwoFieldsOfALinearModelShareOneCgls) {
+  const fk::test::ThreadCount one(1);
+  const nefi::test::Blur1D bumps(kCells, 0.0);
+  const auto blur = nefi::test::matrix_model(nefi::test::blur_matrix(kCells, 2.0), kCells, kCells);
+  nefi::ForwardModel f;
+  f.forward = [blur](const std::vector<fk::Tensor>& xs) {
+    std::vector<double> y = blur.forward({xs[0]}).to_vector<double>();
+    const std::vector<double> r = xs[1].to_vector<double>();
+    y.insert(y.end(), r.begin(), r.end());
+    return fk::from_vector(y, {2, static_cast<int64_t>(r.size())});
+  };
+  f.vjp = [blur](const std::vector<fk::Tensor>& xs, const fk::Tensor& g) {
+    return std::vector<fk::Tensor>{blur.vjp({xs[0]}, g.select(0, 0).contiguous())[0],
+                                   g.select(0, 1).contiguous()};
+  };
+  auto op = std::make_shared<nefi::FunctionOperator>(fk::Dims{kCells}, fk::Dims{2, kCells}, f, 1.0,
+                                                     "two", std::vector<std::string>{"a", "b"});
+  std::vector<double> y = bumps.y;
+  for (int64_t i = 0; i < kCells; ++i) y.push_back(-0.5 + static_cast<double>(i) / kCells);
+  nefi::Measurement m;
+  m.data = fk::from_vector(y, {2, kCells});
+  AutoOptions o;
+  o.field_priors = {{"a", "nonnegative"}, {"b", "unconstrained"}};
+  o.noise_std = 0.005;
+  const auto ap = auto_problem(op, {kCells}, m, o);
+  EXPECT_GT(ap.head_scales[0], 0.5);  // the bumps peak at 1
+  EXPECT_LT(ap.head_scales[0], 2.0);
+  EXPECT_NEAR(ap.head_scales[1], 0.5, 0.1);  // the ramp's half-range
+  for (const char* key : {"head_scale:a", "head_scale:b"}) {
+    bool cgls = false;
+    for (const auto& d : ap.decisions)
+      cgls |= d.key == key && d.why.find("CGLS") != std::string::npos;
+    EXPECT_TRUE(cgls) << key;
+  }
+}
+
 }  // namespace
