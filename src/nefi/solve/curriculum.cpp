@@ -35,6 +35,12 @@ void Stage::validate() const {
            std::to_string(lr_warmup));
   FK_CHECK(anneal_fraction > 0 && anneal_fraction <= 1, w, "anneal_fraction in (0, 1]",
            std::to_string(anneal_fraction));
+  // A negative floor or decay would turn the lr negative: gradient ascent.
+  FK_CHECK(lr_min_ratio >= 0 && lr_min_ratio <= 1, w, "lr_min_ratio in [0, 1]",
+           std::to_string(lr_min_ratio));
+  FK_CHECK(lr_gamma > 0 && std::isfinite(lr_gamma), w, "a finite lr_gamma > 0",
+           std::to_string(lr_gamma));
+  FK_CHECK(lr_step_size >= 1, w, "lr_step_size >= 1", std::to_string(lr_step_size));
   for (const std::string& f : freeze)
     FK_CHECK(!f.empty(), w, "non-empty parameter-name prefixes to freeze", "''");
 }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <utility>
 
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
@@ -90,6 +92,26 @@ TEST(NefiCurriculum, WarmupRampsThenRunsTheScheduleOverTheRest) {
       FAIL() << "lr_warmup " << bad;
     } catch (const fk::Error& e) {
       EXPECT_NE(std::string(e.what()).find("lr_warmup"), std::string::npos) << e.what();
+    }
+  }
+  // A floor, decay or period that would turn the lr negative (gradient
+  // ascent) or divide by zero.
+  s.lr_warmup = 0;
+  s.validate();
+  const std::pair<const char*, std::function<void(nefi::Stage&)>> bad_schedules[] = {
+      {"lr_min_ratio", [](nefi::Stage& t) { t.lr_min_ratio = -3; }},
+      {"lr_min_ratio", [](nefi::Stage& t) { t.lr_min_ratio = 2; }},
+      {"lr_gamma", [](nefi::Stage& t) { t.lr_gamma = -2; }},
+      {"lr_gamma", [](nefi::Stage& t) { t.lr_gamma = std::nan(""); }},
+      {"lr_step_size", [](nefi::Stage& t) { t.lr_step_size = 0; }}};
+  for (const auto& [field, spoil] : bad_schedules) {
+    nefi::Stage t = s;
+    spoil(t);
+    try {
+      t.validate();
+      FAIL() << field;
+    } catch (const fk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
     }
   }
 }
