@@ -42,13 +42,19 @@ nefi::GridFunction first_row() {
   };
 }
 
-TEST(NefiEllipticOperator, ShapesResolutionAndGradcheck) {
+// Neumann sides, sigma = exp(x), warm starts on, CG to `tol`.
+nefi::EllipticOperatorOptions warm_exp_options(double tol) {
   nefi::EllipticOperatorOptions o;
   o.boundary = "neumann";
   o.sigma_transform = "exp";
-  o.solve.cg.tol = 1e-13;
+  o.solve.cg.tol = tol;
   o.warm_start = true;
-  const nefi::EllipticOperator op(nefi::Domain({5, 4}, {2.0, 2.0}), sources(), first_row(), o);
+  return o;
+}
+
+TEST(NefiEllipticOperator, ShapesResolutionAndGradcheck) {
+  const nefi::EllipticOperator op(nefi::Domain({5, 4}, {2.0, 2.0}), sources(), first_row(),
+                                  warm_exp_options(1e-13));
   EXPECT_EQ(op.output_shape({5, 4}), fk::Dims({2, 3}));
   EXPECT_EQ(op.fidelity_tag(), "elliptic-fv");
   auto coarse = op.at_resolution({3, 3});
@@ -148,12 +154,8 @@ TEST(NefiEllipticOperator, DeviceNoteIsEmptyForBothPreconditioners) {
 // call sees another's half-written iterate, and each answer is the solve's
 // to its tolerance (warm starts move an answer within it).
 TEST(NefiEllipticOperator, OneOperatorServesSeveralThreads) {
-  nefi::EllipticOperatorOptions o;
-  o.boundary = "neumann";
-  o.sigma_transform = "exp";
-  o.solve.cg.tol = 1e-12;
-  o.warm_start = true;
-  const nefi::EllipticOperator op(nefi::Domain({12, 10}, {2.0, 2.0}), sources(), first_row(), o);
+  const nefi::EllipticOperator op(nefi::Domain({12, 10}, {2.0, 2.0}), sources(), first_row(),
+                                  warm_exp_options(1e-12));
   fk::Generator gen(3);
   std::vector<fk::Tensor> xs;
   for (int i = 0; i < 4; ++i) xs.push_back(fk::randn({12, 10}, {fk::DType::F64}, &gen) * 0.3);
