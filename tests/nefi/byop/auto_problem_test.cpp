@@ -374,18 +374,7 @@ TEST(NefiAutoProblem, SeveralFieldsGetTheirOwnHeadsFitsAndPenalties) {
   const fk::test::ThreadCount one(1);
   const Blur1D b(128, 0.0);
   const int64_t n = 128;
-  const auto blur = nefi::test::matrix_model(nefi::test::blur_matrix(n, 2.0), n, n);
-  nefi::ForwardModel f;
-  f.forward = [blur](const std::vector<fk::Tensor>& xs) {
-    std::vector<double> y = blur.forward({xs[0]}).to_vector<double>();
-    const std::vector<double> r = xs[1].to_vector<double>();
-    y.insert(y.end(), r.begin(), r.end());
-    return fk::from_vector(y, {2, static_cast<int64_t>(r.size())});
-  };
-  f.vjp = [blur](const std::vector<fk::Tensor>& xs, const fk::Tensor& g) {
-    return std::vector<fk::Tensor>{blur.vjp({xs[0]}, g.select(0, 0).contiguous())[0],
-                                   g.select(0, 1).contiguous()};
-  };
+  const nefi::ForwardModel f = nefi::test::blur_and_identity(n);
   auto op = std::make_shared<nefi::FunctionOperator>(fk::Dims{n}, fk::Dims{2, n}, f, std::nullopt,
                                                      "two", std::vector<std::string>{"a", "b"});
   std::vector<double> ramp(n), y = b.y;

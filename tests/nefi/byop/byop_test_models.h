@@ -49,6 +49,24 @@ inline std::vector<double> blur_matrix(int64_t n, double sigma) {
   return a;
 }
 
+// Two fields on n cells: "a" through a row-normalised blur of width 2
+// cells stacked on "b" seen directly, output (2, n); linear.
+inline ForwardModel blur_and_identity(int64_t n) {
+  const ForwardModel blur = matrix_model(blur_matrix(n, 2.0), n, n);
+  ForwardModel f;
+  f.forward = [blur](const std::vector<fk::Tensor>& xs) {
+    std::vector<double> y = blur.forward({xs[0]}).to_vector<double>();
+    const std::vector<double> r = xs[1].to_vector<double>();
+    y.insert(y.end(), r.begin(), r.end());
+    return fk::from_vector(y, {2, static_cast<int64_t>(r.size())});
+  };
+  f.vjp = [blur](const std::vector<fk::Tensor>& xs, const fk::Tensor& g) {
+    return std::vector<fk::Tensor>{blur.vjp({xs[0]}, g.select(0, 0).contiguous())[0],
+                                   g.select(0, 1).contiguous()};
+  };
+  return f;
+}
+
 // Two rectangles and a disc on an n x n grid, values 0, 0.5 and 1; with
 // `blur`, smoothed by a Gaussian of that many cells (an image whose spectrum
 // has decayed by the grid's highest frequencies, as a scan's does).
