@@ -65,11 +65,11 @@ std::vector<fk::Tensor> misfit_gradient_at(const Operator& op, const ConstantFie
 // (misfit <= sigma^2, 0 when c is already there) or after
 // kDepartureIterations; otherwise one steepest-descent step of field i
 // alone (the others held), the best of a log grid of step sizes (1e-8 to
-// 1e4). A field of zero mean, or of sparse spikes,
-// departs from its best constant by far more than |c|. 0 where no step
-// lowers the misfit, and for fields whose head takes no scale (`scaled`
-// false); all 0 with `failure` set (the fk::Error's text) when the model
-// fails on an iterate or its gradient.
+// 1e4, stopping once the misfit rises past its best). A field of zero
+// mean, or of sparse spikes, departs from its best constant by far more
+// than |c|. 0 where no step lowers the misfit, and for fields whose head
+// takes no scale (`scaled` false); all 0 with `failure` set (the
+// fk::Error's text) when the model fails on an iterate or its gradient.
 constexpr int kDepartureIterations = 10;
 struct Departures {
   std::vector<double> values;
