@@ -75,9 +75,7 @@ class CpuCachingAllocator {
       small_[class_of(b)].push_back(p);
       return;
     }
-    const auto live = live_large_.find(p);
-    const size_t size = live == live_large_.end() ? b : live->second;
-    if (live != live_large_.end()) live_large_.erase(live);
+    const size_t size = live_large_.extract(p).mapped();  // allocate lent every large block
     large_.emplace(size, p);
     cached_large_ += size;
     live_large_bytes_ -= size;

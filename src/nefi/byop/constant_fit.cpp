@@ -285,6 +285,13 @@ std::vector<double> cgls_departures(const Operator& op, const ConstantFields& k,
   return largest;
 }
 
+// Whether a prior's head spans a scale: an affine or softplus head; a
+// ranged head spans its bounds, an exp head's steps are relative whatever
+// its scale, and a conserved field is normalized to its total.
+bool takes_scale(const PriorSpec& prior) {
+  return !prior.mass && (prior.head == "unconstrained" || prior.head == "nonnegative");
+}
+
 // One steepest-descent step of field i alone from the constants, its size
 // the best of a log grid (1e-8 to 1e4, stopping once the misfit rises past
 // its best): the step's largest |z|, 0 where none lowers the misfit.
@@ -362,17 +369,6 @@ Departures departure_scales(const Operator& op, const ConstantFields& k, const W
   }
   return out;
 }
-
-namespace {
-
-// Whether a prior's head spans a scale: an affine or softplus head; a
-// ranged head spans its bounds, an exp head's steps are relative whatever
-// its scale, and a conserved field is normalized to its total.
-bool takes_scale(const PriorSpec& prior) {
-  return !prior.mass && (prior.head == "unconstrained" || prior.head == "nonnegative");
-}
-
-}  // namespace
 
 HeadScales head_scales(const Operator& op, const ConstantFields& k, const Weighted& d,
                        const std::vector<double>& c, double sigma,

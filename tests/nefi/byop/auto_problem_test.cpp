@@ -372,19 +372,14 @@ TEST(NefiAutoProblem, SeveralFieldsGetTheirOwnHeadsFitsAndPenalties) {
   // Two fields on 128 cells: "a" (bumps, >= 0) through the blur, "b" (a
   // signed ramp) seen directly; the output stacks both, (2, n).
   const fk::test::ThreadCount one(1);
-  const Blur1D b(128, 0.0);
   const int64_t n = 128;
-  const nefi::ForwardModel f = nefi::test::blur_and_identity(n);
-  auto op = std::make_shared<nefi::FunctionOperator>(fk::Dims{n}, fk::Dims{2, n}, f, std::nullopt,
-                                                     "two", std::vector<std::string>{"a", "b"});
-  std::vector<double> ramp(n), y = b.y;
-  for (int64_t i = 0; i < n; ++i) y.push_back(ramp[i] = -0.5 + static_cast<double>(i) / n);
-  nefi::Measurement m;
-  m.data = fk::from_vector(y, {2, n});
+  const nefi::test::BumpsAndRamp two(n, std::nullopt);
+  const Blur1D& b = two.bumps;
+  const std::vector<double>& ramp = two.ramp;
   AutoOptions o;
   o.field_priors = {{"a", "nonnegative + smooth"}, {"b", "unconstrained + smooth(0.1)"}};
   o.noise_std = 0.005;
-  const auto ap = auto_problem(op, {n}, m, o);
+  const auto ap = auto_problem(two.op, {n}, two.measurement, o);
   EXPECT_EQ(ap.fields, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(value_of(ap, "head:a"), "nonnegative + smooth(1)");
   EXPECT_NE(value_of(ap, "smooth:b_weight"), "");
@@ -397,12 +392,15 @@ TEST(NefiAutoProblem, SeveralFieldsGetTheirOwnHeadsFitsAndPenalties) {
   EXPECT_NE(nefi::quick_report(ap, r).find("a: nonnegative"), std::string::npos);
   AutoOptions bad = o;
   bad.field_priors = {{"a", "nonnegative"}, {"a", "signed"}};
-  EXPECT_NE(fk::test::error_of([&] { (void)auto_problem(op, {n}, m, bad); }).find("distinct"),
+  EXPECT_NE(fk::test::error_of([&] {
+              (void)auto_problem(two.op, {n}, two.measurement, bad);
+            }).find("distinct"),
             std::string::npos);
   bad.field_priors = {{"a", "nonnegative"}, {"b", "wiggly"}};
-  EXPECT_NE(
-      fk::test::error_of([&] { (void)auto_problem(op, {n}, m, bad); }).find("prior of field 'b'"),
-      std::string::npos);
+  EXPECT_NE(fk::test::error_of([&] {
+              (void)auto_problem(two.op, {n}, two.measurement, bad);
+            }).find("prior of field 'b'"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -47,24 +48,6 @@ inline std::vector<double> blur_matrix(int64_t n, double sigma) {
     for (int64_t j = 0; j < n; ++j) a[i * n + j] /= s;
   }
   return a;
-}
-
-// Two fields on n cells: "a" through a row-normalised blur of width 2
-// cells stacked on "b" seen directly, output (2, n); linear.
-inline ForwardModel blur_and_identity(int64_t n) {
-  const ForwardModel blur = matrix_model(blur_matrix(n, 2.0), n, n);
-  ForwardModel f;
-  f.forward = [blur](const std::vector<fk::Tensor>& xs) {
-    std::vector<double> y = blur.forward({xs[0]}).to_vector<double>();
-    const std::vector<double> r = xs[1].to_vector<double>();
-    y.insert(y.end(), r.begin(), r.end());
-    return fk::from_vector(y, {2, static_cast<int64_t>(r.size())});
-  };
-  f.vjp = [blur](const std::vector<fk::Tensor>& xs, const fk::Tensor& g) {
-    return std::vector<fk::Tensor>{blur.vjp({xs[0]}, g.select(0, 0).contiguous())[0],
-                                   g.select(0, 1).contiguous()};
-  };
-  return f;
 }
 
 // Two rectangles and a disc on an n x n grid, values 0, 0.5 and 1; with
@@ -158,6 +141,36 @@ struct Blur1D {
     nefi::Measurement m;
     m.data = fk::from_vector(y, {n});
     return m;
+  }
+};
+
+// Two fields on n cells, as one linear model of two inputs: "a" (Blur1D's
+// bumps, noise-free) through its blur stacked on "b" (a signed ramp from
+// -0.5) seen directly; output (2, n). `homogeneity`: what the model
+// declares.
+struct BumpsAndRamp {
+  Blur1D bumps;
+  std::vector<double> ramp;
+  OperatorPtr op;
+  Measurement measurement;
+  BumpsAndRamp(int64_t n, std::optional<double> homogeneity) : bumps(n, 0.0), ramp(n) {
+    const ForwardModel blur = matrix_model(blur_matrix(n, 2.0), n, n);
+    ForwardModel f;
+    f.forward = [blur](const std::vector<fk::Tensor>& xs) {
+      std::vector<double> y = blur.forward({xs[0]}).to_vector<double>();
+      const std::vector<double> r = xs[1].to_vector<double>();
+      y.insert(y.end(), r.begin(), r.end());
+      return fk::from_vector(y, {2, static_cast<int64_t>(r.size())});
+    };
+    f.vjp = [blur](const std::vector<fk::Tensor>& xs, const fk::Tensor& g) {
+      return std::vector<fk::Tensor>{blur.vjp({xs[0]}, g.select(0, 0).contiguous())[0],
+                                     g.select(0, 1).contiguous()};
+    };
+    op = std::make_shared<FunctionOperator>(fk::Dims{n}, fk::Dims{2, n}, f, homogeneity, "two",
+                                            std::vector<std::string>{"a", "b"});
+    std::vector<double> y = bumps.y;
+    for (int64_t i = 0; i < n; ++i) y.push_back(ramp[i] = -0.5 + static_cast<double>(i) / n);
+    measurement.data = fk::from_vector(y, {2, n});
   }
 };
 

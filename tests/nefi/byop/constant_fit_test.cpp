@@ -288,18 +288,11 @@ TEST(NefiHeadScale, AReasonsPipesAreEscapedInTheReport) {
 // the ramp's half-range (its best constant is 0) and the bumps' peak.
 TEST(NefiHeadScale, TwoFieldsOfALinearModelShareOneCgls) {
   const fk::test::ThreadCount one(1);
-  const nefi::test::Blur1D bumps(kCells, 0.0);
-  const nefi::ForwardModel f = nefi::test::blur_and_identity(kCells);
-  auto op = std::make_shared<nefi::FunctionOperator>(fk::Dims{kCells}, fk::Dims{2, kCells}, f, 1.0,
-                                                     "two", std::vector<std::string>{"a", "b"});
-  std::vector<double> y = bumps.y;
-  for (int64_t i = 0; i < kCells; ++i) y.push_back(-0.5 + static_cast<double>(i) / kCells);
-  nefi::Measurement m;
-  m.data = fk::from_vector(y, {2, kCells});
+  const nefi::test::BumpsAndRamp two(kCells, 1.0);  // declared linear
   AutoOptions o;
   o.field_priors = {{"a", "nonnegative"}, {"b", "unconstrained"}};
   o.noise_std = 0.005;
-  const auto ap = auto_problem(op, {kCells}, m, o);
+  const auto ap = auto_problem(two.op, {kCells}, two.measurement, o);
   EXPECT_GT(ap.head_scales[0], 0.5);  // the bumps peak at 1
   EXPECT_LT(ap.head_scales[0], 2.0);
   EXPECT_NEAR(ap.head_scales[1], 0.5, 0.1);  // the ramp's half-range
