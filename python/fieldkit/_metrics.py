@@ -5,8 +5,9 @@ the usual definitions. Inputs are anything numpy reads, torch tensors too
 (on any device, requiring grad or not).
 
 - ``mse``, ``rmse``, ``mae`` (optionally weighted by a mask), ``psnr``
-  (10 log10(range^2 / mse), the range the ground truth's max - min unless
-  ``data_range`` is given), ``relative_error`` (||x - gt|| / ||gt||);
+  (10 log10(range^2 / mse), the range the ground truth's max - min (1 if
+  that is 0) unless ``data_range`` is given; at most 99 dB, an exact
+  match's score), ``relative_error`` (||x - gt|| / ||gt||);
 - ``ssim`` (7-tap Gaussian window, sigma 1.5, 'valid' positions; 1-D, 2-D, and
   3-D as the mean over slices along the last axis), ``masked_ssim``;
 - ``iou`` (of x > tau and gt > tau, tau = fraction * max(gt)), ``iou_above``
@@ -151,7 +152,7 @@ def hungarian_f1(x, truth, radius=2.0, threshold=0.05):
     `radius` pixels is a hit. `truth`: the sources' (row, col) pairs (for a
     map of them, its peak_positions). Returns {f1, true_positives, n_pred,
     n_true, mean_distance}; f1 = 2 TP / (n_pred + n_true), 1 when both are
-    empty."""
+    empty; mean_distance (of the hits) is nan without a hit."""
     radius = _number("hungarian_f1", "radius", radius)
     return _m.hungarian_f1(peak_positions(x, threshold), _positions("hungarian_f1", truth),
                            radius)

@@ -78,6 +78,7 @@ def test_localisation_scores():
     assert hit["true_positives"] == 1 and hit["f1"] == pytest.approx(0.5)
     assert hit["mean_distance"] == pytest.approx(1.0)
     assert M.hungarian_f1(np.zeros((4, 4)), [])["f1"] == 1.0
+    assert np.isnan(M.hungarian_f1(m, [(15, 0)], radius=2)["mean_distance"])  # no hit
     assert M.gmsd(m, m) == pytest.approx(0.0, abs=1e-12)
     shifted = np.zeros((16, 16))
     shifted[3, 6] = 1.0

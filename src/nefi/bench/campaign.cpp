@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <set>
 #include <variant>
 
 #include <yaml-cpp/yaml.h>
@@ -46,22 +47,34 @@ uint64_t data_fingerprint(const Measurement& m) {
   return fnv1a(v.data(), v.size() * sizeof(double));
 }
 
-// A successful row's metrics cut to the protocol's (bench --metrics); one
-// the instance does not report is an fk::Error listing those it does.
+// A successful row's metrics cut to the protocol's (bench --metrics); a
+// named metric the row lacks stays missing (the tables count it).
 void keep_metrics(const Protocol& p, Row& r) {
   if (p.metrics.empty() || !r.error.empty()) return;
   std::map<std::string, double> kept;
-  for (const std::string& m : p.metrics) {
-    const auto it = r.metrics.find(m);
-    if (it == r.metrics.end()) {
-      std::vector<std::string> names;
-      for (const auto& [k, v] : r.metrics) names.push_back(k);
-      throw fk::Error("--metrics", "metrics " + p.instance + " reports (" + join(names, ", ") + ")",
-                      "'" + m + "'");
-    }
-    kept.insert(*it);
-  }
+  for (const std::string& m : p.metrics)
+    if (const auto it = r.metrics.find(m); it != r.metrics.end()) kept.insert(*it);
   r.metrics = std::move(kept);
+}
+
+// Before any timed run: every --metrics name is one the warm-up's rows
+// report, or one the instance reports where defined; fk::Error listing them
+// otherwise (nothing is checked when no warm-up run succeeded).
+void check_metric_names(const Instance& inst, const Protocol& p, const std::vector<Row>& warm) {
+  std::set<std::string> known;
+  bool any = false;
+  for (const Row& r : warm)
+    if (r.error.empty()) {
+      any = true;
+      for (const auto& [k, v] : r.metrics) known.insert(k);
+    }
+  if (p.metrics.empty() || !any) return;
+  for (const std::string& m : inst.occasional_metrics()) known.insert(m);
+  for (const std::string& m : p.metrics)
+    FK_CHECK(known.count(m), "--metrics",
+             "metrics " + p.instance + " reports (" +
+                 join(std::vector<std::string>(known.begin(), known.end()), ", ") + ")",
+             "'" + m + "'");
 }
 
 // One (unit, method) run; `fingerprint` gets the measurement's (0 on failure).
@@ -251,9 +264,9 @@ Protocol make_protocol(const CampaignSpec& spec) {
            "'" + cfg.data + "'");
   InstancePtr inst = find_instance(cfg.instance);
   Protocol p;
-  FK_CHECK(spec.max_total_steps >= 0, "--smoke-steps", "a step count >= 0 (0: no cap)",
-           std::to_string(spec.max_total_steps));
-  p.max_total_steps = spec.max_total_steps;
+  FK_CHECK(spec.max_total_steps.value_or(0) >= 0, "--smoke-steps", "a step count >= 0 (0: no cap)",
+           std::to_string(spec.max_total_steps.value_or(0)));
+  p.max_total_steps = spec.max_total_steps.value_or(cfg.max_total_steps);
   if (spec.batched && spec.batch_device.is_cuda()) p.batch_device = spec.batch_device.str();
   p.instance = inst->name();
   p.methods = !spec.methods.empty() ? spec.methods : file_methods ? cfg.methods : inst->methods();
@@ -356,15 +369,14 @@ std::vector<Row> run_campaign(const Instance& inst, const Protocol& proto,
     } else if (w.has("steps")) {
       w.set_value("steps", std::vector<double>(w.list("steps").size(), 1.0));
     }
+    std::vector<Row> warm;
     for (const auto& m : proto.methods) {
-      Row r;
       try {
-        r = run_one(inst, w, mine.front(), m, proto);
+        warm.push_back(run_one(inst, w, mine.front(), m, proto));
       } catch (const std::exception&) {
-        continue;
       }
-      keep_metrics(proto, r);  // a --metrics name the instance lacks, before any timed run
     }
+    check_metric_names(inst, proto, warm);
   }
   // --batched: the methods batch_invert can solve run here, batch by batch.
   std::map<std::pair<int64_t, std::string>, BatchedRow> batched;

@@ -15,6 +15,7 @@
 // unsharded run's files exactly.
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -117,7 +118,9 @@ struct CampaignSpec {
   // bench --smoke: a config file applied on top of the target before the
   // --set overrides (configs/<instance>_smoke.yaml), and the total step cap.
   std::string smoke_config;
-  int64_t max_total_steps = 0;  // 0: none
+  // --smoke / --smoke-steps: the step cap of every run (0: none) in place of
+  // the config's run.max_total_steps, as nefi run takes it; unset: the config's.
+  std::optional<int64_t> max_total_steps;
   // bench --batched and --batch-device (Protocol::batch_device).
   bool batched = false;
   fk::Device batch_device = fk::kCPU;

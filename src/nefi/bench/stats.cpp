@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <string>
+#include <utility>
 
 #include "fk/error.h"
 
@@ -81,7 +84,8 @@ MeanCI mean_ci(const std::vector<double>& values, double level) {
       ++r.n;
     }
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  if (r.n == 0) return {0, nan, nan};
+  if (r.n == 0) return {0, nan, nan, 0};
+  r.runs = r.n;
   r.mean = sum / r.n;
   if (r.n < 2) {
     r.half = nan;
@@ -95,13 +99,25 @@ MeanCI mean_ci(const std::vector<double>& values, double level) {
   return r;
 }
 
-std::vector<double> paired_differences(const std::vector<double>& a, const std::vector<double>& b) {
-  FK_CHECK(a.size() == b.size(), "paired_differences", "two series of one length",
-           std::to_string(a.size()) + " and " + std::to_string(b.size()));
-  std::vector<double> d;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::isfinite(a[i]) && std::isfinite(b[i])) d.push_back(b[i] - a[i]);
-  return d;
+MeanCI scene_mean_ci(const std::vector<double>& values, const std::vector<int64_t>& scenes,
+                     double level) {
+  FK_CHECK(
+      values.size() == scenes.size(), "scene_mean_ci", "a scene for every value",
+      std::to_string(scenes.size()) + " scenes for " + std::to_string(values.size()) + " values");
+  std::map<int64_t, std::pair<double, int>> sums;  // scene -> (sum, count) of its finite values
+  int runs = 0;
+  for (size_t i = 0; i < values.size(); ++i)
+    if (std::isfinite(values[i])) {
+      auto& [sum, count] = sums[scenes[i]];
+      sum += values[i];
+      ++count;
+      ++runs;
+    }
+  std::vector<double> means;
+  for (const auto& [scene, sc] : sums) means.push_back(sc.first / sc.second);
+  MeanCI r = mean_ci(means, level);
+  r.runs = runs;
+  return r;
 }
 
 }  // namespace nefi::bench

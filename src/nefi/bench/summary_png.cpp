@@ -29,9 +29,13 @@ std::vector<fk::plot::Interval> intervals(const std::vector<std::string>& method
   std::vector<fk::plot::Interval> out;
   for (const std::string& m : methods) {
     fk::plot::Interval c{m, {}, NAN, NAN};
+    std::vector<const Row*> mine;
     for (const Row& r : rows)
-      if (r.method == m) c.values.push_back(value_of(r, metric));
-    const MeanCI ci = mean_ci(c.values, level);
+      if (r.method == m) {
+        c.values.push_back(value_of(r, metric));
+        mine.push_back(&r);
+      }
+    const MeanCI ci = scene_mean_ci(c.values, scenes_of(mine), level);
     c.mean = ci.mean;
     c.half = ci.half;
     out.push_back(c);

@@ -24,12 +24,14 @@ Curve curve(const std::vector<std::string>& labels, const std::vector<Row>& rows
   Curve c;
   for (const auto& l : labels) {
     std::vector<double> v;
+    std::vector<const Row*> mine;
     for (const Row& r : rows) {
       if (r.method != l) continue;
       const auto it = r.metrics.find(metric);
       v.push_back(it == r.metrics.end() ? NAN : it->second);
+      mine.push_back(&r);
     }
-    const MeanCI ci = mean_ci(v, level);
+    const MeanCI ci = scene_mean_ci(v, scenes_of(mine), level);
     const double half = std::isfinite(ci.half) ? ci.half : 0.0;
     c.mean.push_back(ci.mean);
     c.lo.push_back(ci.mean - half);

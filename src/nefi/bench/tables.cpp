@@ -89,27 +89,29 @@ int failed(const Group& g) {
 MeanCI column_ci(const Group& g, const std::string& column, double level) {
   std::vector<double> v;
   for (const Row* r : g.rows) v.push_back(value(*r, column));
-  return mean_ci(v, level);
+  return scene_mean_ci(v, scenes_of(g.rows), level);
 }
 
 // Paired differences (method - reference) per unit, over the units where
-// both runs have the column.
+// both runs have the column, their interval over scenes.
 MeanCI diff_ci(const std::vector<Row>& rows, const std::string& ref, const std::string& method,
                const std::string& column, double level, int* pairs = nullptr) {
-  std::map<int64_t, double> a, b;
+  std::map<int64_t, const Row*> a, b;
   for (const Row& r : rows) {
-    if (r.method == ref) a[r.unit] = value(r, column);
-    if (r.method == method) b[r.unit] = value(r, column);
+    if (r.method == ref) a[r.unit] = &r;
+    if (r.method == method) b[r.unit] = &r;
   }
-  std::vector<double> va, vb;
-  for (const auto& [u, x] : a)
+  std::vector<const Row*> units;
+  std::vector<double> d;
+  for (const auto& [u, ra] : a)
     if (b.count(u)) {
-      va.push_back(x);
-      vb.push_back(b.at(u));
+      const double x = value(*ra, column), y = value(*b.at(u), column);
+      if (!std::isfinite(x) || !std::isfinite(y)) continue;
+      units.push_back(ra);
+      d.push_back(y - x);
     }
-  const auto d = paired_differences(va, vb);
   if (pairs) *pairs = static_cast<int>(d.size());
-  return mean_ci(d, level);
+  return scene_mean_ci(d, scenes_of(units), level);
 }
 
 // The pairs of a comparison are the units both methods ran without error:
@@ -145,13 +147,31 @@ std::string md_table(const std::vector<Group>& gs, const std::vector<std::string
   s += rule + "\n";
   // Best per (class, metric); none when every method has the same mean (a
   // property of the data such as the blurred input's PSNR).
+  // Only a method with the metric on every unit where any method has it
+  // competes: a mean over the runs that have one (a depth error where a
+  // defect was found, a match distance where a source was) or that did not
+  // fail flatters the method; a unit no method scored (its data failed)
+  // counts against none.
+  std::map<std::pair<std::string, std::string>, std::set<int64_t>> scored;
+  for (const Group& g : gs)
+    for (const auto& m : metrics)
+      for (const Row* r : g.rows)
+        if (std::isfinite(value(*r, m))) scored[{g.cls, m}].insert(r->unit);
+  const auto complete = [&](const Group& g, const std::string& m) {
+    std::set<int64_t> mine;
+    for (const Row* r : g.rows)
+      if (std::isfinite(value(*r, m))) mine.insert(r->unit);
+    return mine == scored[{g.cls, m}];
+  };
   std::map<std::pair<std::string, std::string>, double> best;
   std::map<std::pair<std::string, std::string>, std::set<double>> distinct;
   for (const Group& g : gs)
     for (const auto& m : metrics) {
-      const double v = column_ci(g, m, level).mean;
+      const MeanCI ci = column_ci(g, m, level);
+      const double v = ci.mean;
       if (!std::isfinite(v) || metric_direction(m) == 0) continue;
       distinct[{g.cls, m}].insert(v);
+      if (!complete(g, m)) continue;
       auto [it, fresh] = best.emplace(std::make_pair(g.cls, m), v);
       if (!fresh && (metric_direction(m) > 0 ? v > it->second : v < it->second)) it->second = v;
     }
@@ -164,8 +184,9 @@ std::string md_table(const std::vector<Group>& gs, const std::vector<std::string
     for (const auto& c : cols) {
       const MeanCI ci = column_ci(g, c, level);
       std::string cell = mean_ci_text(ci);
+      if (ci.runs > 0 && ci.runs < n_ok) cell += fmt::format(" ({}/{})", ci.runs, n_ok);
       const auto b = best.find({g.cls, c});
-      if (b != best.end() && std::isfinite(ci.mean) && ci.mean == b->second)
+      if (b != best.end() && std::isfinite(ci.mean) && ci.mean == b->second && complete(g, c))
         cell = fmt::format("**{}**", cell);
       s += " ";
       s += cell + " |";
@@ -176,6 +197,14 @@ std::string md_table(const std::vector<Group>& gs, const std::vector<std::string
 }
 
 }  // namespace
+
+std::vector<int64_t> scenes_of(const std::vector<const Row*>& rows) {
+  std::map<std::pair<std::string, int64_t>, int64_t> ids;
+  std::vector<int64_t> out;
+  for (const Row* r : rows)
+    out.push_back(ids.emplace(std::make_pair(r->cls, r->sample), ids.size()).first->second);
+  return out;
+}
 
 std::vector<std::string> metric_names(const std::vector<Row>& rows) {
   std::set<std::string> names;
@@ -262,7 +291,9 @@ std::string summary_md(const Protocol& p, const std::vector<Row>& rows, const Ta
   std::string s = fmt::format("# Benchmark: {}\n\n", p.instance);
   s += fmt::format(
       "{} samples × {} seeds × {} classes ({}), methods {}, budget scale {}; "
-      "mean ± {:g} % CI (Student t)",
+      "mean ± {:g} % CI (Student t over the scenes, class × sample, each the mean of its "
+      "seeds); (k/n): the metric exists in k of the n runs, and only a method with it on every "
+      "unit any method has it on can be best",
       p.n_samples, p.seeds.size(), p.classes.size(), fmt::join(p.classes, ", "),
       fmt::join(p.methods, ", "), p.budget_scale, 100 * o.level);
   if (static_cast<int64_t>(rows.size()) != expected)
@@ -298,8 +329,12 @@ std::string summary_md(const Protocol& p, const std::vector<Row>& rows, const Ta
       int pairs = 0;
       diff_ci(rows, ref, p.methods[mi], kPairedColumn, o.level, &pairs);
       s += fmt::format("| {} | {} |", p.methods[mi], pairs);
-      for (const auto& c : cols)
-        s += fmt::format(" {} |", mean_ci_text(diff_ci(rows, ref, p.methods[mi], c, o.level)));
+      for (const auto& c : cols) {
+        const MeanCI d = diff_ci(rows, ref, p.methods[mi], c, o.level);
+        std::string cell = mean_ci_text(d);
+        if (d.runs > 0 && d.runs < pairs) cell += fmt::format(" ({}/{})", d.runs, pairs);
+        s += fmt::format(" {} |", cell);
+      }
       s += "\n";
     }
   }

@@ -26,6 +26,9 @@ struct TableOptions {
 };
 
 std::vector<std::string> metric_names(const std::vector<Row>& rows);
+// Each row's scene, its (class, sample) numbered in order of first
+// appearance: the unit the intervals count (stats.h's scene_mean_ci).
+std::vector<int64_t> scenes_of(const std::vector<const Row*>& rows);
 // +1 for a quality metric better high (psnr, ssim, iou, dice, *f1*, ...),
 // -1 better low (mse, *error*, mae, ...), 0 for a number a method or the data
 // reports that ranks nothing (admm_iterations, wiener_snr, blurred_psnr,

@@ -94,6 +94,10 @@ class Instance {
     (void)cfg, (void)out;
     return {};
   }
+  // Metrics a run reports only where they are defined (a depth error where a
+  // defect was found, a match distance where a source was matched): a bench
+  // may ask for them by name (--metrics) though a short run lacks them.
+  virtual std::vector<std::string> occasional_metrics() const { return {}; }
 };
 
 using InstancePtr = std::shared_ptr<Instance>;

@@ -112,6 +112,10 @@ class ThermalTomography : public Instance {
     return run_method(*this, p, method, seed, so, runners);
   }
 
+  std::vector<std::string> occasional_metrics() const override {
+    return {"depth_abs_rel", "depth_delta1", "depth_rmse"};  // where a defect was found
+  }
+
   // The volume scores and the surface fit; pinn_soft predicts with its
   // surrogate, the surface score of the start comes from the heat operator.
   std::map<std::string, double> evaluate(const Params& p, const RunOutput& out) const override {

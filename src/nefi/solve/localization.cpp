@@ -114,6 +114,7 @@ PeakMatch hungarian_f1(const std::vector<std::pair<int64_t, int64_t>>& pred,
   m.n_true = static_cast<int64_t>(truth.size());
   if (m.n_pred + m.n_true == 0) {
     m.f1 = 1.0;
+    m.mean_distance = std::numeric_limits<double>::quiet_NaN();  // no hit
     return m;
   }
   // Pairs beyond the radius cost more than any set of pairs within it, so the
@@ -137,7 +138,8 @@ PeakMatch hungarian_f1(const std::vector<std::pair<int64_t, int64_t>>& pred,
       total += dist(p, a[p]);
     }
   m.f1 = 2.0 * m.true_positives / static_cast<double>(m.n_pred + m.n_true);
-  m.mean_distance = m.true_positives ? total / m.true_positives : 0.0;
+  m.mean_distance = m.true_positives ? total / static_cast<double>(m.true_positives)
+                                     : std::numeric_limits<double>::quiet_NaN();
   return m;
 }
 

@@ -39,7 +39,10 @@ std::vector<std::pair<int64_t, int64_t>> peak_positions(const std::vector<double
 
 struct PeakMatch {
   int64_t true_positives = 0, n_pred = 0, n_true = 0;
-  double f1 = 0, mean_distance = 0;  // mean distance of the true positives (px)
+  double f1 = 0;
+  // Mean distance of the true positives (px); NaN without one (a method that
+  // matched nothing is not closest).
+  double mean_distance = 0;
 };
 PeakMatch hungarian_f1(const std::vector<std::pair<int64_t, int64_t>>& pred,
                        const std::vector<std::pair<int64_t, int64_t>>& truth, double radius);

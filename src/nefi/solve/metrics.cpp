@@ -133,7 +133,7 @@ double psnr(const fk::Tensor& x, const fk::Tensor& gt) {
   const double r = range_of(gt.to_vector<double>());
   // A NaN field scores NaN, never the cap for an exact match.
   if (std::isnan(m)) return m;
-  return m > 0 ? 10.0 * std::log10(r * r / m) : 99.0;
+  return m > 0 ? std::min(kPsnrCap, 10.0 * std::log10(r * r / m)) : kPsnrCap;
 }
 
 double iou(const fk::Tensor& x, const fk::Tensor& gt, double fraction) {

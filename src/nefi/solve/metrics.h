@@ -1,7 +1,10 @@
 #pragma once
 // Reconstruction metrics against a ground truth on the same grid (f64, host),
 // the reference's definitions:
-//   mse, psnr = 10 log10(range^2 / mse) with range = max(gt) - min(gt),
+//   mse, psnr = 10 log10(range^2 / mse) with range = max(gt) - min(gt) (1 for
+//   a constant gt), at most kPsnrCap (an exact match, and anything within
+//   about 1e-5 of the range of it: a ranking never puts an exact match
+//   below a near one),
 //   relative_error = ||x - gt|| / ||gt||,
 //   ssim: Gaussian window of `win` taps (sigma 1.5, unit sum; win = min(7,
 //   the first two axis lengths) made odd), evaluated at the 'valid' positions
@@ -23,6 +26,8 @@
 #include "fk/tensor.h"
 
 namespace nefi {
+
+inline constexpr double kPsnrCap = 99.0;  // dB
 
 double mse(const fk::Tensor& x, const fk::Tensor& gt);
 double psnr(const fk::Tensor& x, const fk::Tensor& gt);

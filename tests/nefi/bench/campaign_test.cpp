@@ -76,6 +76,18 @@ TEST(BenchCampaign, UnitsAndProtocol) {
   EXPECT_EQ(make_protocol(s).classes.size(), 3u);
 }
 
+// The config's run.max_total_steps caps a campaign's runs as it caps nefi
+// run's; --smoke-steps (0: no cap) replaces it, as in nefi run.
+TEST(BenchCampaign, TheConfigsStepCapCapsEveryRun) {
+  CampaignSpec s = tiny_spec();
+  s.sets = {"run.max_total_steps=10"};
+  EXPECT_EQ(make_protocol(s).max_total_steps, 10);
+  s.max_total_steps = 20;
+  EXPECT_EQ(make_protocol(s).max_total_steps, 20);
+  s.max_total_steps = 0;
+  EXPECT_EQ(make_protocol(s).max_total_steps, 0);
+}
+
 TEST(BenchCampaign, BudgetScaleOfAStepTotal) {
   // thermal_tomography counts steps as one total plus an optional per-stage list.
   CampaignSpec s;
@@ -352,12 +364,12 @@ TEST(BenchCampaign, ShardedAndMergedEqualsUnshardedByteForByte) {
   EXPECT_EQ(m.rows[2].method, "grid");
 }
 
-// toy1d whose grid method fails on the second sample.
-class FlakyToy : public nefi::Instance {
+// toy1d under another instance's hooks.
+class Toy1dWrapper : public nefi::Instance {
  public:
-  FlakyToy() : base_(nefi::find_instance("toy1d")) {}
+  Toy1dWrapper() : base_(nefi::find_instance("toy1d")) {}
   std::string name() const override { return "toy1d"; }
-  std::string summary() const override { return "toy1d, grid fails on data seed 1"; }
+  std::string summary() const override { return "toy1d, wrapped"; }
   nefi::Params default_config() const override { return base_->default_config(); }
   std::vector<std::string> methods() const override { return base_->methods(); }
   std::vector<std::string> scenes() const override { return base_->scenes(); }
@@ -370,13 +382,53 @@ class FlakyToy : public nefi::Instance {
   }
   nefi::RunOutput run(const nefi::Params& p, const std::string& method, uint64_t seed,
                       const nefi::SolverOptions& so) const override {
-    FK_CHECK(!(method == "grid" && seed == 1), "flaky", "a healthy run", "data seed 1");
     return base_->run(p, method, seed, so);
   }
 
  private:
   nefi::InstancePtr base_;
 };
+
+// toy1d whose grid method fails on the second sample.
+class FlakyToy : public Toy1dWrapper {
+ public:
+  nefi::RunOutput run(const nefi::Params& p, const std::string& method, uint64_t seed,
+                      const nefi::SolverOptions& so) const override {
+    FK_CHECK(!(method == "grid" && seed == 1), "flaky", "a healthy run", "data seed 1");
+    return Toy1dWrapper::run(p, method, seed, so);
+  }
+};
+
+// toy1d reporting a metric `found` on data seed 1 only (as thermal's depth
+// errors exist where a defect was found).
+class OccasionalToy : public Toy1dWrapper {
+ public:
+  nefi::RunOutput run(const nefi::Params& p, const std::string& method, uint64_t seed,
+                      const nefi::SolverOptions& so) const override {
+    nefi::RunOutput out = Toy1dWrapper::run(p, method, seed, so);
+    if (seed == 1) out.metrics["found"] = 1;
+    return out;
+  }
+  std::vector<std::string> occasional_metrics() const override { return {"found"}; }
+};
+
+// --metrics may name a metric the warm-up's run lacks when the instance
+// reports it where defined; rows without it leave it out.
+TEST(BenchCampaign, MetricsMayNameAnOccasionalMetric) {
+  CampaignSpec s = tiny_spec();
+  s.classes = {"bumps"};
+  s.seeds = {0};
+  s.methods = {"grid"};
+  s.metrics = {"found", "psnr"};
+  CampaignOptions o;  // with the warm-up, on sample 0 (no `found`)
+  const auto rows = run_campaign(OccasionalToy(), make_protocol(s), o);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].metrics.count("found"), 0u);
+  EXPECT_EQ(rows[1].metrics.at("found"), 1);
+  EXPECT_EQ(rows[1].metrics.size(), 2u);
+  s.metrics = {"psnr", "nope"};
+  EXPECT_THROW(run_campaign(OccasionalToy(), make_protocol(s), o), fk::Error);
+}
 
 TEST(BenchCampaign, FailingRunIsRecordedAndTheCampaignGoesOn) {
   CampaignSpec s = tiny_spec();

@@ -52,13 +52,24 @@ TEST(BenchStats, MeanCIOnKnownData) {
   EXPECT_THROW(mean_ci({1, 2}, 1.5), fk::Error);
 }
 
-TEST(BenchStats, PairedDifferencesSkipIncompletePairs) {
+TEST(BenchStats, SceneMeanCICountsScenesNotRuns) {
+  // Two scenes, three seeds each: a deterministic method repeats its value
+  // over the seeds, so the interval is the one of the two scene means.
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  const auto d = nefi::bench::paired_differences({1, 2, nan, 4}, {2, nan, 5, 7});
-  ASSERT_EQ(d.size(), 2u);
-  EXPECT_DOUBLE_EQ(d[0], 1.0);
-  EXPECT_DOUBLE_EQ(d[1], 3.0);
-  EXPECT_THROW(nefi::bench::paired_differences({1}, {1, 2}), fk::Error);
+  const auto ci = nefi::bench::scene_mean_ci({10, 10, 10, 14, 14, 14}, {0, 0, 0, 1, 1, 1});
+  EXPECT_EQ(ci.n, 2);
+  EXPECT_EQ(ci.runs, 6);
+  EXPECT_DOUBLE_EQ(ci.mean, 12.0);
+  EXPECT_NEAR(ci.half, mean_ci({10, 14}).half, 1e-12);
+  EXPECT_GT(ci.half, 4 * mean_ci({10, 10, 10, 14, 14, 14}).half);  // what counting runs gave
+  // A scene's missing values leave its others' mean; a scene without any is
+  // left out (one scene left: no interval).
+  const auto part = nefi::bench::scene_mean_ci({1, nan, 3, nan}, {0, 0, 0, 1});
+  EXPECT_EQ(part.n, 1);
+  EXPECT_EQ(part.runs, 2);
+  EXPECT_DOUBLE_EQ(part.mean, 2.0);
+  EXPECT_TRUE(std::isnan(part.half));
+  EXPECT_THROW(nefi::bench::scene_mean_ci({1, 2}, {0}), fk::Error);
 }
 
 }  // namespace

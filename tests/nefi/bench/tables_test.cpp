@@ -82,10 +82,11 @@ TEST(BenchTables, MeansIntervalsAndPairedDifferencesByHand) {
   // Time is summarised like a metric: a took 1, 2, 3 s.
   EXPECT_DOUBLE_EQ(csv_value(csv, "mean,a,", "time_s"), 2.0);
 
-  // Markdown: b has the higher PSNR mean, in bold; the failure is listed.
+  // Markdown: b has the higher PSNR mean but failed a run, so a's mean, over
+  // every run, is the best; the failure is listed.
   const std::string md = summary_md(p, rows, {});
-  EXPECT_NE(md.find("**13 ± 25**"), std::string::npos) << md;
-  EXPECT_NE(md.find("| a | 3 | 0 | 12 ± 5 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| b | 2 | 1 | 13 ± 25 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| a | 3 | 0 | **12 ± 5** |"), std::string::npos) << md;
   EXPECT_NE(md.find("boom"), std::string::npos);
   // rows.csv quotes fields with commas and doubles quotes; a failed run has
   // empty metric cells.
@@ -111,6 +112,50 @@ TEST(BenchTables, PairsCountUnitsBothMethodsRanAndDiagnosticsGetNoBest) {
   EXPECT_NE(md.find("psnr ↑"), std::string::npos) << md;
   EXPECT_NE(md.find("**12 ±"), std::string::npos) << md;
   EXPECT_NE(benchmark_json(p, rows).find("\"admm_iterations\": \"none\""), std::string::npos);
+}
+
+TEST(BenchTables, IntervalsCountScenesAndAMetricSomeRunsLackIsNeverBest) {
+  // Two samples x three seeds. a is deterministic (10 on sample 0, 14 on
+  // sample 1 whatever the seed): its interval is the one of two scene means,
+  // t(0.975, 1) * sqrt(8) / sqrt(2), not of six runs.
+  Protocol p = two_methods();
+  p.n_samples = 2;
+  p.seeds = {0, 1, 2};
+  std::vector<Row> rows;
+  const double b_psnr[6] = {11, 12, 13, 15, 16, 17};
+  for (int64_t u = 0; u < 6; ++u) {
+    Row a = row(u, "a", u < 3 ? 10 : 14), b = row(u, "b", b_psnr[u]);
+    a.sample = b.sample = u / 3;
+    a.seed = b.seed = static_cast<uint64_t>(u % 3);
+    a.metrics["match_distance"] = 0.5;              // lower is better
+    if (u == 0) b.metrics["match_distance"] = 0.1;  // b matched a source once
+    rows.push_back(a);
+    rows.push_back(b);
+  }
+  const std::string csv = summary_csv(p, rows, {});
+  EXPECT_DOUBLE_EQ(csv_value(csv, "mean,a,", "psnr"), 12.0);
+  EXPECT_NEAR(csv_value(csv, "mean,a,", "psnr_ci"), 12.7062047 * 2, 1e-5) << csv;
+  // b - a per unit: 1, 2, 3 on sample 0 and 1, 2, 3 on sample 1: scene means
+  // 2 and 2, an interval of width 0 (the seeds' spread is within scenes).
+  EXPECT_DOUBLE_EQ(csv_value(csv, "diff_vs_a,b,", "psnr"), 2.0);
+  EXPECT_DOUBLE_EQ(csv_value(csv, "diff_vs_a,b,", "psnr_ci"), 0.0);
+  EXPECT_DOUBLE_EQ(csv_value(csv, "diff_vs_a,b,", "n"), 6);
+  const std::string md = summary_md(p, rows, {});
+  // b's match distance comes from 1 of its 6 runs: shown so, and not best.
+  EXPECT_NE(md.find("| 0.1 (1/6) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| **0.5 ± 0** |"), std::string::npos) << md;
+  EXPECT_NE(md.find("-0.4 (1/6)"), std::string::npos) << md;  // the paired difference
+  EXPECT_NE(md.find("Student t over the scenes"), std::string::npos) << md;
+  // A unit whose data failed every method counts against none: b, with the
+  // metric wherever a has it, competes again.
+  for (Row& r : rows)
+    if (r.unit == 0) {
+      r.metrics.clear();
+      r.error = "data generation failed";
+      r.stop = "failed";
+    }
+  const std::string md2 = summary_md(p, rows, {});
+  EXPECT_NE(md2.find("| **14.25 ± 22** |"), std::string::npos) << md2;
 }
 
 TEST(BenchTables, DirectionsAndMetricNames) {

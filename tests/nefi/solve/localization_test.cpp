@@ -96,6 +96,10 @@ TEST(NefiLocalization, HungarianF1CountsOneToOneMatchesWithinTheRadius) {
   EXPECT_NEAR(m.mean_distance, (std::sqrt(2.0) + 1.0) / 2, 1e-15);
   EXPECT_DOUBLE_EQ(nefi::hungarian_f1({}, {}, 2.0).f1, 1.0);
   EXPECT_DOUBLE_EQ(nefi::hungarian_f1({}, {{1, 1}}, 2.0).f1, 0.0);
+  // No hit, no distance: 0 would rank a method that matched nothing closest.
+  EXPECT_TRUE(std::isnan(nefi::hungarian_f1({}, {{1, 1}}, 2.0).mean_distance));
+  EXPECT_TRUE(std::isnan(nefi::hungarian_f1({{9, 9}}, {{1, 1}}, 2.0).mean_distance));
+  EXPECT_TRUE(std::isnan(nefi::hungarian_f1({}, {}, 2.0).mean_distance));
   // Two predictions on one source: one true positive.
   m = nefi::hungarian_f1({{3, 3}, {3, 4}}, {{3, 3}}, 2.0);
   EXPECT_EQ(m.true_positives, 1);

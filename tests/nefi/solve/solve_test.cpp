@@ -167,6 +167,11 @@ TEST(NefiMetrics, AgainstHandValues) {
   const fk::Tensor nan = fk::from_vector(std::vector<double>{0, std::nan(""), 0, 1});
   EXPECT_TRUE(std::isnan(nefi::psnr(nan, gt)));
   EXPECT_EQ(nefi::psnr(gt, gt), 99.0);
+  // A near match is capped too, never above the exact one (it scored 140 dB).
+  const fk::Tensor near = fk::from_vector(std::vector<double>{1e-7, 1, 0, 1});
+  EXPECT_EQ(nefi::psnr(near, gt), 99.0);
+  const fk::Tensor off = fk::from_vector(std::vector<double>{1e-3, 1, 0, 1});
+  EXPECT_NEAR(nefi::psnr(off, gt), 10 * std::log10(4 / 1e-6), 1e-9);
 }
 
 // Identity-operator problem on a grid field: easy to reason about.

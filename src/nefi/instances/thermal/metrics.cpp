@@ -94,7 +94,7 @@ double psnr_range(const std::vector<double>& x, const std::vector<double>& gt, d
   for (size_t i = 0; i < x.size(); ++i) m += (x[i] - gt[i]) * (x[i] - gt[i]);
   m /= static_cast<double>(x.size());
   if (std::isnan(m)) return m;  // a NaN field scores NaN, never the cap for an exact match
-  return m > 0 ? 10.0 * std::log10(range * range / m) : 99.0;
+  return m > 0 ? std::min(kPsnrCap, 10.0 * std::log10(range * range / m)) : kPsnrCap;
 }
 
 double ssim_depth(const std::vector<double>& x, const std::vector<double>& gt,

@@ -1,7 +1,8 @@
 #pragma once
 // Thermal-tomography metrics on (nx, ny, nz) diffusivity volumes (C order,
 // last axis depth, f64 host vectors):
-//   psnr_range      10 log10(range² / mse) with a given range (α_max − α_min)
+//   psnr_range      10 log10(range² / mse) with a given range (α_max − α_min),
+//                   at most kPsnrCap (nefi/solve/metrics.h) as psnr
 //   ssim_depth      nefi::ssim (solve/metrics.h) of the volume at the given
 //                   range: the mean over depth slices of the 2-D SSIM of each
 //                   (nx, ny) slice, the reference's 7-tap Gaussian window at
