@@ -97,7 +97,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
       beer_lambert, gaussian_blur, radon, advection_diffusion, stack; solved
       with no Python call per step), a ``nefi.TimeStepper`` (a time loop
       written with torch, its gradient replayed in blocks), a matrix (2-D
-      array: y = A x.ravel()),
+      array: y = A x.ravel(), its rows the measurement's cells in C order
+      when the measurement has several axes),
       a callable x -> y on numpy arrays with ``adjoint`` (g -> A^T g, a
       linear model; for complex data A^H g, of which the real part is used)
       or ``vjp`` ((x, g) -> g^T dF/dx),
@@ -240,6 +241,7 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     if not isinstance(trainable, (bool, np.bool_)):
         raise Error(f"from_forward: expected trainable True or False, got {trainable!r}")
     model = _Model(forward, shape, names, adjoint, vjp, homogeneity, values, bool(trainable))
+    model.take_data_shape(y.shape)
     if model.complex_out != complex_data:
         raise Error(f"from_forward: expected {'complex' if model.complex_out else 'real'} "
                     f"measurements (the model's output is), got "

@@ -90,6 +90,7 @@ class _Model:
                             f"columns), got shape {self.shape}")
             self.kind, self.homogeneity = "matrix", 1.0
             self.complex_out = np.iscomplexobj(a)
+            self._matrix = a
             self._f = lambda x: a @ x.ravel()
             self._vjp = lambda x, g: np.real(a.conj().T @ g).reshape(self.shape)
             return
@@ -266,6 +267,15 @@ class _Model:
         if head in ("nonnegative", "positive"):
             return float(x.min())
         return np.inf
+
+    def take_data_shape(self, data_shape):
+        """A matrix's rows are the measurement's cells in C order (as for
+        nefi fit --matrix): its output takes the data's shape."""
+        if self.kind != "matrix" or self._matrix.shape[0] != int(np.prod(data_shape)):
+            return
+        a, out = self._matrix, tuple(data_shape)
+        self._f = lambda x: (a @ x.ravel()).reshape(out)
+        self._vjp = lambda x, g: np.real(a.conj().T @ np.ravel(g)).reshape(self.shape)
 
     def check(self, data_shape, rng):
         """The dry run: shapes, finiteness, and the gradient against the model,

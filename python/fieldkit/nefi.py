@@ -93,8 +93,16 @@ def _sets(overrides, prefix=""):
 
 
 def _target(instance, config):
+    """(target, overrides): a YAML path given as `config` is the target; an
+    instance name beside it must be the one the file names."""
     if isinstance(config, (str, os.PathLike)):
-        return os.fspath(config), {}
+        path = os.fspath(config)
+        if isinstance(instance, str) and instance in _nefi.instances():
+            named = _nefi.config_yaml(path, [], None, []).split("\n", 1)[0]
+            if named != f"instance: {instance}":
+                raise Error(f"nefi: expected a config file of instance {instance}, got {path} "
+                            f"({named})")
+        return path, {}
     return os.fspath(instance), config or {}
 
 
@@ -117,17 +125,21 @@ def _names(value):
     return [value] if isinstance(value, str) else list(value or [])
 
 
-def config_yaml(instance, config=None, seed=None):
-    """The effective config (YAML text) that invert() would run."""
+def config_yaml(instance, config=None, seed=None, methods=None):
+    """The effective config (YAML text) that invert() would run, its
+    run.methods those given (else the config's)."""
     target, overrides = _target(instance, config)
-    sets, _, s = _sets(overrides)
-    return _nefi.config_yaml(target, sets, _seed("config_yaml", s if seed is None else seed))
+    sets, m, s = _sets(overrides)
+    return _nefi.config_yaml(target, sets, _seed("config_yaml", s if seed is None else seed),
+                             _names(methods if methods is not None else m))
 
 
 def measurement(instance, config=None, seed=None):
     """The data an instance's methods see for `seed` (default the config's
     run.seed, as invert) and its ground truth: {data, mask (None: all
-    observed), noise_std (None: unknown), ground_truth}."""
+    observed), noise_std (None: unknown), ground_truth}; with run.data
+    (run.mask, run.noise_std) the file's, as invert solves it, and
+    ground_truth None."""
     target, overrides = _target(instance, config)
     sets, _, s = _sets(overrides)
     return _nefi.measurement(target, sets, _seed("measurement", s if seed is None else seed))
@@ -243,7 +255,8 @@ def batch_invert(instance, config=None, seeds=None, method="neural", data_seeds=
     """Solves one problem per seed of `instance` (default seeds (0, 1, 2))
     with `config` together, in one
     optimisation loop (nefi's batch_invert): problem b's data come from
-    data_seeds[b] (default seeds[b]) and its field from seeds[b], so it matches
+    data_seeds[b] (default seeds[b]) and its field from seeds[b] (from the
+    config's run.init_seed for all when it sets one, as invert), so it matches
     ``invert(instance, config, seed=seeds[b], methods=method)``. Returns a list
     of result dicts as invert() gives per method, with ``data_seed``,
     ``batch_size`` and ``error`` (a failed problem's reason when
@@ -303,7 +316,7 @@ class Solver:
 
     @property
     def config_yaml(self):
-        return config_yaml(self.instance, self.config)
+        return config_yaml(self.instance, self.config, methods=self.methods)
 
     def solve(self, seed=None):
         self.results = invert(self.instance, self.config, seed, self.methods)

@@ -68,6 +68,9 @@ nb::dict run(const std::string& target, const std::vector<std::string>& sets,
   if (!methods.empty()) cfg.methods = methods;
   nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
   for (auto& m : cfg.methods) m = nefi::canonical_method(*inst, m, "run methods");
+  for (const auto& m : cfg.methods)  // as nefi run: `neural` and its alias `nefi` are one method
+    FK_CHECK(std::count(cfg.methods.begin(), cfg.methods.end(), m) == 1, "run methods",
+             "each method once", "'" + m + "' twice");
   // All of the config's switches: the NaN guard, the step cap, cuda_graph,
   // run.device and the curriculum overrides.
   const nefi::SolverOptions so = nefi::solver_options(cfg);
@@ -122,7 +125,9 @@ nb::list batch(const std::string& target, const std::vector<std::string>& sets,
   bo.raise_on_error = a.raise_on_error;
   bo.chunk_size = a.chunk_size;
   bo.loss_mode = a.loss_mode;
-  bo.seeds = a.seeds;
+  // Each problem's start: the config's run.init_seed for all, as invert()
+  // starts every seed's run from it; else its own seed.
+  bo.seeds = cfg.init_seed ? std::vector<uint64_t>(a.seeds.size(), *cfg.init_seed) : a.seeds;
   bo.device = device;
   std::vector<nefi::Result> results;
   nefi::Curriculum cur;  // the one every problem ran
@@ -333,15 +338,32 @@ void bind_nefi(nb::module_& parent) {
   m.def(
       "config_yaml",
       [](const std::string& target, const std::vector<std::string>& sets,
-         std::optional<uint64_t> seed) { return nefi::to_yaml(resolve(target, sets, seed)); },
-      nb::arg("target"), nb::arg("sets") = std::vector<std::string>{},
-      nb::arg("seed") = nb::none());
+         std::optional<uint64_t> seed, const std::vector<std::string>& methods) {
+        nefi::RunConfig cfg = resolve(target, sets, seed);
+        if (!methods.empty()) {  // the methods invert() would run, as run() names them
+          const nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
+          cfg.methods.clear();
+          for (const auto& m : methods)
+            cfg.methods.push_back(nefi::canonical_method(*inst, m, "run methods"));
+          for (const auto& m : cfg.methods)  // as run() refuses them
+            FK_CHECK(std::count(cfg.methods.begin(), cfg.methods.end(), m) == 1, "run methods",
+                     "each method once", "'" + m + "' twice");
+        }
+        return nefi::to_yaml(cfg);
+      },
+      nb::arg("target"), nb::arg("sets") = std::vector<std::string>{}, nb::arg("seed") = nb::none(),
+      nb::arg("methods") = std::vector<std::string>{});
   m.def(
       "measurement",
       [](const std::string& target, const std::vector<std::string>& sets,
          std::optional<uint64_t> seed) {
         const nefi::RunConfig cfg = resolve(target, sets, seed);  // seed: else the config's
-        auto [meas, gt] = nefi::find_instance(cfg.instance)->make_measurement(cfg.config, cfg.seed);
+        // run.data (with run.mask, run.noise_std) in place of the synthetic
+        // data, as invert() solves it: no ground truth then.
+        const nefi::SolverOptions so = nefi::solver_options(cfg);
+        auto [meas, gt] = nefi::measured_or(
+            nefi::find_instance(cfg.instance)->make_measurement(cfg.config, cfg.seed),
+            so.measured ? &*so.measured : nullptr);
         nb::dict d = measurement_dict(meas);
         d["ground_truth"] = numpy_or_none(gt);
         return d;

@@ -89,6 +89,24 @@ def test_a_measured_dataset_in_place_of_the_synthetic_one(tmp_path):
         nefi.invert("toy1d", dict(cfg, run={"data": str(path)}), methods="neural")
 
 
+def test_config_yaml_and_measurement_say_what_invert_runs(tmp_path):
+    assert "methods: [grid]" in nefi.config_yaml("toy1d", {"run": {"methods": ["grid"]}})
+    assert "methods: [neural, grid]" in nefi.config_yaml("toy1d", methods=["nefi", "grid"])
+    assert "methods: [grid]" in nefi.Solver("toy1d", {}, methods="grid").config_yaml
+    data = np.linspace(0, 1, len(nefi.measurement("toy1d")["data"]))
+    np.save(tmp_path / "data.npy", data)
+    m = nefi.measurement("toy1d", {"run": {"data": str(tmp_path / "data.npy"),
+                                           "noise_std": 0.02}})
+    assert np.array_equal(m["data"], data.astype(m["data"].dtype)) and m["ground_truth"] is None
+    assert m["noise_std"] == 0.02
+    # A YAML path beside an instance name of another instance is refused.
+    with pytest.raises(fieldkit.Error, match="instance deconvolution"):
+        nefi.invert("deconvolution", config("toy1d_smoke.yaml"))
+    assert "instance: toy1d" in nefi.config_yaml("toy1d", config("toy1d_smoke.yaml"))
+    with pytest.raises(fieldkit.Error, match="each method once"):
+        nefi.invert("toy1d", {"n": 32, "steps": [2, 2]}, methods=["neural", "nefi"])
+
+
 def test_ensemble_spreads_over_initialisations_of_one_measurement():
     nefi.set_num_threads(1)
     cfg = {"n": 32, "steps": [4, 4]}

@@ -42,6 +42,14 @@ def test_batch_equals_the_sequential_solves(chunk_size, loss_mode):
         assert_same_solve(result, seq)
 
 
+def test_a_configs_init_seed_starts_every_problem_as_invert_does():
+    nefi.set_num_threads(1)
+    cfg = dict(SMOKE, run={"init_seed": 7})
+    bat = nefi.batch_invert("toy1d", cfg, seeds=[2, 3])
+    for seed, result in zip([2, 3], bat):
+        assert_same_solve(result, nefi.invert("toy1d", cfg, seed=seed, methods="neural")["neural"])
+
+
 def test_data_seeds_choose_the_measurement():
     nefi.set_num_threads(1)
     bat = nefi.batch_invert("toy1d", dict(SMOKE, steps=[2, 2]), seeds=[5, 5], data_seeds=[1, 2])

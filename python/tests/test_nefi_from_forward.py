@@ -74,6 +74,23 @@ def test_every_kind_of_model_reaches_the_noise_floor():
     assert psnr(out["matrix"]["reconstruction"], gt) > psnr(bare["reconstruction"], gt) + 5
 
 
+def test_a_matrix_reads_a_shaped_measurement_in_c_order():
+    # As nefi fit --matrix: A's rows are the measurement's cells, so an image
+    # of 16 x 8 data takes a 128-row matrix; the same numbers as one axis give
+    # the same model (the noise estimate reads the layout it is given).
+    a, gt, y = blur_problem()
+    p2 = nefi.from_forward(a, y.reshape(16, 8), prior="nonnegative + smooth",
+                           representation="grid", budget=50)
+    r = p2.solve()
+    assert r["reconstruction"].shape == gt.shape
+    assert r["prediction"].shape == (16, 8)
+    p1 = nefi.from_forward(a, y, prior="nonnegative + smooth", representation="grid",
+                           budget=50, noise=p2.noise_std)
+    np.testing.assert_allclose(r["reconstruction"], p1.solve()["reconstruction"], atol=1e-6)
+    with pytest.raises(fieldkit.Error, match="measurement's shape"):
+        nefi.from_forward(a, y[:100].reshape(10, 10))
+
+
 def test_complex_fourier_sampling_as_matrix_and_torch():
     # Undersampled 1-D Fourier measurements (an MRI-like model) of a real signal.
     n = 64
