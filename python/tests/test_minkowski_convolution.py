@@ -181,3 +181,32 @@ def test_convolutions_from_several_python_threads_agree():
         results = list(pool.map(one, range(8)))
     for out, grad in results:
         assert torch.equal(out, serial.detach()) and torch.equal(grad, results[0][1])
+
+
+def test_a_custom_region_of_one_offset_is_a_shift_not_a_1x1():
+    # out[c] = sum_k W_k F[c + offset_k]: one offset (1, 0) reads the next row;
+    # a 1x1 would read the row itself.
+    c = torch.tensor([[0, 0, 0], [0, 1, 0], [0, 2, 0]], dtype=torch.int32)
+    x = ME.SparseTensor(torch.tensor([[1.0], [10.0], [100.0]], dtype=torch.float64), c)
+    gen = ME.KernelGenerator(1, region_type=ME.RegionType.CUSTOM, region_offsets=[[1, 0]],
+                             dimension=2)
+    conv = ME.MinkowskiConvolution(1, 1, kernel_generator=gen, dimension=2).double()
+    with torch.no_grad():
+        conv.kernel.fill_(1.0)
+    assert conv(x).F.flatten().tolist() == [10.0, 100.0, 0.0]
+    origin = ME.KernelGenerator(1, region_type=ME.RegionType.CUSTOM, region_offsets=[[0, 0]],
+                                dimension=2)
+    assert ME.MinkowskiConvolution(1, 1, kernel_generator=origin, dimension=2).use_mm
+
+
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2.5), dict(kernel_size=3, stride=1.5),
+                                    dict(kernel_size=3, dilation=1.9)])
+def test_fractional_sizes_strides_and_offsets_are_refused_not_truncated(kwargs):
+    with pytest.raises(ValueError, match="whole numbers"):
+        ME.MinkowskiConvolution(1, 1, dimension=2, **kwargs)
+    with pytest.raises(ValueError, match="whole numbers.*0.7"):
+        ME.KernelGenerator(1, region_type=ME.RegionType.CUSTOM, region_offsets=[[0.7, 0]],
+                           dimension=2)
+    with pytest.raises(ValueError, match="K x 2"):  # a flat list is not K offsets
+        ME.KernelGenerator(1, region_type=ME.RegionType.CUSTOM, region_offsets=[1, 2, 3, 4],
+                           dimension=2)

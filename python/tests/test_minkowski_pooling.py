@@ -129,3 +129,18 @@ def test_broadcast_refuses_another_manager():
     glob = ME.MinkowskiGlobalAvgPooling()(other)
     with pytest.raises(ValueError, match="another manager"):
         ME.MinkowskiBroadcastAddition()(x, glob)
+
+
+@pytest.mark.parametrize("cls", [ME.MinkowskiGlobalAvgPooling, ME.MinkowskiGlobalMaxPooling,
+                                 ME.MinkowskiGlobalSumPooling])
+def test_global_pooling_of_an_empty_tensor_is_empty(cls):
+    # A generative net pruned to nothing reaches its global head with no point.
+    f = torch.randn(5, 2, requires_grad=True)
+    x = ME.SparseTensor(f, torch.randint(0, 4, (5, 4), dtype=torch.int32))
+    empty = ME.MinkowskiPruning()(x, torch.zeros(len(x), dtype=torch.bool))
+    y = cls()(empty)
+    assert tuple(y.F.shape) == (0, 2) and tuple(y.C.shape) == (0, 4)
+    y.F.sum().backward()
+    assert tuple(f.grad.shape) == (5, 2) and not f.grad.any()
+    field = ME.TensorField(torch.zeros(0, 2), torch.zeros(0, 4))
+    assert tuple(cls()(field).F.shape) == (0, 2)

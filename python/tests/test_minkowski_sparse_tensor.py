@@ -232,3 +232,21 @@ def test_global_pooling_gives_no_row_to_an_item_without_points():
     assert f.grad.tolist() == [[2.0], [2.0], [2.0]]
     # the decomposition lists the same items, in the same order
     assert [p.tolist() for p in x.decomposition_permutations] == [[1], [0, 2]]
+
+
+def test_tensor_field_quantizes_large_coordinates_exactly():
+    # Integer points past 2^24 (which f32 cannot hold) keep their voxel; f32
+    # points past it on a stride-3 grid land on a multiple of 3.
+    pts = torch.tensor([[0, 16777217, 3], [0, 33554435, 5], [0, 123456789, -98765431]])
+    for dtype in (torch.int32, torch.int64):
+        tf = ME.TensorField(torch.ones(3, 1), pts.to(dtype))
+        assert tf.sparse().C.tolist() == pts.tolist()
+    field = ME.TensorField(torch.ones(1, 1), torch.tensor([[0.0, 33554432.0, 0.0]]))
+    assert field.sparse(tensor_stride=3).C.tolist() == [[0, 33554430, 0]]
+
+
+def test_dense_refuses_a_negative_batch_index():
+    x = ME.SparseTensor(torch.tensor([[7.0], [3.0]]),
+                        torch.tensor([[-1, 1, 1], [0, 1, 1]], dtype=torch.int32))
+    with pytest.raises(ValueError, match="batch indices >= 0, got -1"):
+        x.dense()

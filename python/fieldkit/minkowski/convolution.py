@@ -47,12 +47,15 @@ class _ConvolutionBase(torch.nn.Module):
         self.in_channels, self.out_channels, self.dimension = in_channels, out_channels, dimension
         self.kernel_generator = make_generator(kernel_generator, kernel_size, stride, dilation,
                                                dimension, expand_coordinates or self.generative)
-        k = self.kernel_generator.kernel_volume
-        pointwise = k == 1 and self.kernel_generator.unit_stride
+        gen = self.kernel_generator
+        k = gen.kernel_volume
+        pointwise = k == 1 and gen.unit_stride
         # The reference keeps a 2-D kernel for every 1x1 unit-stride layer,
         # transposed ones too, so their checkpoints load; only the forward
-        # layer skips the maps (a transposed one still finds its output map).
-        self.use_mm = pointwise and not self.transposed
+        # layer skips the maps (a transposed one still finds its output map),
+        # and only when its one offset is the origin (a CUSTOM region of one
+        # other offset is a shift, not a 1x1).
+        self.use_mm = pointwise and not self.transposed and gen.region.is_identity(gen.dimension)
         shape = (in_channels, out_channels) if pointwise else (k, in_channels, out_channels)
         self.kernel = torch.nn.Parameter(torch.empty(shape))
         self.bias = torch.nn.Parameter(torch.empty(1, out_channels)) if bias else None

@@ -400,14 +400,23 @@ class CoordsManager:
                                  "CoordinateManager(D=...)")
 
 
+def _whole(x):
+    """x as an int; a fraction (2.5, 1.9) is a ValueError, not truncated."""
+    i = int(x)
+    if i != x:
+        raise ValueError(f"expected whole numbers (kernel sizes, strides, dilations, "
+                         f"offsets), got {x!r}")
+    return i
+
+
 def _axes(v):
     """An int or a sequence of ints (a list, tuple, numpy array or tensor) as
     a list (one value means every axis)."""
     if isinstance(v, (torch.Tensor, np.ndarray)):
         v = v.tolist()
     if isinstance(v, (list, tuple)):
-        return [int(x) for x in v]
-    return [int(v)]
+        return [_whole(x) for x in v]
+    return [_whole(v)]
 
 
 def convert_to_int_list(arg, dimension):
@@ -452,9 +461,16 @@ def quantize_points(points, tensor_stride):
     """Each point's voxel on the tensor-stride grid as int32 coordinates:
     floor(x / ts) * ts per spatial axis and the batch column rounded (a
     TensorField's quantization, as the reference's)."""
-    c = widened(points).clone()  # f16 exactly in f32: torch < 2 has no CPU half round
+    if not points.is_floating_point():  # exact: f32 holds integers only up to 2^24
+        c = points.to(torch.int64).clone()
+        ts = torch.as_tensor(_axes(tensor_stride), dtype=torch.int64, device=c.device)
+        c[:, 1:] = torch.div(c[:, 1:], ts, rounding_mode="floor") * ts
+        return _int_coordinates(c, warn=False)
+    # In f64, which holds every f16/bf16/f32 value and int32 coordinate
+    # exactly: in f32, x / ts and the product back round past 2^24.
+    c = points.double()
     ts = torch.as_tensor(_axes(tensor_stride), dtype=c.dtype, device=c.device)
-    c[:, 0] = torch.round(c[:, 0]) if c.is_floating_point() else c[:, 0]
+    c[:, 0] = torch.round(c[:, 0])
     c[:, 1:] = torch.floor(c[:, 1:] / ts) * ts
     return _int_coordinates(c, warn=False)  # floored here: no warning
 

@@ -1,5 +1,6 @@
 """Kernel descriptions: the reference's KernelGenerator, resolved to a C++
 KernelRegion for a given dimension."""
+import numpy as np
 import torch
 
 from .._core import minkowski as _mk
@@ -36,7 +37,14 @@ class KernelGenerator:
     def _region(self):
         """The C++ KernelRegion this generator describes."""
         if self.region_type == RegionType.CUSTOM:
-            offsets = torch.as_tensor(self.region_offsets, dtype=torch.int32).flatten().tolist()
+            given = self.region_offsets
+            given = (given.detach().cpu().numpy() if isinstance(given, torch.Tensor)
+                     else np.asarray(given))
+            if given.ndim != 2 or given.shape[1] != self.dimension:
+                raise ValueError(f"KernelGenerator: expected region_offsets K x "
+                                 f"{self.dimension} (one offset a row), got shape "
+                                 f"{tuple(given.shape)}")
+            offsets = _axes(given.ravel())  # fractions refused, not truncated
             return _mk.KernelRegion.custom(offsets, self.dimension, self.kernel_dilation)
         if self.region_type == RegionType.HYPER_CROSS:
             return _mk.KernelRegion.cross(self.kernel_size, self.kernel_dilation)

@@ -306,6 +306,8 @@ class SparseTensor(_Tensor):
         """(B x C x s_1..s_D dense tensor, min_coordinate, tensor_stride), a
         torch scatter of the features (differentiable)."""
         batch, cell, lo = self._cells(min_coordinate, contract_stride)
+        if len(batch) and int(batch.min()) < 0:  # index_put would wrap it to the last batch
+            raise ValueError(f"dense: expected batch indices >= 0, got {int(batch.min())}")
         batches = int(batch.max()) + 1 if len(batch) else 0
         if shape is None:
             if not len(cell):

@@ -248,7 +248,9 @@ RowGroups batch_groups(const CoordinateMap& map, const char* where) {
 }
 
 RowGroups batch_groups(std::vector<int32_t> batch, const char* where) {
-  FK_CHECK(!batch.empty(), where, "a tensor with at least one point", "an empty tensor");
+  // No rows (a generative net's pruning left none): no item, an empty origin
+  // map, (0, C) features, as every other op gives on an empty tensor.
+  if (batch.empty()) return group_by({}, 0);
   const auto [lo, hi] = std::minmax_element(batch.begin(), batch.end());
   FK_CHECK(*lo >= 0, where, "batch indices >= 0", "batch index " + std::to_string(*lo));
   // The items with points, ascending, and each row's rank among them: by a

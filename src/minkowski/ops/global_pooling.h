@@ -6,7 +6,7 @@
 //                 ascending b: items without points (a scene cropped to
 //                 nothing) get no row, as on the reference's origin map, and
 //                 never a NaN; the coordinates name each row's item. An empty
-//                 tensor or a negative batch index is an fk::Error.
+//                 tensor gives no row; a negative batch index is an fk::Error.
 //   tensor stride the input's. (MinkowskiEngine puts the result on an origin
 //                 map of tensor stride 0; this manager's strides are positive
 //                 and (b, 0, ..., 0) is a multiple of any of them.) The map is
@@ -54,7 +54,7 @@ struct RowGroups {
 // Groups rows by `label` (each in [0, groups), checked by the caller).
 RowGroups group_by(std::vector<int32_t> label, int64_t groups);
 // The batch items of a map's rows: one group per item with rows, in
-// ascending batch index; throws for no rows or a negative index.
+// ascending batch index (none for no rows); throws for a negative index.
 RowGroups batch_groups(const CoordinateMap& map, const char* where);
 // The same from each row's batch index (a TensorField's points).
 RowGroups batch_groups(std::vector<int32_t> batch, const char* where);
