@@ -369,13 +369,8 @@ std::vector<Row> run_campaign(const Instance& inst, const Protocol& proto,
     } else if (w.has("steps")) {
       w.set_value("steps", std::vector<double>(w.list("steps").size(), 1.0));
     }
-    std::vector<Row> warm;
-    for (const auto& m : proto.methods) {
-      try {
-        warm.push_back(run_one(inst, w, mine.front(), m, proto));
-      } catch (const std::exception&) {
-      }
-    }
+    std::vector<Row> warm;  // a run that throws is a row with its error
+    for (const auto& m : proto.methods) warm.push_back(run_one(inst, w, mine.front(), m, proto));
     check_metric_names(inst, proto, warm);
   }
   // --batched: the methods batch_invert can solve run here, batch by batch.

@@ -13,6 +13,7 @@
 //                   (the distinct hosts and thread counts found in the rows)
 //   summary.png     per metric, each method's runs and mean with its interval
 // Metrics are the union of the rows' metric names, sorted.
+#include <cstdint>
 #include <string>
 #include <vector>
 
