@@ -73,12 +73,20 @@ void write_ply(const std::string& path, const data::PointCloud& cloud,
 }
 
 // The checkpoint's model tensors: a best.ckpt as saved, or the model part
-// of train's resumable last.ckpt (its "model." names).
-nn::NamedTensors model_tensors(const std::string& path) {
-  nn::NamedTensors all = nn::read_tensors(path), model;
-  for (const auto& [n, t] : all)
-    if (n.starts_with("model.")) model.emplace_back(n.substr(6), t);
-  return model.empty() ? all : model;
+// of train's resumable last.ckpt (its "model." names); `voxel` gets the
+// voxel size it was trained at (0: a checkpoint that does not say).
+nn::NamedTensors model_tensors(const std::string& path, double& voxel) {
+  nn::NamedTensors all = nn::read_tensors(path), model, rest;
+  voxel = 0;
+  for (const auto& [n, t] : all) {
+    if (n == kVoxelTensor)
+      voxel = t.item();
+    else if (n.starts_with("model."))
+      model.emplace_back(n.substr(6), t);
+    else
+      rest.emplace_back(n, t);
+  }
+  return model.empty() ? rest : model;
 }
 
 // The class count the checkpoint was trained for: its head's outputs.
@@ -142,14 +150,19 @@ int predict(const PredictOptions& options) {
   PredictOptions o = options;
   check_model(o.model, "minkowski predict");
   const bool classifier = is_classifier(o.model);
-  if (o.voxel == 0) o.voxel = classifier ? 0.04 : 0.1;
-  FK_CHECK(o.voxel > 0, "minkowski predict --voxel", "a positive size", std::to_string(o.voxel));
   const fk::DType precision = nn::parse_precision(o.precision, "minkowski predict --precision");
   const fk::Device device = fk::parse_device(o.device);
   if (o.threads > 0) fk::set_num_threads(o.threads);
   check_output(o.ply, "--ply", o);
   check_output(o.labels, "--labels", o);
-  const nn::NamedTensors tensors = model_tensors(o.checkpoint);
+  double trained_voxel = 0;
+  const nn::NamedTensors tensors = model_tensors(o.checkpoint, trained_voxel);
+  // The voxel size the net was trained at unless --voxel says otherwise.
+  if (o.voxel == 0) o.voxel = trained_voxel > 0 ? trained_voxel : classifier ? 0.04 : 0.1;
+  FK_CHECK(o.voxel > 0, "minkowski predict --voxel", "a positive size", std::to_string(o.voxel));
+  if (trained_voxel > 0 && o.voxel != trained_voxel)
+    std::fprintf(stderr, "minkowski predict: --voxel %g, the net was trained at %g\n", o.voxel,
+                 trained_voxel);
   const int64_t classes = classes_of(tensors, o.checkpoint);
   const auto net = make_network({o.model, o.variant, o.planes, classes}, "minkowski predict");
   nn::copy_named(net->state(), tensors, "load checkpoint " + o.checkpoint);

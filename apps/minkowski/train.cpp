@@ -15,6 +15,8 @@
 #include <memory>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "fk/fk.h"
 #include "learning_curve.h"
 #include "minkowski/data/batch.h"
@@ -101,8 +103,16 @@ struct Progress {
   double loss_scale = 0.0;  // fp16's GradScaler; 0: none
 };
 
-void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, const Progress& p) {
-  nn::NamedTensors all = prefixed(net.state(), "model.");
+// The voxel size a net was trained at, saved beside its weights (predict
+// reads it: a net fed another voxel size sees other geometry).
+nn::NamedTensors with_voxel(nn::NamedTensors tensors, double voxel) {
+  tensors.emplace_back(kVoxelTensor, fk::full({}, voxel, {fk::DType::F64}));
+  return tensors;
+}
+
+void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, const Progress& p,
+               double voxel) {
+  nn::NamedTensors all = with_voxel(prefixed(net.state(), "model."), voxel);
   for (auto& e : prefixed(opt.state(), "optim.")) all.push_back(e);
   all.emplace_back("epoch", fk::full({}, p.epoch, {fk::DType::I64}));
   all.emplace_back("best_miou", fk::full({}, p.best_miou, {fk::DType::F64}));
@@ -111,8 +121,12 @@ void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, con
   nn::save_tensors(path, all);
 }
 
-Progress load_last(const std::string& path, nn::Module& net, nn::Optimizer& opt) {
+Progress load_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, double voxel) {
   const nn::NamedTensors all = nn::read_tensors(path);
+  for (const auto& [n, t] : all)
+    FK_CHECK(n != kVoxelTensor || t.item() == voxel, "minkowski train --resume " + path,
+             fmt::format("--voxel {} (the run being resumed)", t.item()),
+             fmt::format("--voxel {}", voxel));
   nn::check_finite(all, "resume " + path);  // model and optimizer state alike
   nn::copy_named(net.state(), strip(all, "model."), "resume " + path);
   opt.load_state(strip(all, "optim."));
@@ -230,7 +244,7 @@ int train(const TrainOptions& options) {
   net.to(device);
   auto opt = make_optimizer(o, net);
   Progress progress;
-  if (o.resume) progress = load_last(last, net, *opt);
+  if (o.resume) progress = load_last(last, net, *opt, o.voxel);
   // fp16 gradients underflow without loss scaling; bf16 has f32's range.
   std::optional<fk::amp::GradScaler> scaler;
   if (precision == fk::DType::F16) {
@@ -282,9 +296,9 @@ int train(const TrainOptions& options) {
     const bool improved = c.miou() > progress.best_miou;
     if (improved) {
       progress.best_miou = c.miou();
-      nn::save_state(net, best);
+      nn::save_tensors(best, with_voxel(net.state(), o.voxel));
     }
-    save_last(last, net, *opt, progress);
+    save_last(last, net, *opt, progress, o.voxel);
     log << epoch + 1 << ',' << loss_sum / o.steps_per_epoch << ',' << c.miou() << ','
         << c.accuracy() << ',' << opt->lr() << ',' << points / secs << ',' << skipped << '\n';
     log.flush();

@@ -50,7 +50,7 @@ struct PredictOptions {
   std::string checkpoint;
   std::string input;  // .ply/.xyz/.txt point file; empty: a generated scene (shape: ResNet)
   uint64_t scene_seed = 1000000;
-  double voxel = 0.0;             // m; 0: 0.1 for MinkUNet, 0.04 for ResNet (train's defaults)
+  double voxel = 0.0;             // m; 0: the checkpoint's (else 0.1 for MinkUNet, 0.04 for ResNet)
   std::string precision = "f32";  // f32, bf16 or fp16 (autocast)
   std::string ply;                // coloured output cloud (ASCII PLY); empty: none
   std::string labels;             // predicted labels (int64 .npy); empty: none
@@ -58,6 +58,11 @@ struct PredictOptions {
   int threads = 0;
 };
 int predict(const PredictOptions& o);
+
+// The checkpoint tensor (f64 scalar) holding the voxel size a net was
+// trained at: train writes it into best.ckpt and last.ckpt, predict uses it
+// unless --voxel says otherwise, a resume refuses another.
+inline constexpr const char* kVoxelTensor = "meta.voxel";
 
 struct BenchTrainOptions {
   std::string variant = "18";

@@ -145,7 +145,33 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
     const std::vector<int64_t> got = fk::read_npy(labels).to_vector<int64_t>();
     EXPECT_EQ(got.size(), 40u);
     EXPECT_TRUE(std::all_of(got.begin(), got.end(), [](int64_t l) { return l >= 0 && l < 3; }));
+    // Without --voxel, predict takes the size the net was trained at (1 m,
+    // not the scenes' 0.1): the same labels; another size is named.
+    const std::string own = (dir / "p3_own.npy").string();
+    r = fieldkit_test::run_cli(bin,
+                               "predict --checkpoint " + (dir / "run2" / c).string() + " --input " +
+                                   (dir / "points" / "a.xyz").string() + " --labels " + own,
+                               dir);
+    ASSERT_EQ(r.status, 0) << c << ": " << r.err;
+    EXPECT_EQ(fk::read_npy(own).to_vector<int64_t>(), got);
+    EXPECT_EQ(r.err.find("trained at"), std::string::npos) << r.err;
+    r = fieldkit_test::run_cli(bin,
+                               "predict --voxel 0.5 --checkpoint " + (dir / "run2" / c).string() +
+                                   " --input " + (dir / "points" / "a.xyz").string(),
+                               dir);
+    ASSERT_EQ(r.status, 0) << c << ": " << r.err;
+    EXPECT_NE(r.err.find("--voxel 0.5, the net was trained at 1"), std::string::npos) << r.err;
   }
+  // A resume at another voxel size is refused, naming the run's.
+  r = fieldkit_test::run_cli(bin,
+                             "train --epochs 2 --steps-per-epoch 1 --batch 1 --voxel 0.5 "
+                             "--threads 1 --resume --classes 3 --data " +
+                                 (dir / "points").string() + " --out " + (dir / "run2").string(),
+                             dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("expected --voxel 1 (the run being resumed), got --voxel 0.5"),
+            std::string::npos)
+      << r.err;
   // A failed call leaves the run's log as it was; a resume without a log
   // starts one with its header.
   const std::string log_before = read_text(dir / "run2" / "log.csv");
