@@ -258,15 +258,18 @@ std::string rows_csv(const Protocol& p, const std::vector<Row>& rows) {
 std::string summary_csv(const Protocol& p, const std::vector<Row>& rows, const TableOptions& o) {
   const auto cols = summary_columns(rows);
   std::string s = "kind,method,class,n,failed";
-  for (const auto& c : cols) s += fmt::format(",{},{}", csv_field(c), csv_field(c + "_ci"));
+  // <column>_runs: the runs (pairs) behind the mean; <column>_scenes: the
+  // scenes its interval counts.
+  for (const auto& c : cols)
+    s += fmt::format(",{},{},{},{}", csv_field(c), csv_field(c + "_ci"), csv_field(c + "_runs"),
+                     csv_field(c + "_scenes"));
   s += "\n";
   for (const Group& g : groups(p, rows, o.by_class)) {
     s += fmt::format("mean,{},{},{},{}", csv_field(g.method), csv_field(g.cls),
                      static_cast<int>(g.rows.size()) - failed(g), failed(g));
     for (const auto& c : cols) {
       const MeanCI ci = column_ci(g, c, o.level);
-      s += ",";
-      s += num(ci.mean) + "," + num(ci.half);
+      s += fmt::format(",{},{},{},{}", num(ci.mean), num(ci.half), ci.runs, ci.n);
     }
     s += "\n";
   }
@@ -277,8 +280,7 @@ std::string summary_csv(const Protocol& p, const std::vector<Row>& rows, const T
     s += fmt::format("diff_vs_{},{},,{},", csv_field(ref), csv_field(p.methods[mi]), pairs);
     for (const auto& c : cols) {
       const MeanCI ci = diff_ci(rows, ref, p.methods[mi], c, o.level);
-      s += ",";
-      s += num(ci.mean) + "," + num(ci.half);
+      s += fmt::format(",{},{},{},{}", num(ci.mean), num(ci.half), ci.runs, ci.n);
     }
     s += "\n";
   }

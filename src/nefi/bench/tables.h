@@ -4,7 +4,8 @@
 //   rows.csv        one line per (unit, method): ids, metrics, steps, timings,
 //                   memory, stop reason, error, threads, host
 //   summary.csv     per method (per class and method with by_class): n, failed,
-//                   mean and 95 % CI half-width of every metric and of time_s,
+//                   mean, 95 % CI half-width, the runs behind the mean and the
+//                   scenes the interval counts, of every metric and of time_s,
 //                   ms_per_step, steps, peak_mem_mb; then the paired
 //                   differences against the first method
 //   summary.md      the same as markdown (best mean in bold), the paired

@@ -135,6 +135,9 @@ TEST(BenchTables, IntervalsCountScenesAndAMetricSomeRunsLackIsNeverBest) {
   const std::string csv = summary_csv(p, rows, {});
   EXPECT_DOUBLE_EQ(csv_value(csv, "mean,a,", "psnr"), 12.0);
   EXPECT_NEAR(csv_value(csv, "mean,a,", "psnr_ci"), 12.7062047 * 2, 1e-5) << csv;
+  EXPECT_DOUBLE_EQ(csv_value(csv, "mean,a,", "psnr_runs"), 6);
+  EXPECT_DOUBLE_EQ(csv_value(csv, "mean,a,", "psnr_scenes"), 2);
+  EXPECT_DOUBLE_EQ(csv_value(csv, "mean,b,", "match_distance_runs"), 1);
   // b - a per unit: 1, 2, 3 on sample 0 and 1, 2, 3 on sample 1: scene means
   // 2 and 2, an interval of width 0 (the seeds' spread is within scenes).
   EXPECT_DOUBLE_EQ(csv_value(csv, "diff_vs_a,b,", "psnr"), 2.0);
