@@ -34,6 +34,7 @@ __device__ D convert(S v) {
       return D{static_cast<R>(v), R(0)};
     }
   } else if constexpr (kIsCx<S>) {
+    if constexpr (std::is_same_v<D, bool>) return v.re != 0 || v.im != 0;  // 1i is true
     return static_cast<D>(v.re);
   } else {
     return static_cast<D>(v);

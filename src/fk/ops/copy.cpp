@@ -31,6 +31,7 @@ To convert(From v) {
       return To(static_cast<R>(v), R(0));
     }
   } else if constexpr (std::is_same_v<From, c64> || std::is_same_v<From, c128>) {
+    if constexpr (std::is_same_v<To, bool>) return v != From{};  // 1i is true, as in torch
     return static_cast<To>(v.real());
   } else {
     return static_cast<To>(v);

@@ -1,6 +1,7 @@
 #include "fk/ops/view.h"
 
 #include <algorithm>
+#include <string>
 
 #include "fk/autograd.h"
 #include "fk/factory.h"
@@ -114,6 +115,29 @@ Tensor record_subview(const Tensor& in, Tensor out, const Dims& rel_strides, int
 }  // namespace
 
 Tensor as_strided(const Tensor& t, const Dims& shape, const Dims& strides, int64_t offset) {
+  const char* where = "as_strided";
+  FK_CHECK(t.defined(), where, "a tensor", "an undefined one");
+  FK_CHECK(shape.size() == strides.size(), where, "one stride per size",
+           shape.str() + " and strides " + strides.str());
+  FK_CHECK(offset >= 0, where, "an offset >= 0", std::to_string(offset));
+  int64_t last = offset;  // the furthest element the view reaches
+  bool empty = false;
+  for (int i = 0; i < shape.size(); ++i) {
+    FK_CHECK(shape[i] >= 0 && strides[i] >= 0, where, "sizes and strides >= 0",
+             shape.str() + " and strides " + strides.str());
+    empty = empty || shape[i] == 0;
+    last += (shape[i] > 0 ? shape[i] - 1 : 0) * strides[i];
+  }
+  const int64_t elements = static_cast<int64_t>(t.storage()->nbytes / t.itemsize());
+  FK_CHECK(empty || last < elements, where,
+           "a view within the tensor's storage (" + std::to_string(elements) + " elements)",
+           "one reaching element " + std::to_string(last));
+  // Its elements may repeat (overlapping windows): no gradient is recorded
+  // for it, so one through it would be silently wrong.
+  FK_CHECK(!autograd::needs_grad(t), where,
+           "a tensor that needs no gradient (as_strided is not differentiable; narrow, slice, "
+           "select, expand and unfold are)",
+           "one that requires grad");
   return restride(t, shape, strides, offset);
 }
 

@@ -168,6 +168,12 @@ TEST(Copy, PureBackwardMatchesAutograd) {
 // conversion is then recorded (not a leaf). The device tests' CPU-vs-device
 // helpers convert one source per dtype: they take detach() first, which gives
 // a fresh leaf and leaves the source alone (tests/nefi/cuda/operator_parity.h).
+// A complex number is true when either part is non-zero (1i was false).
+TEST(Copy, ComplexToBoolReadsBothParts) {
+  const Tensor z = from_vector(std::vector<c128>{{0, 1}, {0, 0}, {2, 0}});
+  EXPECT_EQ(z.to(DType::Bool).to_vector<bool>(), (std::vector<bool>{true, false, true}));
+}
+
 TEST(Copy, ASameDtypeConversionIsTheTensorItselfAndDetachGivesAFreshLeaf) {
   const Tensor x = test::random_tensor({3}, DType::F64, -1, 1, 128);
   Tensor same = x.to(DType::F64).to(kCPU);

@@ -386,6 +386,21 @@ TEST(Reduce, ErrorPaths) {
   EXPECT_EQ(prod(ones({2, 0}), {1}).to_vector<double>(), (std::vector<double>{1, 1}));
 }
 
+// var and std propagate NaN and infinity as every other reduction does
+// (a clamp against round-off turned them into 0).
+TEST(Reduce, VarianceOfNanOrInfinityIsNan) {
+  for (double bad : {NAN, INFINITY}) {
+    const Tensor t = from_vector(std::vector<double>{1, bad, 3});
+    EXPECT_TRUE(std::isnan(var(t).item())) << bad;
+    EXPECT_TRUE(std::isnan(std(t).item())) << bad;
+    const Tensor rows = from_vector(std::vector<double>{1, 2, 3, 1, bad, 3}, {2, 3});
+    const std::vector<double> v = var(rows, {1}).to_vector<double>();
+    EXPECT_DOUBLE_EQ(v[0], 1.0);
+    EXPECT_TRUE(std::isnan(v[1]));
+  }
+  EXPECT_DOUBLE_EQ(var(from_vector(std::vector<double>{1e8, 1e8, 1e8})).item(), 0.0);
+}
+
 TEST(Reduce, ZeroDimInputs) {
   Tensor s = scalar_tensor(2.5, {DType::F64});
   EXPECT_EQ(sum(s).item(), 2.5);

@@ -1,6 +1,7 @@
 #include "fk/ops/view.h"
 
 #include <functional>
+#include <tuple>
 #include <vector>
 
 #include "../test_util.h"
@@ -64,6 +65,20 @@ TEST(View, PureBackwardMatchesAutograd) {
 
 // An empty tensor has no layout to keep: one of any strides views as any
 // empty shape (stack and the products' backward view transposed empties).
+// as_strided views within the storage only, and refuses a tensor that
+// needs a gradient (it records none: one through it was silently lost).
+TEST(View, AsStridedStaysInItsStorageAndRecordsNoGradient) {
+  const Tensor t = from_vector(std::vector<double>{0, 1, 2, 3, 4, 5});
+  EXPECT_EQ(as_strided(t, {2, 2}, {2, 1}, 1).to_vector<double>(),
+            (std::vector<double>{1, 2, 3, 4}));
+  EXPECT_EQ(as_strided(t, {0, 3}, {1000, 1}, 5).numel(), 0);
+  for (const auto& [shape, strides, offset] : std::vector<std::tuple<Dims, Dims, int64_t>>{
+           {{4}, {1000000}, 5}, {{2}, {1}, -4}, {{2}, {1}, 5}, {{2}, {-1}, 1}, {{2}, {1, 1}, 0}})
+    EXPECT_THROW(as_strided(t, shape, strides, offset), Error) << shape.str() << offset;
+  Tensor x = t.clone().set_requires_grad(true);
+  EXPECT_THROW(as_strided(x, {2}, {2}, 1), Error);
+}
+
 TEST(View, AnEmptyTensorOfAnyStridesViews) {
   Tensor t = transpose(zeros({0, 3}), 0, 1);  // [3, 0], strides [1, 3]
   ASSERT_FALSE(t.is_contiguous());

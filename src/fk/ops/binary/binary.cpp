@@ -139,10 +139,26 @@ struct BinaryBackward : autograd::Node {
   }
 };
 
+// Whether the integer dtype dt holds s exactly (a whole, finite number in
+// its range): converting one that is not is undefined behaviour.
+bool integral_holds(DType dt, double s) {
+  if (!std::isfinite(s) || s != std::floor(s)) return false;
+  switch (dt) {
+    case DType::I32:
+      return s >= -2147483648.0 && s <= 2147483647.0;
+    case DType::I64:
+      return s >= -9223372036854775808.0 && s < 9223372036854775808.0;
+    default:
+      return true;
+  }
+}
+
 Tensor scalar_for(const Tensor& t, double s) {
   DType dt = t.dtype();
-  if (is_integral(dt) && s != std::floor(s)) dt = DType::F32;
   if (dt == DType::Bool) dt = DType::I64;
+  // A fraction, an infinity or a value past the integers' range makes an
+  // integer tensor's result f32 (i32 + 1e10 wrapped to -2147483641).
+  if (is_integral(dt) && !integral_holds(dt, s)) dt = DType::F32;
   Tensor r = empty(Dims{}, {dt, t.device()});
   fill_(r, s);
   return r;
@@ -221,8 +237,12 @@ BinaryGrads binary_backward(BinaryOp op, const Tensor& g, const Tensor& a, const
     case BinaryOp::Pow: {
       const Tensor& x = a;
       const Tensor& y = b;
-      if (need_a) ga = mul(g, mul(y, pow(x, sub(y, 1.0))));
-      if (need_b) gb = mul(g, mul(out, log(x)));
+      // At a base of 0 the formulas read 0 * inf (NaN): an exponent of 0
+      // has no slope in the base (x^0 = 1 everywhere), and a base of 0 none
+      // in the exponent (0^y is 0 or 1 whatever y >= 0), as torch has them.
+      const Tensor zero = scalar_like(x, 0.0);
+      if (need_a) ga = mul(g, where(eq(y, zero), zero, mul(y, pow(x, sub(y, 1.0)))));
+      if (need_b) gb = mul(g, mul(out, log(where(eq(x, zero), scalar_like(x, 1.0), x))));
       break;
     }
     case BinaryOp::Maximum:

@@ -8,6 +8,7 @@
 #include "fk/cuda/kernels.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
+#include "fk/ops/copy.h"
 #include "fk/ops/cpu/copy_bytes.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
@@ -296,8 +297,19 @@ Tensor index_add_prechecked(const Tensor& self, int64_t dim, const Tensor& index
 
 }  // namespace index_detail
 
-Tensor& scatter_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& src) {
-  check_inplace(self, src, "scatter_add_");
+namespace {
+
+// src as it was before self is written: a copy when they share memory (the
+// adds would otherwise read values they had already changed).
+Tensor unaliased(const Tensor& self, const Tensor& src) {
+  return overlaps(self, src) ? src.clone() : src;
+}
+
+}  // namespace
+
+Tensor& scatter_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& given) {
+  check_inplace(self, given, "scatter_add_");
+  const Tensor src = unaliased(self, given);
   profile::OpScope scope("scatter_add_");
   ScatterArgs a = scatter_args(self, dim, index, src, "scatter_add_");
   FK_CHECK(promote(self.dtype(), src.dtype()) == self.dtype() || is_half(self.dtype()),
@@ -314,9 +326,10 @@ Tensor& scatter_add_(Tensor& self, int64_t dim, const Tensor& index, const Tenso
   return self;
 }
 
-Tensor& index_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+Tensor& index_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& given,
                    double alpha) {
-  check_inplace(self, src, "index_add_");
+  check_inplace(self, given, "index_add_");
+  const Tensor src = unaliased(self, given);
   profile::OpScope scope("index_add_");
   IndexAddArgs a = index_add_args(self, dim, index, src, alpha, "index_add_");
   FK_CHECK(promote(self.dtype(), src.dtype()) == self.dtype() || is_half(self.dtype()),

@@ -50,7 +50,10 @@ struct VarReducer {
     M shift{}, s1{};
     double s2 = 0;
     M mean() const { return shift + s1 / n; }
-    double m2() const { return std::max(0.0, s2 - real_dot(s1, s1) / n); }
+    double m2() const {  // >= 0 against round-off; a NaN stays NaN (std::max made it 0)
+      const double v = s2 - real_dot(s1, s1) / n;
+      return v < 0 ? 0.0 : v;
+    }
   };
   R* out;
   double correction;

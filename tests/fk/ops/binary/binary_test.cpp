@@ -72,6 +72,29 @@ TEST(Binary, MaximumTiesSplitGradient) {
   test::expect_close(b.grad(), {0.5, 1});
 }
 
+// At a base of 0: no slope in the base for an exponent of 0, none in the
+// exponent for a base of 0 (the formulas read 0 * inf: NaN and -inf).
+TEST(Binary, PowGradientsAtAZeroBase) {
+  Tensor a = from_vector(std::vector<double>{0, 0, 2}).set_requires_grad(true);
+  Tensor b = from_vector(std::vector<double>{0, 2, 3}).set_requires_grad(true);
+  sum(pow(a, b)).backward();
+  test::expect_close(a.grad(), {0, 0, 12});
+  test::expect_close(b.grad(), {0, 0, 8 * std::log(2.0)});
+}
+
+// An integer tensor with a scalar it cannot hold (infinite, past its range)
+// computes in f32 instead of wrapping (i32 + 1e10 gave -2147483641).
+TEST(Binary, IntegerTensorsWithScalarsTheyCannotHold) {
+  const Tensor i = from_vector(std::vector<int32_t>{7});
+  EXPECT_EQ(add(i, 1e10).dtype(), DType::F32);
+  EXPECT_FLOAT_EQ(add(i, 1e10).item(), 1e10f);
+  EXPECT_TRUE(std::isinf(add(i, INFINITY).item()));
+  EXPECT_EQ(mul(i, 3e9).dtype(), DType::F32);
+  EXPECT_EQ(add(i, 2.0).dtype(), DType::I32);  // one it holds keeps the dtype
+  EXPECT_EQ(add(from_vector(std::vector<int64_t>{1}), 1e19).dtype(), DType::F32);
+  EXPECT_EQ(add(from_vector(std::vector<int64_t>{1}), 1e18).dtype(), DType::I64);
+}
+
 TEST(Binary, ComplexGradcheck) {
   Tensor a = test::random_complex({3}, 3).set_requires_grad(true);
   Tensor b = test::random_complex({3}, 5).set_requires_grad(true);

@@ -34,6 +34,18 @@ TEST(ScatterAdd, ValuesWithDuplicates) {
   EXPECT_EQ(scatter_add(self.to(DType::F32), 1, idx64(iv, {3, 5}), src).dtype(), DType::F64);
 }
 
+// A source sharing self's memory is read as it was before the adds (they
+// read values they had already changed: [0, 1, 3, 6, 4, 5], [12, 11]).
+TEST(ScatterAdd, ASourceAliasingSelfIsReadBeforeTheAdds) {
+  Tensor y = from_vector(std::vector<double>{0, 1, 2, 3, 4, 5});
+  Tensor dst = slice(y, 0, 1, 4);
+  scatter_add_(dst, 0, from_vector(std::vector<int64_t>{0, 1, 2}), slice(y, 0, 0, 3));
+  EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{0, 1, 3, 5, 4, 5}));
+  Tensor x = from_vector(std::vector<double>{1, 10});
+  index_add_(x, 0, from_vector(std::vector<int64_t>{1, 0}), x);
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{11, 11}));
+}
+
 TEST(IndexAdd, ValuesWithDuplicatesAndAlpha) {
   Tensor self = test::random_tensor({4, 3, 2}, DType::F64, -1, 1, 5);
   Tensor src = test::random_tensor({4, 5, 2}, DType::F64, -1, 1, 6);
