@@ -165,6 +165,7 @@ int fit_cmd(const FitRequest& r) {
   std::optional<tune::LevelPlan> plan;
   if (!r.autotune.empty()) plan = tune::level_plan(r.autotune, "--autotune");
   bench::prepare_out_dir(r.out);
+  clear_fit_outputs(r.out);
   std::optional<tune::FitTuneReport> tuned;
   if (plan) {  // pilot solves choose lr, strengths (and budget)
     const bool tty = stderr_is_tty() && !r.quiet;

@@ -271,7 +271,8 @@ Model builtin_model(const OperatorRequest& r, const std::string& shape_text, Mea
   if (k == "phase_retrieval")
     return {std::make_shared<PhaseRetrievalOperator>(shape.size(), r.oversample), shape};
   if (k == "gaussian_blur") {
-    FK_CHECK(r.sigma > 0, "--sigma", "the blur's std > 0 cells", std::to_string(r.sigma));
+    FK_CHECK(std::isfinite(r.sigma) && r.sigma > 0, "--sigma", "the blur's std: finite, > 0 cells",
+             std::to_string(r.sigma));
     const Domain d = isotropic_domain(shape);
     return {std::make_shared<FFTConvolution>(gaussian_psf(r.sigma * d.spacing()[0]), d, r.periodic),
             shape};

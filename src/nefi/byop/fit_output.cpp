@@ -3,6 +3,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "fk/error.h"
@@ -154,6 +157,27 @@ void write_fit_png(const std::string& path, const AutoProblem& ap, const Result&
   if (scaled) drawn.insert(drawn.end(), {up, down});
   fk::plot::draw_lines(f, b, drawn);
   f.save_png(path);
+}
+
+void clear_fit_outputs(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path d(dir);
+  std::vector<std::string> files{"prediction.npy", "report.md", "fit.json",    "history.csv",
+                                 "history.png",    "fit.png",   "autotune.md", "autotune.json"};
+  std::ifstream f(d / "fit.json");
+  if (!f.good()) return;  // no earlier fit here: nothing of ours to clear
+  try {
+    for (const auto& name : nlohmann::json::parse(f).at("fields"))
+      if (const std::string n = name.get<std::string>();
+          !n.empty() && n.find('/') == std::string::npos && n.find("..") == std::string::npos)
+        files.push_back(n + ".npy");
+  } catch (const std::exception&) {
+    return;  // a fit.json that is not one of ours: leave the folder be
+  }
+  f.close();
+  std::error_code ec;
+  for (const std::string& name : files) fs::remove(d / name, ec);
+  for (const char* sub : {"diagnostics", "refine"}) fs::remove_all(d / sub, ec);
 }
 
 void write_fit(const std::string& dir, const AutoProblem& ap, const Result& r) {

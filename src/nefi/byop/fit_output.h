@@ -29,6 +29,12 @@ void write_fit(const std::string& dir, const AutoProblem& problem, const Result&
 
 void write_refine(const std::string& dir, const RefineOptions& options, const RefineReport& r);
 
+// Removes what an earlier fit wrote into `dir` when it holds one (its
+// fit.json): the files above, the fields that fit.json names,
+// autotune.md/.json, diagnostics/ and refine/, and nothing else: a fit into a reused folder left
+// the earlier one's refine/x.npy, "the field to use", beside its own result.
+void clear_fit_outputs(const std::string& dir);
+
 // fit.png alone.
 void write_fit_png(const std::string& path, const AutoProblem& problem, const Result& result);
 

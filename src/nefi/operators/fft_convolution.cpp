@@ -145,12 +145,20 @@ fk::Tensor spectral_filter(const fk::Tensor& v, const fk::Tensor& H, const std::
 }
 
 PsfFunction gaussian_psf(double sigma, double truncate) {
-  FK_CHECK(sigma > 0, "nefi::gaussian_psf", "sigma > 0", std::to_string(sigma));
+  FK_CHECK(std::isfinite(sigma) && sigma > 0, "nefi::gaussian_psf", "a finite sigma > 0",
+           std::to_string(sigma));
   return [sigma, truncate](const std::vector<double>& h) {
     PsfSample s;
     std::vector<int64_t> r;
+    double cells = 1;  // the sampled kernel's size, checked before it is made
     for (double hi : h) {
-      r.push_back(static_cast<int64_t>(std::ceil(truncate * sigma / hi)));
+      const double radius = std::ceil(truncate * sigma / hi);
+      cells *= 2 * radius + 1;
+      FK_CHECK(
+          cells <= double(int64_t{1} << 26), "nefi::gaussian_psf",
+          "a kernel of at most 2^26 cells (a sigma below the field's extent)",
+          "sigma " + std::to_string(sigma) + " (a radius of " + std::to_string(radius) + " cells)");
+      r.push_back(static_cast<int64_t>(radius));
       s.shape.push_back(2 * r.back() + 1);
     }
     s.values.resize(s.shape.numel());

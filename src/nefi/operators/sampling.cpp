@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -201,14 +202,24 @@ SampledNoise FourierSamplingOperator::estimate_noise(const fk::Tensor& y,
     mags.push_back(std::abs(v[i] - v[j]) / std::sqrt(2.0));
     mags.push_back(std::abs(v[m + i] + v[m + j]) / std::sqrt(2.0));
   }
+  double largest = 0;
+  for (size_t i = 0; i < m; ++i)
+    if (seen[i]) largest = std::max({largest, std::abs(v[i]), std::abs(v[m + i])});
+  std::string why = "too few conjugate pairs";
   if (mags.size() >= 16) {
     std::nth_element(mags.begin(), mags.begin() + mags.size() / 2, mags.end());
-    return {1.4826 * mags[mags.size() / 2],
-            "estimated: 1.4826 median |y(k) - conj y(-k)| / sqrt(2) over " +
-                std::to_string(mags.size() / 2) +
-                " sampled conjugate pairs (exact for a real field)"};
+    const double sigma = 1.4826 * mags[mags.size() / 2];
+    // Pairs that agree to round-off carry no noise: noise added to a real
+    // field before its transform is Hermitian too (the usual simulation),
+    // and reading it as sigma 0 switched off the stop and the prior.
+    if (sigma > 1e-5 * largest)
+      return {sigma, "estimated: 1.4826 median |y(k) - conj y(-k)| / sqrt(2) over " +
+                         std::to_string(mags.size() / 2) +
+                         " sampled conjugate pairs (exact for a real field)"};
+    why = "the conjugate pairs agree to round-off: noise added before the transform";
   }
-  // Too few pairs: the outer quarter of the sampled frequencies by radius.
+  // Too few pairs (or none with noise): the outer quarter of the sampled
+  // frequencies by radius.
   std::vector<double> sorted;
   for (size_t i = 0; i < m; ++i)
     if (seen[i]) sorted.push_back(radius_[i]);
@@ -227,8 +238,8 @@ SampledNoise FourierSamplingOperator::estimate_noise(const fk::Tensor& y,
            std::to_string(mags.size() / 2) + " (give the noise sigma instead)");
   std::nth_element(mags.begin(), mags.begin() + mags.size() / 2, mags.end());
   return {1.4826 * mags[mags.size() / 2],
-          "estimated: 1.4826 median |y| over the outer quarter of the sampled frequencies (too "
-          "few conjugate pairs; edges bias it up)"};
+          "estimated: 1.4826 median |y| over the outer quarter of the sampled frequencies (" + why +
+              "; edges bias it up)"};
 }
 
 std::optional<SampledNoise> sampled_noise(const Operator& op, const fk::Tensor& y,

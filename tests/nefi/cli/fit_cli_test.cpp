@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -173,6 +174,16 @@ TEST(FitCli, RefinesTheFitIntoItsPhases) {
   EXPECT_EQ(x, fk::read_npy((out / "refine" / "refined.npy").string()).to_vector<double>());
   EXPECT_NEAR(x[7 * 16 + 6], 1.0, 0.1);
   EXPECT_NEAR(x[1 * 16 + 14], 0.2, 0.1);
+  // A plain fit into the same folder clears the earlier fit's refine/ (its
+  // x.npy was "the field to use") and leaves a file of the user's alone.
+  std::ofstream(out / "notes.txt") << "mine";
+  const auto again = nefi_stdout("fit --matrix " + (dir / "A.npy").string() + " --data " +
+                                 (dir / "y.npy").string() +
+                                 " --shape 16,16 --budget 20 --threads 1 -q --out " + out.string());
+  ASSERT_EQ(again.status, 0) << again.out;
+  EXPECT_FALSE(fs::exists(out / "refine"));
+  EXPECT_TRUE(fs::exists(out / "x.npy") && fs::exists(out / "fit.json"));
+  EXPECT_EQ(nefi::test::slurp(out / "notes.txt"), "mine");
 }
 
 // --autotune: pilot solves choose the lr and the tv strength before the

@@ -42,6 +42,17 @@ TEST(NefiFFTConvolution, MatchesDirectLinearConvolution) {
     }
 }
 
+// An infinite sigma was taken (its ceil cast to an integer: undefined, in
+// practice the identity); a sigma whose kernel cannot be held is refused by
+// its size instead of failing to allocate.
+TEST(NefiFFTConvolution, ANonFiniteOrHugeSigmaIsRefused) {
+  EXPECT_THROW(nefi::gaussian_psf(INFINITY), fk::Error);
+  EXPECT_THROW(nefi::gaussian_psf(NAN), fk::Error);
+  const nefi::PsfFunction huge = nefi::gaussian_psf(1e6);
+  EXPECT_THROW(huge({1.0, 1.0}), fk::Error);
+  EXPECT_EQ(nefi::gaussian_psf(1.0)({1.0, 1.0}).shape, (fk::Dims{9, 9}));
+}
+
 TEST(NefiFFTConvolution, PeriodicWrapsAndBatches) {
   nefi::Domain d({10});
   nefi::FFTConvolution op(nefi::gaussian_psf(0.2, 2.0), d, /*periodic=*/true);
