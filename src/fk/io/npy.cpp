@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <vector>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -22,6 +23,11 @@ struct Preamble {
 
 struct Header {
   DType dtype = DType::F32;
+  // A narrow integer kind fk lacks (i1, u1, i2, u2: read as i32; u4: as
+  // i64): its bytes per element in the file and its sign; 0 for fk's own.
+  int stored_item = 0;
+  bool stored_signed = true;
+  size_t item_bytes() const { return stored_item ? stored_item : itemsize(dtype); }
   Dims shape;
   size_t data_bytes = 0;
   bool fortran = false;     // the data in column-major order (np.save of a transposed array)
@@ -151,8 +157,9 @@ class DictReader {
   std::string where_;
 };
 
-DType dtype_of_descr(const std::string& descr, const std::string& where) {
-  const std::string expected = "a b1, i4, i8, f2, f4, f8, c8 or c16 array";
+// The descr's dtype into h (dtype, and the stored kind of a narrow integer).
+void read_descr(const std::string& descr, Header& h, const std::string& where) {
+  const std::string expected = "a b1, i1, u1, i2, u2, i4, u4, i8, f2, f4, f8, c8 or c16 array";
   FK_CHECK(!descr.empty(), where, expected, "descr '" + descr + "'");
   const std::string code = descr[0] == '<' || descr[0] == '>' || descr[0] == '|' || descr[0] == '='
                                ? descr.substr(1)
@@ -161,21 +168,41 @@ DType dtype_of_descr(const std::string& descr, const std::string& where) {
       {"b1", DType::Bool}, {"i4", DType::I32}, {"i8", DType::I64}, {"f2", DType::F16},
       {"f4", DType::F32},  {"f8", DType::F64}, {"c8", DType::C64}, {"c16", DType::C128}};
   for (const auto& [c, t] : kCodes)
-    if (code == c) return t;
+    if (code == c) {
+      h.dtype = t;
+      return;
+    }
+  // Integers fk has no dtype for, widened exactly (a uint8 mask or image).
+  static const struct {
+    const char* code;
+    DType dtype;
+    int bytes;
+    bool is_signed;
+  } kNarrow[] = {{"i1", DType::I32, 1, true},
+                 {"u1", DType::I32, 1, false},
+                 {"i2", DType::I32, 2, true},
+                 {"u2", DType::I32, 2, false},
+                 {"u4", DType::I64, 4, false}};
+  for (const auto& n : kNarrow)
+    if (code == n.code) {
+      h.dtype = n.dtype;
+      h.stored_item = n.bytes;
+      h.stored_signed = n.is_signed;
+      return;
+    }
   FK_CHECK(false, where, expected, "descr '" + descr + "'");
-  return DType::F32;
 }
 
 // Element count and bytes of a shape, refusing overflow. Dimensions of zero
 // are skipped in the check: the other dimensions still give strides.
-size_t checked_bytes(const Dims& shape, DType dtype, const std::string& where) {
+size_t checked_bytes(const Dims& shape, size_t item_bytes, const std::string& where) {
   int64_t elements = 1, spanned = 1, bytes = 0;
   bool fits = true;
   for (int64_t d : shape) {
     fits = fits && !__builtin_mul_overflow(spanned, std::max<int64_t>(d, 1), &spanned);
     elements *= d == 0 ? 0 : 1;
   }
-  fits = fits && !__builtin_mul_overflow(spanned, static_cast<int64_t>(itemsize(dtype)), &bytes);
+  fits = fits && !__builtin_mul_overflow(spanned, static_cast<int64_t>(item_bytes), &bytes);
   FK_CHECK(fits, where, "a shape whose size in bytes fits 63 bits", shape.str());
   return elements == 0 ? 0 : static_cast<size_t>(bytes);
 }
@@ -207,11 +234,11 @@ Header parse_header(std::string_view text, const std::string& name) {
   FK_CHECK(descr && fortran && shape, where, "a header with descr, fortran_order and shape",
            std::string(text.substr(0, 80)));
   Header h;
-  h.dtype = dtype_of_descr(*descr, where);
+  read_descr(*descr, h, where);
   h.shape = *shape;
-  h.data_bytes = checked_bytes(h.shape, h.dtype, where);
+  h.data_bytes = checked_bytes(h.shape, h.item_bytes(), where);
   h.fortran = *fortran && shape->size() > 1;
-  h.big_endian = (*descr)[0] == '>' && itemsize(h.dtype) > 1;
+  h.big_endian = (*descr)[0] == '>' && h.item_bytes() > 1;
   return h;
 }
 
@@ -220,7 +247,7 @@ Header parse_header(std::string_view text, const std::string& name) {
 // complex number's two parts each), a Fortran-order array transposed into C
 // order.
 Tensor in_memory_order(Tensor t, const Header& h) {
-  if (h.big_endian) {
+  if (h.big_endian && !h.stored_item) {  // a narrow integer is read in its byte order
     const bool complex = h.dtype == DType::C64 || h.dtype == DType::C128;
     const size_t word = itemsize(h.dtype) / (complex ? 2 : 1);
     auto* b = static_cast<unsigned char*>(t.data_ptr());
@@ -248,6 +275,36 @@ void check_bools(const Tensor& t, const std::string& name) {
              std::to_string(b[i]) + " at element " + std::to_string(i));
 }
 
+// The data bytes as the header describes them, in a new tensor of h.dtype
+// (stored shape, file order): copied, or a narrow integer widened.
+Tensor stored_tensor(const Header& h, const unsigned char* data) {
+  Tensor t = empty(h.stored_shape(), {h.dtype});
+  if (!h.stored_item) {
+    if (h.data_bytes > 0) std::memcpy(t.data_ptr(), data, h.data_bytes);
+    return t;
+  }
+  const int w = h.stored_item;
+  const int64_t n = t.numel();
+  auto value = [&](int64_t i) {
+    uint64_t u = 0;
+    for (int b = 0; b < w; ++b) {
+      const unsigned char byte = data[i * w + (h.big_endian ? b : w - 1 - b)];
+      u = (u << 8) | byte;
+    }
+    const uint64_t sign = uint64_t{1} << (8 * w - 1);
+    return h.stored_signed && (u & sign) ? static_cast<int64_t>(u) - static_cast<int64_t>(sign << 1)
+                                         : static_cast<int64_t>(u);
+  };
+  if (h.dtype == DType::I32) {
+    auto* out = t.data<int32_t>();
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<int32_t>(value(i));
+  } else {
+    auto* out = t.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) out[i] = value(i);
+  }
+  return t;
+}
+
 }  // namespace
 
 Tensor read_npy_bytes(std::string_view bytes, const std::string& name) {
@@ -255,8 +312,7 @@ Tensor read_npy_bytes(std::string_view bytes, const std::string& name) {
   const Header h = parse_header(bytes.substr(p.header_offset, p.header_length), name);
   const size_t data_at = p.header_offset + p.header_length;
   check_data_size(h, bytes.size() - data_at, name);
-  Tensor t = empty(h.stored_shape(), {h.dtype});
-  if (h.data_bytes > 0) std::memcpy(t.data_ptr(), bytes.data() + data_at, h.data_bytes);
+  Tensor t = stored_tensor(h, reinterpret_cast<const unsigned char*>(bytes.data() + data_at));
   if (h.dtype == DType::Bool) check_bools(t, name);
   return in_memory_order(std::move(t), h);
 }
@@ -276,10 +332,14 @@ Tensor read_npy(const std::string& path) {
   FK_CHECK(in.good(), where_of(path), "a readable header", "a read error");
   const Header h = parse_header(header, path);
   check_data_size(h, size - p.header_offset - p.header_length, path);
-  Tensor t = empty(h.stored_shape(), {h.dtype});
-  if (h.data_bytes > 0) in.read(static_cast<char*>(t.data_ptr()), h.data_bytes);
+  std::vector<unsigned char> raw(h.stored_item ? h.data_bytes : 0);
+  Tensor t = h.stored_item ? Tensor() : empty(h.stored_shape(), {h.dtype});
+  char* into =
+      h.stored_item ? reinterpret_cast<char*>(raw.data()) : static_cast<char*>(t.data_ptr());
+  if (h.data_bytes > 0) in.read(into, static_cast<std::streamsize>(h.data_bytes));
   FK_CHECK(in.good(), where_of(path), std::to_string(h.data_bytes) + " bytes of data",
            "a read error");
+  if (h.stored_item) t = stored_tensor(h, raw.data());
   if (h.dtype == DType::Bool) check_bools(t, path);
   return in_memory_order(std::move(t), h);
 }

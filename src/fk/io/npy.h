@@ -2,9 +2,11 @@
 // NumPy .npy files: fk's one reader and writer of them.
 //
 // Read: format versions 1.0-3.0, arrays of b1, i4, i8, f2, f4, f8, c8 or c16
-// (fk's dtypes; NumPy has no bf16) in either byte order and either memory
-// order (np.save of a transposed array writes Fortran order), at most
-// kMaxDims dimensions, into a new C-order CPU tensor of that dtype.
+// (fk's dtypes; NumPy has no bf16) into a tensor of that dtype, and of the
+// integers fk has no dtype for, widened exactly: i1, u1 (a uint8 mask or
+// image), i2 and u2 into i32, u4 into i64; in either byte order and either
+// memory order (np.save of a transposed array writes Fortran order), at most
+// kMaxDims dimensions, into a new C-order CPU tensor.
 // The header is not trusted: its length is capped (kMaxNpyHeaderBytes), the
 // shape's element count and byte size are overflow-checked products, and the
 // claimed size must equal the bytes the file holds after the header before

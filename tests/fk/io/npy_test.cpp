@@ -189,13 +189,48 @@ TEST(Npy, AbsurdHeadersAreRefused) {
   refusal("version.npy", npy_bytes(kDict2x3I4, "", 7));
 }
 
+// The integers fk has no dtype for are widened exactly: a uint8 mask or
+// image (np.uint8 is PNG's and OpenCV's), int16 and uint16 samples, uint32.
+TEST(Npy, NarrowIntegersAreWidenedExactly) {
+  const auto read = [](const char* descr, const std::string& data, const char* shape = "(3,)") {
+    return fk::read_npy_bytes(npy_bytes(std::string("{'descr': '") + descr +
+                                            "', 'fortran_order': False, 'shape': " + shape + ", }",
+                                        data),
+                              "narrow.npy");
+  };
+  fk::Tensor u1 = read("|u1", std::string("\x00\x7f\xff", 3));
+  EXPECT_EQ(u1.dtype(), fk::DType::I32);
+  EXPECT_EQ(u1.to_vector<int32_t>(), (std::vector<int32_t>{0, 127, 255}));
+  EXPECT_EQ(read("|i1", std::string("\x00\x7f\xff", 3)).to_vector<int32_t>(),
+            (std::vector<int32_t>{0, 127, -1}));
+  EXPECT_EQ(read("<i2", std::string("\x01\x00\x00\x80\xff\xff", 6)).to_vector<int32_t>(),
+            (std::vector<int32_t>{1, -32768, -1}));
+  EXPECT_EQ(read(">i2", std::string("\x00\x01\x80\x00\xff\xff", 6)).to_vector<int32_t>(),
+            (std::vector<int32_t>{1, -32768, -1}));
+  EXPECT_EQ(read("<u2", std::string("\x01\x00\x00\x80\xff\xff", 6)).to_vector<int32_t>(),
+            (std::vector<int32_t>{1, 32768, 65535}));
+  fk::Tensor u4 = read(">u4", std::string("\x00\x00\x00\x01\xff\xff\xff\xff", 8), "(2,)");
+  EXPECT_EQ(u4.dtype(), fk::DType::I64);
+  EXPECT_EQ(u4.to_vector<int64_t>(), (std::vector<int64_t>{1, 4294967295}));
+  // Fortran order and a file on disk, as np.save writes a transposed uint8 array.
+  const fs::path p =
+      write_file("u1f.npy", npy_bytes("{'descr': '|u1', 'fortran_order': True, 'shape': (2, 3), }",
+                                      std::string("\x01\x04\x02\x05\x03\x06", 6)));
+  EXPECT_EQ(fk::read_npy(p.string()).to_vector<int32_t>(),
+            (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
+  refusal("short_u1.npy",
+          npy_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (4,), }", "abc"));
+}
+
 TEST(Npy, UnsupportedDTypesAreRefused) {
-  for (const char* descr : {"<u4", ">u4", "<f16", "|O", "<V8", "<i2", "", "<M8[ns]"}) {
+  for (const char* descr : {"<u8", ">u8", "<f16", "|O", "<V8", "", "<M8[ns]"}) {
     const std::string e =
         refusal("dtype.npy", npy_bytes(std::string("{'descr': '") + descr +
                                            "', 'fortran_order': False, 'shape': (1,), }",
                                        std::string(8, '\0')));
-    EXPECT_NE(e.find("a b1, i4, i8, f2, f4, f8, c8 or c16 array"), std::string::npos) << e;
+    EXPECT_NE(e.find("a b1, i1, u1, i2, u2, i4, u4, i8, f2, f4, f8, c8 or c16 array"),
+              std::string::npos)
+        << e;
   }
 }
 
