@@ -160,7 +160,7 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
   predict->add_option("--scene-seed", po.scene_seed, "seed of the generated scene or shape")
       ->check(non_negative_seed());
   predict->add_option("--voxel", po.voxel,
-                      "voxel size (m; default: the one the checkpoint was trained at)");
+                      "voxel size (m; default: the checkpoint's, else scenes 0.1, shapes 0.04)");
   predict->add_option("--precision", po.precision, "f32, bf16 or fp16: autocast of the forward");
   predict->add_option("--ply", po.ply, "write the labelled cloud, coloured by class");
   predict->add_option("--labels", po.labels, "write the predicted labels (int64 .npy)");

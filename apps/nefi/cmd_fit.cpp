@@ -165,7 +165,6 @@ int fit_cmd(const FitRequest& r) {
   std::optional<tune::LevelPlan> plan;
   if (!r.autotune.empty()) plan = tune::level_plan(r.autotune, "--autotune");
   bench::prepare_out_dir(r.out);
-  clear_fit_outputs(r.out);
   std::optional<tune::FitTuneReport> tuned;
   if (plan) {  // pilot solves choose lr, strengths (and budget)
     const bool tty = stderr_is_tty() && !r.quiet;
@@ -175,14 +174,6 @@ int fit_cmd(const FitRequest& r) {
           if (tty) std::cerr << "[autotune] " << l << "\n";
         },
         device);  // the pilots train where the fit does
-    const std::filesystem::path dir(r.out);
-    for (const auto& [name, text] : {std::pair{"autotune.md", tune::fit_autotune_md(*tuned)},
-                                     {"autotune.json", tune::fit_autotune_json(*tuned)}}) {
-      std::ofstream f(dir / name);
-      f << text;
-      FK_CHECK(f.good(), "nefi fit --autotune", "a writable " + (dir / name).string(),
-               "a failed write");
-    }
     std::string chosen;
     for (const tune::Decision& d : tuned->decisions)
       chosen += fmt::format("{}{} {} -> {}", chosen.empty() ? "" : ", ", d.key, d.before, d.chosen);
@@ -201,7 +192,20 @@ int fit_cmd(const FitRequest& r) {
     });
   const Result res = ap.solve(so);
   if (stderr_is_tty() && !r.quiet) std::fprintf(stderr, "\n");
+  // What an earlier fit left here goes only now, with this one's solve done
+  // (a fit that fails on the way leaves the earlier result whole).
+  clear_fit_outputs(r.out);
   write_fit(r.out, ap, res);
+  if (tuned) {
+    const std::filesystem::path dir(r.out);
+    for (const auto& [name, text] : {std::pair{"autotune.md", tune::fit_autotune_md(*tuned)},
+                                     {"autotune.json", tune::fit_autotune_json(*tuned)}}) {
+      std::ofstream f(dir / name);
+      f << text;
+      FK_CHECK(f.good(), "nefi fit --autotune", "a writable " + (dir / name).string(),
+               "a failed write");
+    }
+  }
   std::string chi = "chi -";
   const auto fit = diagnostics::data_fit(ap.problem.measurement, res.prediction);
   if (fit && fit->rmse_over_sigma) chi = fmt::format("chi {:.3g}", *fit->rmse_over_sigma);

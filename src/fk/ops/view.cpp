@@ -126,7 +126,11 @@ Tensor as_strided(const Tensor& t, const Dims& shape, const Dims& strides, int64
     FK_CHECK(shape[i] >= 0 && strides[i] >= 0, where, "sizes and strides >= 0",
              shape.str() + " and strides " + strides.str());
     empty = empty || shape[i] == 0;
-    last += (shape[i] > 0 ? shape[i] - 1 : 0) * strides[i];
+    int64_t reach = 0;
+    FK_CHECK(!__builtin_mul_overflow(shape[i] > 0 ? shape[i] - 1 : 0, strides[i], &reach) &&
+                 !__builtin_add_overflow(last, reach, &last),
+             where, "a view whose extent fits 63 bits",
+             shape.str() + " and strides " + strides.str());
   }
   const int64_t elements = static_cast<int64_t>(t.storage()->nbytes / t.itemsize());
   FK_CHECK(empty || last < elements, where,

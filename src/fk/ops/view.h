@@ -1,7 +1,8 @@
 #pragma once
 // View ops: new geometry over the same storage (no elements touched; counted as
-// view ops by the profiler). All are differentiable. A shape may hold one -1,
-// inferred from the others.
+// view ops by the profiler). All are differentiable but as_strided (its
+// elements may repeat), which refuses a tensor that needs a gradient. A shape
+// may hold one -1, inferred from the others.
 #include "fk/tensor.h"
 
 namespace fk {

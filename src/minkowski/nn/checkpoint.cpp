@@ -165,7 +165,9 @@ void check_finite(const NamedTensors& tensors, const std::string& where) {
 }
 
 void load_state(Module& module, const std::string& path) {
-  const NamedTensors source = read_tensors(path);
+  NamedTensors source;
+  for (auto& [name, t] : read_tensors(path))
+    if (!name.starts_with(kMetaPrefix)) source.emplace_back(name, t);
   check_finite(source, "load checkpoint " + path);
   copy_named(module.state(), source, "load checkpoint " + path);
 }

@@ -31,6 +31,10 @@ void copy_named(const NamedTensors& targets, const NamedTensors& source, const s
 // loaded from them labels every point alike).
 void check_finite(const NamedTensors& tensors, const std::string& where);
 
+// Tensors named "meta.*" describe how a checkpoint was made (minkowski
+// train's meta.voxel), not a module's state: load_state skips them.
+inline constexpr const char* kMetaPrefix = "meta.";
+
 // A module's state (parameters and buffers).
 void save_state(const Module& module, const std::string& path);
 void load_state(Module& module, const std::string& path);

@@ -167,7 +167,8 @@ void clear_fit_outputs(const std::string& dir) {
   std::ifstream f(d / "fit.json");
   if (!f.good()) return;  // no earlier fit here: nothing of ours to clear
   try {
-    for (const auto& name : nlohmann::json::parse(f).at("fields"))
+    const nlohmann::json earlier = nlohmann::json::parse(f);
+    for (const auto& name : earlier.at("fields"))
       if (const std::string n = name.get<std::string>();
           !n.empty() && n.find('/') == std::string::npos && n.find("..") == std::string::npos)
         files.push_back(n + ".npy");

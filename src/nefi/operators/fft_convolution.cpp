@@ -156,7 +156,7 @@ PsfFunction gaussian_psf(double sigma, double truncate) {
       cells *= 2 * radius + 1;
       FK_CHECK(
           cells <= double(int64_t{1} << 26), "nefi::gaussian_psf",
-          "a kernel of at most 2^26 cells (a sigma below the field's extent)",
+          "a sampled kernel of at most 2^26 cells (2 ceil(4 sigma / h) + 1 a side)",
           "sigma " + std::to_string(sigma) + " (a radius of " + std::to_string(radius) + " cells)");
       r.push_back(static_cast<int64_t>(radius));
       s.shape.push_back(2 * r.back() + 1);

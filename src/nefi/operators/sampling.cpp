@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -202,17 +203,20 @@ SampledNoise FourierSamplingOperator::estimate_noise(const fk::Tensor& y,
     mags.push_back(std::abs(v[i] - v[j]) / std::sqrt(2.0));
     mags.push_back(std::abs(v[m + i] + v[m + j]) / std::sqrt(2.0));
   }
-  double largest = 0;
-  for (size_t i = 0; i < m; ++i)
-    if (seen[i]) largest = std::max({largest, std::abs(v[i]), std::abs(v[m + i])});
   std::string why = "too few conjugate pairs";
   if (mags.size() >= 16) {
     std::nth_element(mags.begin(), mags.begin() + mags.size() / 2, mags.end());
     const double sigma = 1.4826 * mags[mags.size() / 2];
-    // Pairs that agree to round-off carry no noise: noise added to a real
-    // field before its transform is Hermitian too (the usual simulation),
-    // and reading it as sigma 0 switched off the stop and the prior.
-    if (sigma > 1e-5 * largest)
+    // Pairs that agree to the data's round-off carry no noise: noise added
+    // to a real field before its transform is Hermitian too (the usual
+    // simulation), and reading it as sigma 0 switched off the stop and the
+    // prior. Round-off is eps of the typical sample, not of the largest (DC).
+    std::vector<double> size;
+    for (size_t i = 0; i < m; ++i)
+      if (seen[i]) size.push_back(std::hypot(v[i], v[m + i]));
+    std::nth_element(size.begin(), size.begin() + size.size() / 2, size.end());
+    const double eps = y.dtype() == fk::DType::F64 ? 2.220446049250313e-16 : 1.1920929e-07;
+    if (sigma > 100 * eps * size[size.size() / 2])
       return {sigma, "estimated: 1.4826 median |y(k) - conj y(-k)| / sqrt(2) over " +
                          std::to_string(mags.size() / 2) +
                          " sampled conjugate pairs (exact for a real field)"};

@@ -163,17 +163,17 @@ TEST(Copy, PureBackwardMatchesAutograd) {
   test::expect_same(to_device_backward(g32, Device()), g32, 0);
 }
 
-// A conversion to the tensor's own dtype or device is the tensor itself (no
-// copy), so marking its result requires_grad marks the source, whose next
-// conversion is then recorded (not a leaf). The device tests' CPU-vs-device
-// helpers convert one source per dtype: they take detach() first, which gives
-// a fresh leaf and leaves the source alone (tests/nefi/cuda/operator_parity.h).
 // A complex number is true when either part is non-zero (1i was false).
 TEST(Copy, ComplexToBoolReadsBothParts) {
   const Tensor z = from_vector(std::vector<c128>{{0, 1}, {0, 0}, {2, 0}});
   EXPECT_EQ(z.to(DType::Bool).to_vector<bool>(), (std::vector<bool>{true, false, true}));
 }
 
+// A conversion to the tensor's own dtype or device is the tensor itself (no
+// copy), so marking its result requires_grad marks the source, whose next
+// conversion is then recorded (not a leaf). The device tests' CPU-vs-device
+// helpers convert one source per dtype: they take detach() first, which gives
+// a fresh leaf and leaves the source alone (tests/nefi/cuda/operator_parity.h).
 TEST(Copy, ASameDtypeConversionIsTheTensorItselfAndDetachGivesAFreshLeaf) {
   const Tensor x = test::random_tensor({3}, DType::F64, -1, 1, 128);
   Tensor same = x.to(DType::F64).to(kCPU);

@@ -63,8 +63,6 @@ TEST(View, PureBackwardMatchesAutograd) {
   EXPECT_THROW(permute_backward(x, {0, 1}), Error);
 }
 
-// An empty tensor has no layout to keep: one of any strides views as any
-// empty shape (stack and the products' backward view transposed empties).
 // as_strided views within the storage only, and refuses a tensor that
 // needs a gradient (it records none: one through it was silently lost).
 TEST(View, AsStridedStaysInItsStorageAndRecordsNoGradient) {
@@ -73,12 +71,20 @@ TEST(View, AsStridedStaysInItsStorageAndRecordsNoGradient) {
             (std::vector<double>{1, 2, 3, 4}));
   EXPECT_EQ(as_strided(t, {0, 3}, {1000, 1}, 5).numel(), 0);
   for (const auto& [shape, strides, offset] : std::vector<std::tuple<Dims, Dims, int64_t>>{
-           {{4}, {1000000}, 5}, {{2}, {1}, -4}, {{2}, {1}, 5}, {{2}, {-1}, 1}, {{2}, {1, 1}, 0}})
+           {{4}, {1000000}, 5},
+           {{2}, {1}, -4},
+           {{2}, {1}, 5},
+           {{2}, {-1}, 1},
+           {{2}, {1, 1}, 0},
+           {{2}, {INT64_MAX}, 1},  // an extent past 63 bits wrapped under the check
+           {{3}, {int64_t{1} << 62}, 0}})
     EXPECT_THROW(as_strided(t, shape, strides, offset), Error) << shape.str() << offset;
   Tensor x = t.clone().set_requires_grad(true);
   EXPECT_THROW(as_strided(x, {2}, {2}, 1), Error);
 }
 
+// An empty tensor has no layout to keep: one of any strides views as any
+// empty shape (stack and the products' backward view transposed empties).
 TEST(View, AnEmptyTensorOfAnyStridesViews) {
   Tensor t = transpose(zeros({0, 3}), 0, 1);  // [3, 0], strides [1, 3]
   ASSERT_FALSE(t.is_contiguous());

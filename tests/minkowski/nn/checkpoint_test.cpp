@@ -59,6 +59,14 @@ TEST(NnCheckpoint, RoundTripIsBitExact) {
   save_state(a, path);
   load_state(b, path);
   EXPECT_EQ(state_bytes(a), state_bytes(b));
+  // A "meta." tensor (minkowski train's voxel size) is not state: skipped.
+  NamedTensors with_meta = a.state();
+  with_meta.emplace_back("meta.voxel", fk::full({}, 0.1, {fk::DType::F64}));
+  save_tensors(path, with_meta);
+  fk::manual_seed(3);
+  MinkUNet c(tiny_unet());
+  load_state(c, path);
+  EXPECT_EQ(state_bytes(a), state_bytes(c));
   std::remove(path.c_str());
 }
 

@@ -174,14 +174,29 @@ TEST(FitCli, RefinesTheFitIntoItsPhases) {
   EXPECT_EQ(x, fk::read_npy((out / "refine" / "refined.npy").string()).to_vector<double>());
   EXPECT_NEAR(x[7 * 16 + 6], 1.0, 0.1);
   EXPECT_NEAR(x[1 * 16 + 14], 0.2, 0.1);
-  // A plain fit into the same folder clears the earlier fit's refine/ (its
-  // x.npy was "the field to use") and leaves a file of the user's alone.
+  // A fit that fails on the way leaves the earlier result whole.
+  fk::write_npy((dir / "bad_support.npy").string(), fk::ones({3, 3}, {fk::DType::F64}));
+  const auto failed = nefi_stdout("fit --matrix " + (dir / "A.npy").string() + " --data " +
+                                  (dir / "y.npy").string() + " --shape 16,16 --support " +
+                                  (dir / "bad_support.npy").string() + " --budget 20 --threads 1 " +
+                                  "-q --out " + out.string());
+  EXPECT_NE(failed.status, 0);
+  for (const char* f : {"fit.json", "report.md", "prediction.npy", "refine/x.npy"})
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  // A plain fit into the same folder clears what the earlier fit wrote: its
+  // refine/ (x.npy there was "the field to use") and every field its
+  // fit.json names (z here), and leaves a file of the user's alone.
+  auto earlier = nlohmann::json::parse(nefi::test::slurp(out / "fit.json"));
+  earlier["fields"].push_back("z");
+  std::ofstream(out / "fit.json") << earlier.dump();
+  fk::write_npy((out / "z.npy").string(), fk::ones({2}, {fk::DType::F64}));
   std::ofstream(out / "notes.txt") << "mine";
   const auto again = nefi_stdout("fit --matrix " + (dir / "A.npy").string() + " --data " +
                                  (dir / "y.npy").string() +
                                  " --shape 16,16 --budget 20 --threads 1 -q --out " + out.string());
   ASSERT_EQ(again.status, 0) << again.out;
   EXPECT_FALSE(fs::exists(out / "refine"));
+  EXPECT_FALSE(fs::exists(out / "z.npy"));
   EXPECT_TRUE(fs::exists(out / "x.npy") && fs::exists(out / "fit.json"));
   EXPECT_EQ(nefi::test::slurp(out / "notes.txt"), "mine");
 }

@@ -156,8 +156,10 @@ bool integral_holds(DType dt, double s) {
 Tensor scalar_for(const Tensor& t, double s) {
   DType dt = t.dtype();
   if (dt == DType::Bool) dt = DType::I64;
-  // A fraction, an infinity or a value past the integers' range makes an
+  // A whole value past i32's range widens an i32 tensor's result to i64
+  // (exact); a fraction, an infinity, a NaN or a value past i64's makes an
   // integer tensor's result f32 (i32 + 1e10 wrapped to -2147483641).
+  if (dt == DType::I32 && !integral_holds(dt, s) && integral_holds(DType::I64, s)) dt = DType::I64;
   if (is_integral(dt) && !integral_holds(dt, s)) dt = DType::F32;
   Tensor r = empty(Dims{}, {dt, t.device()});
   fill_(r, s);
@@ -242,7 +244,9 @@ BinaryGrads binary_backward(BinaryOp op, const Tensor& g, const Tensor& a, const
       // in the exponent (0^y is 0 or 1 whatever y >= 0), as torch has them.
       const Tensor zero = scalar_like(x, 0.0);
       if (need_a) ga = mul(g, where(eq(y, zero), zero, mul(y, pow(x, sub(y, 1.0)))));
-      if (need_b) gb = mul(g, mul(out, log(where(eq(x, zero), scalar_like(x, 1.0), x))));
+      if (need_b)  // a negative exponent at 0 keeps inf * log(0) = -inf, as torch
+        gb = mul(g,
+                 mul(out, log(where(eq(x, zero), where(ge(y, zero), scalar_like(x, 1.0), x), x))));
       break;
     }
     case BinaryOp::Maximum:

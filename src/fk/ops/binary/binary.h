@@ -91,8 +91,9 @@ inline Tensor ge(const Tensor& a, const Tensor& b) {
   return binary(BinaryOp::Ge, a, b);
 }
 
-// Scalar operands keep the tensor's dtype (an integer tensor with a
-// non-integer scalar becomes f32).
+// Scalar operands keep the tensor's dtype, unless it cannot hold them: an
+// i32 tensor with a whole scalar past i32's range becomes i64, an integer
+// tensor with a fraction, an infinity, a NaN or a value past i64's f32.
 Tensor add(const Tensor& a, double s);
 Tensor sub(const Tensor& a, double s);
 Tensor mul(const Tensor& a, double s);

@@ -80,16 +80,25 @@ TEST(Binary, PowGradientsAtAZeroBase) {
   sum(pow(a, b)).backward();
   test::expect_close(a.grad(), {0, 0, 12});
   test::expect_close(b.grad(), {0, 0, 8 * std::log(2.0)});
+  // A negative exponent at 0 is a pole: -inf in the exponent's slope, as torch.
+  Tensor c = from_vector(std::vector<double>{0}).set_requires_grad(true);
+  Tensor e = from_vector(std::vector<double>{-1}).set_requires_grad(true);
+  sum(pow(c, e)).backward();
+  EXPECT_EQ(e.grad().item(), -INFINITY);
 }
 
-// An integer tensor with a scalar it cannot hold (infinite, past its range)
-// computes in f32 instead of wrapping (i32 + 1e10 gave -2147483641).
+// An integer tensor with a scalar it cannot hold no longer wraps (i32 +
+// 1e10 gave -2147483641): a whole one past i32 computes in i64, exactly;
+// an infinite one, a fraction or one past i64 in f32.
 TEST(Binary, IntegerTensorsWithScalarsTheyCannotHold) {
   const Tensor i = from_vector(std::vector<int32_t>{7});
-  EXPECT_EQ(add(i, 1e10).dtype(), DType::F32);
-  EXPECT_FLOAT_EQ(add(i, 1e10).item(), 1e10f);
+  EXPECT_EQ(add(i, 1e10).dtype(), DType::I64);
+  EXPECT_EQ(add(i, 1e10).item(), 1e10 + 7);
+  EXPECT_EQ(add(i, INFINITY).dtype(), DType::F32);
   EXPECT_TRUE(std::isinf(add(i, INFINITY).item()));
-  EXPECT_EQ(mul(i, 3e9).dtype(), DType::F32);
+  EXPECT_EQ(mul(i, 3e9).dtype(), DType::I64);  // whole, past i32: exact in i64
+  EXPECT_EQ(add(i, 2147483648.0).item(), 2147483655.0);
+  EXPECT_EQ(add(i, 0.5).dtype(), DType::F32);
   EXPECT_EQ(add(i, 2.0).dtype(), DType::I32);  // one it holds keeps the dtype
   EXPECT_EQ(add(from_vector(std::vector<int64_t>{1}), 1e19).dtype(), DType::F32);
   EXPECT_EQ(add(from_vector(std::vector<int64_t>{1}), 1e18).dtype(), DType::I64);
