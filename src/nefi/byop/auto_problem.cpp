@@ -290,7 +290,10 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   const auto longest = static_cast<double>(*std::max_element(shape.begin(), shape.end()));
   if (extent.empty()) {
     extent = isotropic_domain(shape).extent();
-    decide("extent", fk::Dims(shape).str(), "isotropic cells, longest axis 1");
+    std::string lengths;  // the extent itself, not the grid it spans
+    for (double e : extent) lengths += (lengths.empty() ? "[" : ", ") + num(e);
+    decide("extent", lengths + "]",
+           "isotropic cells, longest axis 1 (grid " + fk::Dims(shape).str() + ")");
   } else {
     FK_CHECK(extent.size() == static_cast<size_t>(shape.size()), "extent",
              std::to_string(shape.size()) + " lengths", std::to_string(extent.size()));

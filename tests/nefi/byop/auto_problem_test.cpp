@@ -79,7 +79,7 @@ TEST(NefiAutoProblem, DecisionsFollowTheSizeAndData) {
   EXPECT_NEAR(p2.constant_fits[0], 2.0, 1e-9);
   EXPECT_FALSE(p2.curriculum.discrepancy_tau.has_value());  // sigma 0: no Morozov stop
   EXPECT_EQ(value_of(big({16, 8}), "network"), "64 x 3");
-  EXPECT_EQ(value_of(big({16, 8}), "extent"), "[16, 8]");
+  EXPECT_EQ(value_of(big({16, 8}), "extent"), "[1, 0.5]");  // the lengths, not the grid
   EXPECT_EQ(p2.problem.domain.extent(), (std::vector<double>{1.0, 1.0}));
   EXPECT_EQ(big({16, 8}).problem.domain.extent(), (std::vector<double>{1.0, 0.5}));
 }
