@@ -73,14 +73,17 @@ void write_ply(const std::string& path, const data::PointCloud& cloud,
 }
 
 // The checkpoint's model tensors: a best.ckpt as saved, or the model part
-// of train's resumable last.ckpt (its "model." names); `voxel` gets the
-// voxel size it was trained at (0: a checkpoint that does not say).
+// of train's resumable last.ckpt (its "model." names), without the "meta."
+// tensors load_state skips too; `voxel` gets the voxel size it was trained
+// at (0: a checkpoint that does not say).
 nn::NamedTensors model_tensors(const std::string& path, double& voxel) {
   nn::NamedTensors all = nn::read_tensors(path), model, rest;
   voxel = 0;
   for (const auto& [n, t] : all) {
     if (n == kVoxelTensor)
       voxel = t.item();
+    else if (n.starts_with(nn::kMetaPrefix))
+      continue;
     else if (n.starts_with("model."))
       model.emplace_back(n.substr(6), t);
     else
