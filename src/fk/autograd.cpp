@@ -1,6 +1,7 @@
 #include "fk/autograd.h"
 
-#include <atomic>
+#include <climits>
+#include <mutex>
 #include <unordered_set>
 
 #include "fk/factory.h"
@@ -13,10 +14,13 @@ namespace {
 
 thread_local bool g_grad_enabled = true;
 
-// Sink of a leaf's gradient: adds it into the leaf's .grad.
+// Sink of a leaf's gradient: adds it into the leaf's .grad (locked: passes on
+// several threads may share the leaf).
 struct AccumulateGrad : Node {
   std::weak_ptr<TensorImpl> leaf;
+  std::mutex mu;
   std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    std::lock_guard<std::mutex> lock(mu);
     auto impl = leaf.lock();
     if (!impl || !g[0].defined()) return {};
     Tensor var(impl);
@@ -43,7 +47,12 @@ struct AccumulateGrad : Node {
   void release_saved() override {}  // shared by every graph the leaf enters; saves nothing
 };
 
+// One accumulator per leaf while any graph holds it: threads recording ops on
+// a shared leaf find the same node (each making its own raced on .grad).
+std::mutex g_accumulator_mu;
+
 std::shared_ptr<Node> accumulator_of(const Tensor& t) {
+  std::lock_guard<std::mutex> lock(g_accumulator_mu);
   AutogradMeta* m = t.impl()->meta.get();
   auto acc = m->accumulator.lock();
   if (!acc) {
@@ -56,13 +65,24 @@ std::shared_ptr<Node> accumulator_of(const Tensor& t) {
   return acc;
 }
 
-std::atomic<uint64_t> g_pass{0};
-
 }  // namespace
 
 // Runs the graph from the roots. With `captures`, gradients arriving at those
-// edges are returned instead of being accumulated into leaves.
+// edges are returned instead of being accumulated into leaves. The pass's
+// scratch (dependency counts, gradient buffers) lives in `visits`, in the order
+// nodes were reached, and every edge is resolved to its visit before any
+// backward runs: a nested pass from a node's backward, or a pass on another
+// thread, may share nodes (a leaf's accumulator) but not this scratch. A node's
+// visit_hint_ finds its visit; where another thread's pass overwrote it (a
+// shared leaf), the leaf gets a second visit, which accumulates its share.
 struct Engine {
+  struct Visit {
+    Node* node;
+    int deps = 0;
+    size_t first_edge = 0;       // its edges' visits: edge_visits[first_edge ...]
+    std::vector<Tensor> buffer;  // gradients w.r.t. the node's outputs
+  };
+
   static std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
                                  bool retain_graph, const std::vector<Edge>* captures) {
     FK_CHECK(roots.size() == grads.size(), "backward", std::to_string(roots.size()) + " gradients",
@@ -90,53 +110,57 @@ struct Engine {
     }
 
     // Visit every reachable node once, counting the edges that point at it.
-    const uint64_t pass = ++g_pass;
-    std::vector<Node*> nodes, stack;
+    std::vector<Visit> visits;
+    std::vector<int32_t> edge_visits, stack;  // -1: an edge needing no gradient
     auto visit = [&](Node* n) {
-      if (n->pass_ == pass) return false;
-      n->pass_ = pass;
-      n->deps_ = 0;
-      n->buffer_.assign(n->num_outputs, Tensor());
-      nodes.push_back(n);
-      return true;
+      const int64_t hint = n->visit_hint_.load(std::memory_order_relaxed);
+      if (hint >= 0 && hint < static_cast<int64_t>(visits.size()) &&
+          visits[static_cast<size_t>(hint)].node == n)
+        return static_cast<int32_t>(hint);
+      FK_CHECK(visits.size() < INT32_MAX, "backward", "a graph of fewer than 2^31 nodes", "more");
+      const auto i = static_cast<int32_t>(visits.size());
+      n->visit_hint_.store(i, std::memory_order_relaxed);
+      visits.push_back({n, 0, 0, std::vector<Tensor>(n->num_outputs)});
+      stack.push_back(i);
+      return i;
     };
-    for (auto& e : root_edges) {
-      if (e.fn && visit(e.fn.get())) stack.push_back(e.fn.get());
-    }
+    std::vector<int32_t> root_visits;
+    for (const Edge& e : root_edges) root_visits.push_back(e.fn ? visit(e.fn.get()) : -1);
     while (!stack.empty()) {
-      Node* n = stack.back();
+      const int32_t i = stack.back();
       stack.pop_back();
-      for (auto& e : n->next) {
-        if (!e.fn) continue;
-        if (visit(e.fn.get())) stack.push_back(e.fn.get());
-        ++e.fn->deps_;
+      visits[static_cast<size_t>(i)].first_edge = edge_visits.size();
+      for (const Edge& e : visits[static_cast<size_t>(i)].node->next) {
+        const int32_t j = e.fn ? visit(e.fn.get()) : -1;
+        if (j >= 0) ++visits[static_cast<size_t>(j)].deps;
+        edge_visits.push_back(j);
       }
     }
 
     std::vector<Tensor> captured;
     if (captures) captured.resize(captures->size());
-    auto add_grad = [](const Edge& e, const Tensor& g) {
-      Tensor& slot = e.fn->buffer_[e.input_nr];
-      slot = slot.defined() ? add(slot, g) : g;
-    };
+    auto add_to = [](Tensor& slot, const Tensor& g) { slot = slot.defined() ? add(slot, g) : g; };
     for (size_t i = 0; i < root_edges.size(); ++i) {
-      if (root_edges[i].fn) add_grad(root_edges[i], root_grads[i]);
+      if (root_visits[i] >= 0) {
+        add_to(visits[static_cast<size_t>(root_visits[i])].buffer[root_edges[i].input_nr],
+               root_grads[i]);
+      }
     }
 
-    std::vector<Node*> ready;
-    for (Node* n : nodes) {
-      if (n->deps_ == 0) ready.push_back(n);
+    std::vector<int32_t> ready;
+    for (size_t i = 0; i < visits.size(); ++i) {
+      if (visits[i].deps == 0) ready.push_back(static_cast<int32_t>(i));
     }
     while (!ready.empty()) {
-      Node* n = ready.back();
+      Visit& v = visits[static_cast<size_t>(ready.back())];
       ready.pop_back();
-      std::vector<Tensor> in = std::move(n->buffer_);
-      n->buffer_.clear();
+      Node* n = v.node;
+      std::vector<Tensor> in = std::move(v.buffer);
       bool leaf_sink = dynamic_cast<AccumulateGrad*>(n) != nullptr;
       if (captures) {
         for (size_t c = 0; c < captures->size(); ++c) {
           const Edge& e = (*captures)[c];
-          if (e.fn.get() == n) captured[c] = in[e.input_nr];
+          if (e.fn.get() == n && in[e.input_nr].defined()) add_to(captured[c], in[e.input_nr]);
         }
       }
       bool any = false;
@@ -152,7 +176,8 @@ struct Engine {
       }
       for (size_t k = 0; k < n->next.size(); ++k) {
         const Edge& e = n->next[k];
-        if (!e.fn) continue;
+        const int32_t j = edge_visits[v.first_edge + k];
+        if (j < 0) continue;
         if (k < out.size() && out[k].defined()) {
           // A backward that made a gradient on another device than its input
           // (a host buffer for a CUDA tensor) is named here, not found later
@@ -161,14 +186,39 @@ struct Engine {
               out[k].device() == e.device, std::string("backward of ") + n->name(),
               "the gradient of input " + std::to_string(k) + " on its device " + e.device.str(),
               "one on " + out[k].device().str());
-          add_grad(e, out[k]);
+          add_to(visits[static_cast<size_t>(j)].buffer[e.input_nr], out[k]);
         }
-        if (--e.fn->deps_ == 0) ready.push_back(e.fn.get());
+        if (--visits[static_cast<size_t>(j)].deps == 0) ready.push_back(j);
       }
     }
     return captured;
   }
 };
+
+// The nodes only this one holds are freed here one at a time, not each from
+// its holder's destructor (a 150k-op graph overflowed the stack): each one's
+// saved tensors go first (a saved input holds its own grad_fn), then its edges,
+// the sole ones taken over and the shared ones let go.
+Node::~Node() {
+  std::vector<std::shared_ptr<Node>> sole;
+  auto take_edges = [&sole](std::vector<Edge>& edges) {
+    for (Edge& e : edges) {
+      if (!e.fn) continue;
+      if (e.fn.use_count() == 1) {
+        sole.push_back(std::move(e.fn));
+      } else {
+        e.fn.reset();
+      }
+    }
+  };
+  take_edges(next);
+  while (!sole.empty()) {
+    std::shared_ptr<Node> n = std::move(sole.back());
+    sole.pop_back();
+    n->for_each_saved([](SavedTensor& s) { s.reset(); });
+    take_edges(n->next);  // n is freed here with no edge left to follow
+  }
+}
 
 bool grad_enabled() {
   return g_grad_enabled;

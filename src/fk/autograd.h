@@ -3,6 +3,7 @@
 // backward (functions on tensors) plus a thin Node that holds what the backward
 // needs and calls it. Engines add their own nodes the same way (a convolution
 // with its kernel map, a heat solve with its trajectory and discrete adjoint).
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -38,7 +39,9 @@ class SavedTensor {
 
 class Node : public std::enable_shared_from_this<Node> {
  public:
-  virtual ~Node() = default;
+  // Frees the chain of nodes only this one holds iteratively: a recursive
+  // teardown of a 150k-op graph overflowed the stack.
+  virtual ~Node();
   // Gradients w.r.t. this node's inputs, one per edge (undefined where none),
   // from the gradients w.r.t. its outputs (undefined where nothing flowed).
   virtual std::vector<Tensor> apply(std::vector<Tensor>&& grad_outputs) = 0;
@@ -58,11 +61,10 @@ class Node : public std::enable_shared_from_this<Node> {
  private:
   friend struct Engine;
   bool released_ = false;
-  // Scratch of the backward pass that last visited this node (kept here so a
-  // pass needs no hash maps). One graph must not be run by two threads at once.
-  uint64_t pass_ = 0;
-  int deps_ = 0;
-  std::vector<Tensor> buffer_;
+  // Where the pass that last reached this node keeps its scratch: a hint a
+  // pass checks against its own records (a nested pass or another thread's
+  // may have written it since), so a pass needs no hash map.
+  std::atomic<int64_t> visit_hint_{-1};
 };
 
 struct AutogradMeta {
@@ -121,11 +123,17 @@ inline void record(const std::shared_ptr<Node>& node, const std::vector<Tensor>&
 }
 
 // --- running --------------------------------------------------------------
+// A pass keeps its dependency counts and gradient buffers to itself, so a node's
+// backward may run autograd::grad (a nested pass through shared leaves), and
+// graphs sharing leaves may run on several threads at once (a leaf's
+// accumulation is locked); one graph must not be run by two threads at once.
+//
 // Computes gradients of `roots` (seeded by `grads`) and accumulates them into
 // the .grad of the leaves that require grad.
 void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
               bool retain_graph = false);
-// Returns d(sum roots·grads)/d(inputs) without touching any .grad.
+// Returns d(sum roots·grads)/d(inputs) without touching any .grad; an input
+// the roots do not depend on gets an undefined tensor.
 std::vector<Tensor> grad(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
                          const std::vector<Tensor>& inputs, bool retain_graph = false);
 

@@ -1,5 +1,6 @@
 #include "fk/tensor.h"
 
+#include <fmt/format.h>
 #include <sstream>
 
 #include "fk/autograd.h"
@@ -94,9 +95,11 @@ Tensor& Tensor::set_requires_grad(bool r) {
   if (r) {
     FK_CHECK(is_inexact(dtype()), "set_requires_grad", "a floating or complex dtype",
              name(dtype()));
-    FK_CHECK(!grad_fn(), "set_requires_grad", "a leaf tensor",
-             std::string("the output of ") + grad_fn()->name() + " (use detach())");
   }
+  // Either way on a non-leaf: it would keep its grad_fn (switching it off did
+  // not take it out of the graph).
+  FK_CHECK(!grad_fn(), "set_requires_grad", "a leaf tensor",
+           std::string("the output of ") + grad_fn()->name() + " (use detach())");
   if (!impl_->meta) {
     if (!r) return *this;
     impl_->meta = std::make_unique<autograd::AutogradMeta>();
@@ -110,6 +113,14 @@ Tensor Tensor::grad() const {
 }
 
 void Tensor::set_grad(const Tensor& g) const {
+  // A gradient of another shape was broadcast into by the next backward.
+  if (g.defined()) {
+    FK_CHECK(g.shape() == shape() && g.dtype() == dtype() && g.device() == device(), "set_grad",
+             fmt::format("a gradient of the tensor's shape {}, dtype {} and device {}",
+                         shape().str(), name(dtype()), device().str()),
+             fmt::format("shape {}, dtype {} on {}", g.shape().str(), name(g.dtype()),
+                         g.device().str()));
+  }
   if (!impl_->meta) impl_->meta = std::make_unique<autograd::AutogradMeta>();
   impl_->meta->grad = g;
 }

@@ -94,8 +94,10 @@ class Tensor {
 
   // --- autograd -----------------------------------------------------------
   bool requires_grad() const;
+  // Leaves only (a non-leaf refuses either value); true wants an inexact dtype.
   Tensor& set_requires_grad(bool r);
   Tensor grad() const;
+  // g: the tensor's shape, dtype and device, or undefined to clear the gradient.
   void set_grad(const Tensor& g) const;
   std::shared_ptr<autograd::Node> grad_fn() const;
   bool is_leaf() const;

@@ -1,5 +1,8 @@
 #include "fk/autograd.h"
 
+#include <thread>
+#include <vector>
+
 #include "test_util.h"
 
 namespace fk {
@@ -90,6 +93,117 @@ TEST(Autograd, GradFunctionDoesNotTouchDotGrad) {
   test::expect_close(g[0], {3, 12});
   test::expect_close(g[1], {1, 2});
   EXPECT_FALSE(x.grad().defined());
+}
+
+// A node whose backward is itself a nested pass (autograd::grad) through a
+// parameter the outer pass also reaches, as a checkpointed solve's adjoint:
+// d/dx sum(x p) = p, so the node's output x p has gradient g p w.r.t. x.
+struct NestedVjp : autograd::Node {
+  Tensor x, p;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    autograd::EnableGradGuard enable;
+    Tensor xin = x.detach().set_requires_grad(true);
+    const std::vector<Tensor> d = autograd::grad({sum(mul(xin, p))}, {Tensor()}, {xin});
+    autograd::NoGradGuard no_grad;
+    return {mul(g[0], d[0])};
+  }
+  const char* name() const override { return "NestedVjp"; }
+};
+
+Tensor nested_vjp_product(const Tensor& x, const Tensor& p) {
+  Tensor out;
+  {
+    autograd::NoGradGuard no_grad;
+    out = mul(x, p);
+  }
+  auto node = std::make_shared<NestedVjp>();
+  node->x = x.detach();
+  node->p = p;
+  autograd::record(node, {x}, out);
+  return out;
+}
+
+// The pass's scratch is its own: the nested pass inside NestedVjp reached p's
+// accumulator and reset the outer pass's buffers (p's gradient was dropped, or
+// a later write went out of bounds).
+TEST(Autograd, ABackwardMayRunANestedPassThroughSharedLeaves) {
+  for (int order = 0; order < 2; ++order) {
+    Tensor x = from_vector(std::vector<double>{1, 2, 3}).set_requires_grad(true);
+    Tensor p = from_vector(std::vector<double>{10, 20, 30}).set_requires_grad(true);
+    // (a) p * (x p): d/dx = p^2, d/dp = x p (only the direct factor: the node is x's alone).
+    sum(mul(p, nested_vjp_product(x, p))).backward();
+    test::expect_close(x.grad(), {100, 400, 900}, 0.0);
+    test::expect_close(p.grad(), {10, 40, 90}, 0.0);
+    // (b) 3 sum p + sum (x p) in either order: d/dp = 3.
+    x.set_grad(Tensor());
+    p.set_grad(Tensor());
+    Tensor direct = sum(mul(p, 3.0)), nested = sum(nested_vjp_product(x, p));
+    (order == 0 ? add(direct, nested) : add(nested, direct)).backward();
+    test::expect_close(p.grad(), {3, 3, 3}, 0.0);
+    test::expect_close(x.grad(), {10, 20, 30}, 0.0);
+  }
+}
+
+// Passes over separate graphs on several threads may share a leaf: its
+// accumulation is locked (gradients were lost to the race).
+TEST(Autograd, PassesOnSeveralThreadsShareALeaf) {
+  Tensor p = ones({4}, {DType::F64}).set_requires_grad(true);
+  constexpr int kRuns = 500;
+  auto work = [&p] {
+    for (int i = 0; i < kRuns; ++i) {
+      sum(mul(mul(from_vector(std::vector<double>{1, 2, 3, 4}), p), 1.0)).backward();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) threads.emplace_back(work);
+  for (auto& t : threads) t.join();
+  test::expect_close(p.grad(), {4 * kRuns, 8 * kRuns, 12 * kRuns, 16 * kRuns}, 0.0);
+}
+
+// A graph of 200k chained ops is freed without recursing once per node (the
+// default 8 MiB stack overflowed near 150k): a plain chain, a chain whose
+// nodes are each reached twice (an explicit time step y + f(y)), and one whose
+// nodes save their input (which holds the node before it), never run.
+TEST(Autograd, ADeepGraphIsFreedWithoutDeepRecursion) {
+  constexpr int kOps = 200000;
+  Tensor x = from_vector(std::vector<double>{1}).set_requires_grad(true);
+  Tensor w = from_vector(std::vector<double>{1}).set_requires_grad(true);
+  {
+    Tensor y = x;
+    for (int i = 0; i < kOps; ++i) y = mul(y, 1.0);
+    y.backward();
+  }
+  {
+    Tensor y = x;
+    for (int i = 0; i < kOps; ++i) y = add(y, mul(y, 0.0));
+  }
+  {
+    Tensor y = x;
+    for (int i = 0; i < kOps; ++i) y = mul(y, w);
+  }
+  EXPECT_DOUBLE_EQ(x.grad().item(), 1.0);
+}
+
+// set_grad takes a gradient of the tensor's own shape, dtype and device (one of
+// shape [2, 1] on a [2] tensor was broadcast to [2, 2] by the next backward);
+// requires_grad is a leaf's to change either way.
+TEST(Autograd, SetGradAndRequiresGradCheckTheirTensor) {
+  Tensor x = ones({2}, {DType::F32}).set_requires_grad(true);
+  for (const Tensor& bad : {zeros({2, 1}), zeros({2}, {DType::F64})}) {
+    try {
+      x.set_grad(bad);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("shape [2], dtype f32"), std::string::npos) << e.what();
+    }
+  }
+  x.set_grad(full({2}, 2.0));
+  sum(x).backward();
+  test::expect_close(x.grad(), {3, 3}, 0.0);
+  Tensor y = mul(x, 2.0);
+  EXPECT_THROW(y.set_requires_grad(false), Error);
+  EXPECT_THROW(y.set_requires_grad(true), Error);
+  EXPECT_TRUE(y.requires_grad());
 }
 
 TEST(Autograd, SavedBytesCountedOncePerStorage) {
