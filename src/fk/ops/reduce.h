@@ -10,10 +10,12 @@
 //
 // Dims: an empty `dims` reduces over every dimension; negative dims count from
 // the end; a repeated dim is an error. Reducing over no elements gives 0 (sum),
-// 1 (prod) and an error for amax/amin/max/min/argmax/argmin.
+// 1 (prod), NaN (mean, var, std: 0 / 0, as torch) and an error for
+// amax/amin/max/min/argmax/argmin.
 //
 // Dtypes: i32/i64/bool inputs give i64 from sum and prod, f32 from mean, var,
-// std, norm, logsumexp and softmax, and keep their dtype in amax/amin/max/min.
+// std, norm, logsumexp and softmax (computed in f64 and rounded once, so
+// integers past 2^24 keep their digits), and keep their dtype in amax/amin/max/min.
 // f16/bf16 inputs are computed in f32 and returned in their own dtype. Complex
 // inputs are accepted by sum, mean, prod (complex results) and norm, var, std
 // (real results); the ordered ops, logsumexp and softmax want a real dtype.

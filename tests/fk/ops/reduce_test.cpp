@@ -386,6 +386,35 @@ TEST(Reduce, ErrorPaths) {
   EXPECT_EQ(prod(ones({2, 0}), {1}).to_vector<double>(), (std::vector<double>{1, 1}));
 }
 
+// The mean and variance of nothing are NaN (0 / 0), as torch's: a 0 would pass
+// for a value computed from data.
+TEST(Reduce, MeanAndVarianceOfNoElementsAreNan) {
+  for (DType dt : {DType::F64, DType::F32, DType::BF16, DType::I32}) {
+    const Tensor e = ones({2, 0}, {dt});
+    for (const Tensor& r : {mean(e, {1}), var(e, {1}), fk::std(e, {1}), mean(ones({0}, {dt}))}) {
+      for (double v : r.to_vector<double>()) EXPECT_TRUE(std::isnan(v)) << name(dt);
+    }
+    EXPECT_EQ(mean(e, {0}).numel(), 0);
+  }
+  Tensor x = ones({3, 0}, {DType::F64}).set_requires_grad(true);
+  sum(mean(x, {1})).backward();  // the gradient of an empty input is empty, not NaN
+  EXPECT_EQ(x.grad().shape(), (Dims{3, 0}));
+}
+
+// Integer inputs are reduced exactly and rounded once to the f32 result: the
+// values below differ only past f32's 24 bits, which a conversion to f32 first lost.
+TEST(Reduce, IntegerMeanAndVarianceKeepDigitsPast2To24) {
+  const int64_t b = int64_t{1} << 40;
+  const Tensor t = from_vector(std::vector<int64_t>{b + 1, b + 3});
+  EXPECT_DOUBLE_EQ(mean(t).item(), static_cast<double>(static_cast<float>(b + 2)));
+  EXPECT_DOUBLE_EQ(var(t).item(), 2.0);
+  EXPECT_DOUBLE_EQ(fk::std(t, {}, 0).item(), 1.0);
+  const Tensor i = from_vector(std::vector<int32_t>{(1 << 25) + 1, (1 << 25) + 2});
+  EXPECT_DOUBLE_EQ(var(i, {}, 0).item(), 0.25);
+  EXPECT_DOUBLE_EQ(logsumexp(from_vector(std::vector<int32_t>{0, 0}), {}).item(),
+                   static_cast<double>(static_cast<float>(std::log(2.0))));
+}
+
 // var and std propagate NaN and infinity as every other reduction does
 // (a clamp against round-off turned them into 0).
 TEST(Reduce, VarianceOfNanOrInfinityIsNan) {
@@ -399,6 +428,22 @@ TEST(Reduce, VarianceOfNanOrInfinityIsNan) {
     EXPECT_TRUE(std::isnan(v[1]));
   }
   EXPECT_DOUBLE_EQ(var(from_vector(std::vector<double>{1e8, 1e8, 1e8})).item(), 0.0);
+}
+
+// std's slope where std is 0 (every deviation 0) is 0, as torch's: through
+// sqrt's slope it was g / 0 * 0 = NaN. Elsewhere it stays var's / (2 std).
+TEST(Reduce, StdGradientWhereStdIsZeroIsZero) {
+  Tensor x = from_vector(std::vector<double>{2, 2, 2, 1, 2, 4}, {2, 3}).set_requires_grad(true);
+  sum(fk::std(x, {1})).backward();
+  const std::vector<double> g = x.grad().to_vector<double>();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(g[static_cast<size_t>(i)], 0.0) << i;
+  const double sd = std::sqrt(7.0 / 3);  // row 1: mean 7/3, var (16/9 + 1/9 + 25/9) / 2
+  for (int i = 0; i < 3; ++i) {
+    const double xi = std::vector<double>{1, 2, 4}[static_cast<size_t>(i)];
+    EXPECT_NEAR(g[static_cast<size_t>(3 + i)], (xi - 7.0 / 3) / (2 * sd), 1e-14) << i;
+  }
+  test::expect_close(
+      std_backward(ones({2}, {DType::F64}), x.detach(), fk::std(x.detach(), {1}), {1}), g, 1e-14);
 }
 
 TEST(Reduce, ZeroDimInputs) {

@@ -50,12 +50,14 @@ void check_nonempty(const Reduction& r, const char* op, const Tensor& t);
 // The dtype an op computes in when its result is inexact (mean, norm, ...).
 DType inexact_type(DType t);
 // For an op computed in inexact_type: op(t converted to it), a half result
-// given back in t's dtype (an integer t keeps the f32 result); nullopt when t
-// already has that dtype and the op runs on it as it is.
+// given back in t's dtype; nullopt when t already has that dtype and the op
+// runs on it as it is. An integer t is computed in f64 and rounded once to the
+// f32 result: through f32, integers past 2^24 lost their low digits first.
 template <typename Op>
 std::optional<Tensor> in_inexact_type(const Tensor& t, Op&& op) {
   const DType ct = inexact_type(t.dtype());
   if (ct == t.dtype()) return std::nullopt;
+  if (is_integral(t.dtype())) return op(t.to(DType::F64)).to(ct);
   Tensor r = op(t.to(ct));
   return is_half(t.dtype()) ? r.to(t.dtype()) : r;
 }

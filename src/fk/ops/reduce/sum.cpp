@@ -77,11 +77,14 @@ Tensor sum(const Tensor& t, const Dims& dims, bool keepdim) {
   return out;
 }
 
+// The mean of no elements is NaN (0 / 0), as torch's: 0 would pass for data.
+// Integers are summed exactly in i64 and divided in f64, one rounding to f32.
 Tensor mean(const Tensor& t, const Dims& dims, bool keepdim) {
   if (is_half(t.dtype())) return mean(t.to(DType::F32), dims, keepdim).to(t.dtype());
   ReducePlan p = plan_reduce(t, dims, keepdim, "mean");
-  Tensor s = sum(is_integral(t.dtype()) ? t.to(DType::F32) : t, dims, keepdim);
-  return div(s, static_cast<double>(std::max<int64_t>(p.inner, 1)));
+  const double n = static_cast<double>(p.inner);
+  if (is_integral(t.dtype())) return div(sum(t, dims, keepdim).to(DType::F64), n).to(DType::F32);
+  return div(sum(t, dims, keepdim), n);
 }
 
 Tensor sum_backward(const Tensor& g, const Dims& in_shape, const Dims& dims, bool keepdim) {

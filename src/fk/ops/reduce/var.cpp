@@ -4,7 +4,9 @@
 #include <type_traits>
 
 #include "fk/autograd.h"
+#include "fk/factory.h"
 #include "fk/ops/binary.h"
+#include "fk/ops/binary/ternary.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/fold_lanes.h"
 #include "fk/ops/cpu/reduce_block.h"
@@ -147,6 +149,27 @@ struct VarBackward : autograd::Node {
   void for_each_saved(const std::function<void(autograd::SavedTensor&)>& fn) override { fn(x); }
 };
 
+// d std = d var / (2 std), 0 where std is 0 (every deviation is 0 there: the
+// limit along them, and torch's convention); sqrt's own slope gave g / 0 * 0 = NaN.
+Tensor std_scale(const Tensor& g, const Tensor& out) {
+  const Tensor s = div(g, mul(out, 2.0));
+  return where(eq(out, zeros_like(out)), zeros_like(s), s);
+}
+
+struct StdBackward : autograd::Node {
+  autograd::SavedTensor x, out;
+  ReducePlan plan;
+  double divisor = 1;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    return {var_backward(std_scale(g[0], out.unpack(name())), x.unpack(name()), plan, divisor)};
+  }
+  const char* name() const override { return "StdBackward"; }
+  void for_each_saved(const std::function<void(autograd::SavedTensor&)>& fn) override {
+    fn(x);
+    fn(out);
+  }
+};
+
 }  // namespace
 
 Tensor var(const Tensor& t, const Dims& dims, int64_t correction, bool keepdim) {
@@ -166,7 +189,19 @@ Tensor var(const Tensor& t, const Dims& dims, int64_t correction, bool keepdim) 
 
 Tensor std(const Tensor& t, const Dims& dims, int64_t correction, bool keepdim) {
   if (is_half(t.dtype())) return fk::std(t.to(DType::F32), dims, correction, keepdim).to(t.dtype());
-  return sqrt(var(t, dims, correction, keepdim));
+  if (auto r = in_inexact_type(
+          t, [&](const Tensor& c) { return fk::std(c, dims, correction, keepdim); }))
+    return *r;
+  Tensor out = sqrt(var_forward(t, dims, correction, keepdim));
+  if (autograd::needs_grad(t)) {
+    auto node = std::make_shared<StdBackward>();
+    node->x = t;
+    node->out = out.detach();  // shares out's version: an in-place change is caught
+    node->plan = plan_reduce(t, dims, keepdim, "std");
+    node->divisor = var_divisor(node->plan, correction);
+    autograd::record(node, {t}, out);
+  }
+  return out;
 }
 
 Tensor var_backward(const Tensor& g, const Tensor& x, const Dims& dims, int64_t correction,
@@ -177,7 +212,7 @@ Tensor var_backward(const Tensor& g, const Tensor& x, const Dims& dims, int64_t 
 
 Tensor std_backward(const Tensor& g, const Tensor& x, const Tensor& out, const Dims& dims,
                     int64_t correction, bool keepdim) {
-  return var_backward(div(g, mul(out, 2.0)), x, dims, correction, keepdim);
+  return var_backward(std_scale(g, out), x, dims, correction, keepdim);
 }
 
 }  // namespace fk

@@ -15,7 +15,8 @@ Tensor std(const Tensor& t, const Dims& dims = {}, int64_t correction = 1, bool 
 // inexact dtype (f32, f64, c64, c128).
 Tensor var_backward(const Tensor& g, const Tensor& x, const Dims& dims = {}, int64_t correction = 1,
                     bool keepdim = false);
-// The pure backward of std, `out` its result: var's with g / (2 out).
+// The pure backward of std, `out` its result: var's with g / (2 out), 0 where
+// out is 0 (as torch: sqrt's slope there made it NaN).
 Tensor std_backward(const Tensor& g, const Tensor& x, const Tensor& out, const Dims& dims = {},
                     int64_t correction = 1, bool keepdim = false);
 
