@@ -68,6 +68,12 @@ DType promote(DType a, DType b) {
   }
 }
 
+bool can_write_into(DType self, DType value) {
+  const int ks = kind(self), kv = kind(value);
+  if (kv != ks) return kv < ks;
+  return ks >= 2 || promote(self, value) == self;
+}
+
 DType real_type(DType t) {
   if (t == DType::C64) return DType::F32;
   if (t == DType::C128) return DType::F64;

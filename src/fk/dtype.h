@@ -47,6 +47,11 @@ inline bool is_inexact(DType t) {
 // wider type wins; f16 with bf16 gives f32; a complex type is widened to hold
 // the other operand's float precision.
 DType promote(DType a, DType b);
+// Whether an in-place op may write a value of dtype `value` into a tensor of
+// dtype `self`: a lower kind always; within a kind, floating and complex values
+// at any width (rounded, as torch's can_cast), integers only when self's width
+// holds them (an i64 value into i32 would wrap).
+bool can_write_into(DType self, DType value);
 // c64 -> f32, c128 -> f64; other types unchanged.
 DType real_type(DType t);
 // f32/f16/bf16 -> c64, f64 -> c128; complex unchanged; others -> c64.

@@ -37,7 +37,7 @@ void check_inplace(const char* op, std::initializer_list<const Tensor*> operands
 Tensor& assign(Tensor& self, const Tensor& result, const char* op) {
   FK_CHECK(result.shape() == self.shape(), op,
            "operands broadcasting to self's shape " + self.shape().str(), result.shape().str());
-  FK_CHECK(promote(self.dtype(), result.dtype()) == self.dtype() || is_half(self.dtype()), op,
+  FK_CHECK(can_write_into(self.dtype(), result.dtype()), op,
            std::string("a result castable to self's dtype ") + name(self.dtype()),
            name(result.dtype()));
   autograd::NoGradGuard ng;

@@ -1,9 +1,11 @@
 #pragma once
 // In-place elementwise ops: self keeps its shape and dtype, the other operands
-// broadcast to it; each bumps self's version and refuses tensors autograd would
-// have to record (use the out-of-place op). Same-dtype f32/f64 CPU operands run
-// one fused kernel writing self; anything else computes out of place and
-// copies back.
+// broadcast to it, and the result must be writable into self (can_write_into
+// in fk/dtype.h: a lower kind, or floating/complex of any width, rounded; an
+// f32 self takes an f64 operand, an integer self no wider integer). Each bumps
+// self's version and refuses tensors autograd would have to record (use the
+// out-of-place op). Same-dtype f32/f64 CPU operands run one fused kernel
+// writing self; anything else computes out of place and copies back.
 #include "fk/tensor.h"
 
 namespace fk {

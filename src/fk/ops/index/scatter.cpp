@@ -312,8 +312,8 @@ Tensor& scatter_add_(Tensor& self, int64_t dim, const Tensor& index, const Tenso
   const Tensor src = unaliased(self, given);
   profile::OpScope scope("scatter_add_");
   ScatterArgs a = scatter_args(self, dim, index, src, "scatter_add_");
-  FK_CHECK(promote(self.dtype(), src.dtype()) == self.dtype() || is_half(self.dtype()),
-           "scatter_add_", std::string("a source castable to self's dtype ") + name(self.dtype()),
+  FK_CHECK(can_write_into(self.dtype(), src.dtype()), "scatter_add_",
+           std::string("a source castable to self's dtype ") + name(self.dtype()),
            name(src.dtype()));
   if (compute_type(self.dtype()) == self.dtype()) {
     self.bump_version();
@@ -332,8 +332,8 @@ Tensor& index_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor&
   const Tensor src = unaliased(self, given);
   profile::OpScope scope("index_add_");
   IndexAddArgs a = index_add_args(self, dim, index, src, alpha, "index_add_");
-  FK_CHECK(promote(self.dtype(), src.dtype()) == self.dtype() || is_half(self.dtype()),
-           "index_add_", std::string("a source castable to self's dtype ") + name(self.dtype()),
+  FK_CHECK(can_write_into(self.dtype(), src.dtype()), "index_add_",
+           std::string("a source castable to self's dtype ") + name(self.dtype()),
            name(src.dtype()));
   if (self.is_contiguous() && compute_type(self.dtype()) == self.dtype()) {
     self.bump_version();

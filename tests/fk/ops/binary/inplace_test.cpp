@@ -41,6 +41,51 @@ TEST(InPlace, MatchOutOfPlaceAndBumpVersion) {
   EXPECT_THROW(add_(i, full({3}, 0.5)), Error);
 }
 
+// A result is written into a self of a higher kind (bool < integer < floating <
+// complex), or of its own kind at any width where that kind rounds (floating,
+// complex; as torch's can_cast): f32 and f16 selves follow one rule (f32 refused
+// an f64 operand while f16 took a complex one). An integer self takes no wider
+// integer (i32 * 3e9 computes in i64, and would wrap when written back).
+TEST(InPlace, SelfTakesResultsOfItsKindOrALowerOneAtAnyWidth) {
+  Tensor f = ones({3}, {DType::F32});
+  add_(f, full({3}, 0.5, {DType::F64}));
+  test::expect_close(f, {1.5, 1.5, 1.5}, 0.0);
+  EXPECT_EQ(f.dtype(), DType::F32);
+  Tensor h = ones({3}, {DType::F16});
+  mul_(h, full({3}, 3.0, {DType::F64}));
+  test::expect_close(h, {3, 3, 3}, 0.0);
+  Tensor i = ones({3}, {DType::I64});
+  add_(i, full({3}, 2.0, {DType::I32}));
+  EXPECT_EQ(i.to_vector<int64_t>(), (std::vector<int64_t>{3, 3, 3}));
+  Tensor narrow = ones({3}, {DType::I32});
+  EXPECT_THROW(add_(narrow, full({3}, 2.0, {DType::I64})), Error);
+  EXPECT_THROW(mul_(narrow, 3e9), Error);
+  EXPECT_EQ(narrow.to_vector<int32_t>(), (std::vector<int32_t>{1, 1, 1}));
+  // scatter_add_ and index_add_ follow the same rule.
+  Tensor f32 = zeros({3}, {DType::F32});
+  index_add_(f32, 0, from_vector(std::vector<int64_t>{1}), full({1}, 0.5, {DType::F64}));
+  scatter_add_(f32, 0, from_vector(std::vector<int64_t>{2}), full({1}, 0.25, {DType::F64}));
+  test::expect_close(f32, {0, 0.5, 0.25}, 0.0);
+  Tensor f16 = zeros({3}, {DType::F16});
+  EXPECT_THROW(index_add_(f16, 0, from_vector(std::vector<int64_t>{1}), test::random_complex({1})),
+               Error);
+  Tensor c = test::random_complex({3}).to(DType::C64);
+  add_(c, full({3}, 1.0, {DType::F64}));
+  EXPECT_EQ(c.dtype(), DType::C64);
+  for (DType self : {DType::F16, DType::BF16, DType::F32, DType::F64}) {
+    Tensor t = ones({3}, {self});
+    try {
+      add_(t, test::random_complex({3}));
+      ADD_FAILURE() << name(self) << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("castable to self's dtype"), std::string::npos)
+          << e.what();
+    }
+  }
+  Tensor b = ones({3}, {DType::Bool});
+  EXPECT_THROW(add_(b, ones({3}, {DType::I32})), Error);
+}
+
 // In-place ops record no node, so under grad mode every operand (not only
 // self) that requires grad is refused before self is written; under no_grad
 // they run and match the out-of-place op.
