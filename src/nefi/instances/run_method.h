@@ -29,7 +29,7 @@ void check_method(const Instance& instance, const std::string& method);
 
 // Records `seed` as out.seed and sets every metric instance.evaluate(p, out)
 // reports, keeping the ones the method recorded itself; none without a
-// ground truth (a measured dataset).
+// ground truth (a measured dataset), NaN for a non-finite reconstruction.
 void score_output(const Instance& instance, const Params& p, uint64_t seed, RunOutput& out);
 
 // A solved output as run() reports it: instance.after_solve from `solved`

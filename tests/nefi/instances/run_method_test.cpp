@@ -150,4 +150,30 @@ TEST(NefiRunMethod, AfterSolveRunsOnTheSolvedOutputBeforeEvaluate) {
   EXPECT_DOUBLE_EQ(out.metrics.at("psnr"), nefi::psnr(out.reconstruction, out.gt));
 }
 
+// A reconstruction holding a NaN (solver.nan_guard off) scores NaN on every
+// metric: ct3d's IoU thresholds the volume, where a NaN cell counted as
+// background and a run that diverged kept a plausible IoU.
+TEST(NefiRunMethod, ANonFiniteReconstructionScoresNanOnEveryMetric) {
+  const auto inst = nefi::find_instance("ct3d");
+  nefi::Params p = nefi::load_run_config_file(nefi::test::config_path("ct3d_smoke.yaml")).config;
+  p.set("n", "16");
+  p.set("n_z", "8");
+  p.set("n_views", "8");
+  auto [m, gt] = inst->make_measurement(p, 0);
+  nefi::RunOutput out;
+  out.method = "neural";
+  out.measurement = m;
+  out.gt = gt;
+  out.reconstruction = gt.clone();
+  nefi::score_output(*inst, p, 0, out);
+  EXPECT_DOUBLE_EQ(out.metrics.at("iou"), 1.0);
+  std::vector<double> x = gt.to_vector<double>();
+  x[x.size() / 2] = std::nan("");
+  out.reconstruction = fk::from_vector(x, gt.shape());
+  out.metrics.clear();
+  nefi::score_output(*inst, p, 0, out);
+  ASSERT_TRUE(out.metrics.count("iou"));
+  for (const auto& [k, v] : out.metrics) EXPECT_TRUE(std::isnan(v)) << k << " " << v;
+}
+
 }  // namespace
