@@ -1,5 +1,6 @@
 #include "nefi/baselines/fbp.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -29,6 +30,18 @@ std::vector<double> ramp_filter(const double* p, int64_t nd, double ds) {
   return q;
 }
 
+// How many views of a range [0, range) see the lines of direction th: a view
+// and its opposite one (th + pi) measure the same lines, so over 2 pi each is
+// seen twice, over 3 pi / 2 the first quarter turn twice and the rest once.
+double direction_multiplicity(double th, double range) {
+  // th's offset past the last multiple of pi, with th a hair under a multiple
+  // (range v / n rounded down) taken as on it: fmod gave pi - 1 ulp there, one
+  // view too few, and that view twice the weight of the others.
+  const double pi = std::numbers::pi;
+  const double c = std::max(0.0, th - pi * std::floor(th / pi + 1e-9));
+  return std::max(1.0, std::ceil((range - c) / pi - 1e-9));
+}
+
 }  // namespace
 
 std::vector<double> filtered_back_projection(const std::vector<double>& sinogram, int64_t n_views,
@@ -41,7 +54,11 @@ std::vector<double> filtered_back_projection(const std::vector<double>& sinogram
   for (int64_t v = 0; v < n_views; ++v) {
     const double th = angle_range * static_cast<double>(v) / n_views;
     const double c = std::cos(th), s = std::sin(th);
-    const auto q = ramp_filter(sinogram.data() + v * n_det, n_det, ds);
+    // dth = angle_range / n_views, shared among the views seeing the same lines.
+    const double weight =
+        angle_range / static_cast<double>(n_views) / direction_multiplicity(th, angle_range);
+    auto q = ramp_filter(sinogram.data() + v * n_det, n_det, ds);
+    for (double& x : q) x *= weight;
     for (int64_t i = 0; i < n; ++i)
       for (int64_t j = 0; j < n; ++j) {
         const double x0 = (i + 0.5) * h - L / 2, x1 = (j + 0.5) * h - L / 2;
@@ -55,7 +72,6 @@ std::vector<double> filtered_back_projection(const std::vector<double>& sinogram
         img[i * n + j] += val;
       }
   }
-  for (double& x : img) x *= angle_range / static_cast<double>(n_views);
   return img;
 }
 

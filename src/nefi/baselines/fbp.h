@@ -4,7 +4,9 @@
 // band-limited ramp (h[0] = 1/(4 ds^2), h[odd k] = -1/(pi k ds)^2, h[even
 // k] = 0; zero-padded, times ds), then back-projected pixel by pixel (linear
 // interpolation in s, an independent discretisation of the adjoint) with
-// weight angle_range / n_views. Views at th_v = v angle_range / n_views,
+// weight angle_range / n_views, divided by how many views of the range see the
+// same lines (views pi apart do: over 2 pi each line is seen twice, over
+// 3 pi / 2 a quarter turn of them). Views at th_v = v angle_range / n_views,
 // detector bins centred on (j + 1/2) ds - L/2. f64 on the host.
 #include <cstdint>
 #include <vector>

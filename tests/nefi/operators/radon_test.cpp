@@ -94,6 +94,33 @@ TEST(NefiRadon, FilteredBackProjectionInvertsDenseViews) {
   const auto gt = nefi::ct::render(sc, n, 4, 1.0);
   EXPECT_GT(nefi::psnr(fk::from_vector(x, {n, n}), fk::from_vector(gt, {n, n})), 33.0);
   EXPECT_THROW(nefi::filtered_back_projection(y, views + 1, n, 1.0, n, 1.0), fk::Error);
+  // Over 2 pi and 3 pi / 2 the views pi apart see the same lines: weighted by
+  // how many see each, the image keeps its scale (it came out 2x over 2 pi,
+  // 14 dB against 24 dB in sparse_view_ct at 64 views).
+  for (double range : {2 * std::numbers::pi, 1.5 * std::numbers::pi}) {
+    const int64_t v = range > 1.9 * std::numbers::pi ? 2 * views : 3 * views / 2;
+    const auto yr = nefi::ct::sinogram(sc, v, range, n, 4, 1.0);
+    const auto xr = nefi::filtered_back_projection(yr, v, n, range, n, 1.0);
+    EXPECT_GT(nefi::psnr(fk::from_vector(xr, {n, n}), fk::from_vector(gt, {n, n})), 33.0) << range;
+  }
+  // Over 2 pi opposite views (v, v + n/2) see the same lines and weigh the same:
+  // ones in either one back-project to images of one sum (the ramp's response
+  // is symmetric). At 30 views, view 15 sits at 2 pi 15 / 30, computed a hair
+  // under pi, and took twice view 0's weight.
+  const int64_t nv = 30, nd = 16;
+  std::vector<double> sums;
+  for (int64_t view = 0; view < nv; ++view) {
+    std::vector<double> sino(static_cast<size_t>(nv * nd), 0.0);
+    for (int64_t j = 0; j < nd; ++j) sino[static_cast<size_t>(view * nd + j)] = 1.0;
+    const auto img = nefi::filtered_back_projection(sino, nv, nd, 2 * std::numbers::pi, 8, 1.0);
+    double total = 0;
+    for (double x : img) total += x;
+    sums.push_back(total);
+  }
+  for (int64_t view = 0; view < nv / 2; ++view) {
+    const double a = sums[static_cast<size_t>(view)], b = sums[static_cast<size_t>(view + nv / 2)];
+    EXPECT_NEAR(a, b, 1e-9 * std::abs(a)) << view;
+  }
 }
 
 // The device entry point refuses a host image, naming its device: the CUDA
