@@ -18,8 +18,11 @@ __device__ inline uint64_t hash_slot_mix(uint64_t k) {
   return k;
 }
 
-// The value of `key` (not kEmptyKey), or -1: linear probing up to the first empty slot.
+// The value of `key`, or -1: linear probing up to the first empty slot. kEmptyKey
+// itself is never stored (a coordinate packed out of its layout's range can
+// read as it) and would otherwise match the first empty slot.
 __device__ inline int32_t hash_find(const HashTable& t, uint64_t key) {
+  if (key == kEmptyKey) return -1;
   const uint64_t mask = static_cast<uint64_t>(t.capacity) - 1;
   for (uint64_t s = hash_slot_mix(key) & mask;; s = (s + 1) & mask) {
     const uint64_t seen = t.keys[s];

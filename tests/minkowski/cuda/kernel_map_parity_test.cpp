@@ -140,6 +140,11 @@ TEST(MinkowskiCudaHashTable, FirstOccurrenceAndMisses) {
   const KernelMapKeyLayout l = kernel_map_key_layout(*m, *m, off);
   const std::vector<int32_t> found = cuda::device_hash_lookup(rows, queries, 4, l);
   EXPECT_EQ(found, (std::vector<int32_t>{0, 1, 2, -1, -1}));
+  // A query one below every column's low end packs to all ones, the empty-slot
+  // key: a miss, not the first empty slot's value.
+  std::vector<int32_t> below;
+  for (int64_t lo : l.lo) below.push_back(static_cast<int32_t>(lo - 1));
+  EXPECT_EQ(cuda::device_hash_lookup(rows, below, 4, l), (std::vector<int32_t>{-1}));
   // Many keys (a table of thousands of slots, long probe chains included).
   const std::vector<int32_t> many = random_rows(3, 5000, 30, 1, 4, 6);
   auto mm = make_map(many, 3, 1);
