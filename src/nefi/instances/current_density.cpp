@@ -232,7 +232,11 @@ class CurrentDensity : public Instance {
         const double k = 2 * std::numbers::pi * std::hypot(f0, f1) / (m * c.pixel);
         const double w = k < kc ? 0.5 * (1 + std::cos(std::numbers::pi * k / kc)) : 0.0;
         const auto at = i * mh + j;
-        R[at] = w * std::conj(H[at]) / (std::norm(H[at]) + c.fourier_reg * peak);
+        // A standoff of thousands of pixels underflows the whole transfer to
+        // 0: no information at that frequency, so nothing is restored (0 / 0
+        // made the image NaN).
+        const double den = std::norm(H[at]) + c.fourier_reg * peak;
+        R[at] = den > 0 ? w * std::conj(H[at]) / den : std::complex<double>(0);
       }
     fk::autograd::NoGradGuard ng;
     const std::vector<int64_t> L{m, m}, zeros{0, 0};

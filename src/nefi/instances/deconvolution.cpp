@@ -189,7 +189,18 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   FK_CHECK(c.n >= 8, "config key 'n'", "a grid size >= 8", std::to_string(c.n));
   FK_CHECK(c.supersample >= 1 && c.supersample <= 64, "config key 'supersample'",
            "a refinement in [1, 64]", std::to_string(c.supersample));
-  c.extent = p.d("extent");
+  // A positive, finite length of the config, at most `most` (the PSF's sizes:
+  // a blur wider than the field of view leaves a flat image, and its kernel
+  // grows with it).
+  auto length = [&p](const char* key, double most) {
+    const double v = p.d(key);
+    FK_CHECK(v > 0 && std::isfinite(v) && v <= most, std::string("config key '") + key + "'",
+             std::isfinite(most) ? "a length in (0, extent = " + Params::render(most) + "]"
+                                 : std::string("a finite length > 0"),
+             Params::render(v));
+    return v;
+  };
+  c.extent = length("extent", std::numeric_limits<double>::infinity());
   c.render_factor = p.i("render_factor");
   FK_CHECK(c.render_factor >= 1, "config key 'render_factor'", ">= 1",
            std::to_string(c.render_factor));
@@ -198,15 +209,18 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
            "config key 'scene'", "phantom, smooth or sparse_dots", c.scene);
   c.dot_cells = p.d("dot_cells");
   c.psf = p.s("psf");
-  c.psf_sigma = p.d("psf_sigma");
-  c.motion_length = p.d("motion_length");
+  c.psf_sigma = c.psf == "gaussian" ? length("psf_sigma", c.extent) : p.d("psf_sigma");
+  c.motion_length = c.psf == "motion" ? length("motion_length", c.extent) : p.d("motion_length");
   c.motion_angle = p.d("motion_angle");
-  c.disk_radius = p.d("disk_radius");
+  c.disk_radius = c.psf == "disk" ? length("disk_radius", c.extent) : p.d("disk_radius");
   c.inversion_psf = inversion_psf_of(c);
   const std::string& noise = p.choice("noise", {"gaussian", "poisson"});
   c.poisson = noise == "poisson";
   c.noise_std = noise_std_key(p);
   c.peak_counts = p.d("peak_counts");
+  FK_CHECK(!c.poisson || (c.peak_counts > 0 && std::isfinite(c.peak_counts)),
+           "config key 'peak_counts'", "expected counts > 0 at intensity 1 (noise poisson)",
+           Params::render(c.peak_counts));
   c.background_counts = background_counts_of(p);
   c.poisson_nll = poisson_nll_from(p, noise);
   c.bounded_head = p.choice("head", {"softplus", "bounded"}) == "bounded";
@@ -233,6 +247,10 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   c.l1 = weight_key(p, "l1");
   c.wiener_snr = p.d("wiener_snr");
   c.wiener_tau = p.d("wiener_tau");
+  FK_CHECK(c.wiener_snr >= 0 && std::isfinite(c.wiener_snr), "config key 'wiener_snr'",
+           "an SNR >= 0 (0: by the discrepancy principle)", Params::render(c.wiener_snr));
+  FK_CHECK(c.wiener_tau > 0 && std::isfinite(c.wiener_tau), "config key 'wiener_tau'",
+           "a discrepancy factor > 0", Params::render(c.wiener_tau));
   c.admm.tv = p.d("admm_tv") >= 0 ? p.d("admm_tv") : c.tv_weight;
   c.admm.mu = p.d("admm_mu");
   c.admm.max_iters = static_cast<int>(p.i("admm_iters"));
@@ -424,6 +442,10 @@ class Deconvolution : public Instance {
   static void run_wiener(const DeconvolutionConfig& c, const Domain& domain,
                          const Measurement& meas, RunOutput& out) {
     const auto [y, sd] = intensity_data(c, meas);
+    FK_CHECK(sd > 0 || c.wiener_snr > 0, "method wiener",
+             "a noise level for its discrepancy principle (config key 'noise_std' > 0, or "
+             "run.noise_std for measured data) or a fixed SNR (config key 'wiener_snr' > 0)",
+             "noise level 0");
     const WienerResult w =
         wiener_deconvolve(y, c.inversion_psf, domain, sd, c.wiener_tau, c.wiener_snr);
     record(c, domain, w.x, out);

@@ -271,6 +271,10 @@ class Deconvolution3d : public Instance {
     runners.direct["wiener3d"] = [&p](const Measurement& meas, RunOutput& out) {
       const Deconvolution3dConfig c = Deconvolution3dConfig::from(p);
       const auto [y, sd] = intensity_data(c, meas);
+      FK_CHECK(sd > 0, "method wiener3d",
+               "a noise level for its discrepancy principle (config key 'noise_std' > 0, or "
+               "run.noise_std for measured data)",
+               "noise level 0");
       const WienerResult w = wiener_deconvolve(y, c.psf(), Domain(c.shape(), c.extent()), sd, 1.0,
                                                0.0, c.wiener_boundary);
       fk::autograd::NoGradGuard ng;

@@ -213,6 +213,13 @@ class PoissonSource : public Instance {
         if (c.obs == "random") mask[i * n + j] = rng.uniform() < c.obs_fraction ? 1.0 : 0.0;
         if (c.obs == "boundary") mask[i * n + j] = edge < c.boundary_width ? 1.0 : 0.0;
       }
+    // A fraction too small for the grid draws no observed cell: named here,
+    // not as the solver's all-zero mask.
+    FK_CHECK(c.obs != "random" || std::find(mask.begin(), mask.end(), 1.0) != mask.end(),
+             "config key 'obs_fraction'",
+             "a fraction that observes some of the " + std::to_string(n * n) + " cells (seed " +
+                 std::to_string(seed) + " drew none)",
+             Params::render(c.obs_fraction));
     Measurement m;
     m.noise_std = c.noise_std * mx;
     for (double& v : y) v += m.noise_std * rng.normal();

@@ -82,6 +82,8 @@ struct Toy1DConfig {
     FK_CHECK(c.supersample >= 1 && c.supersample <= 64, "config key 'supersample'",
              "a refinement in [1, 64]", std::to_string(c.supersample));
     c.sigma = p.d("sigma");
+    FK_CHECK(c.sigma > 0 && c.sigma <= 1, "config key 'sigma'",
+             "a PSF width in (0, 1] (the domain's length)", Params::render(c.sigma));
     c.noise_std = noise_std_key(p);
     c.scene = p.choice("scene", {"bumps", "spikes", "mixed"});
     c.init_value = p.d("init_value");

@@ -88,6 +88,16 @@ TEST(NefiCurrentDensityInstance, SmokeQualityFloor) {
   EXPECT_GT(total / 3, 29.0);  // measured 29.72
 }
 
+// A standoff of thousands of pixels underflows the whole transfer function to
+// 0: the Fourier inversion restores nothing there (0 / 0 made it all NaN).
+TEST(NefiCurrentDensityInstance, FourierAtAFarStandoffIsFinite) {
+  nefi::RunConfig c = nefi::load_run_config_file(config_path("current_density_smoke.yaml"));
+  c.config.set("z0", "3000");
+  const auto out = nefi::find_instance("current_density")->run(c.config, "fourier", 0, {});
+  for (double v : out.reconstruction.to_vector<double>()) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_TRUE(std::isfinite(out.metrics.at("j_relative_error")));
+}
+
 // The full preset's geometry (0.1 um pixels, 2 px standoff, branching) on a
 // 48^2 grid and 150 + 300 steps: the grid baseline at the preset's grid_tv
 // (3e-2) against the TV 1e-4 the neural field takes. Measured, seeds 0-2:

@@ -36,6 +36,7 @@ TEST(NefiDiffractionTomography, BadValuesAreOneLineErrorsNamingTheKey) {
       {"n_angles", "0"},    {"n_receivers", "1"},   {"receiver_radius", "2"},
       {"supersample", "0"}, {"ls_iterations", "0"}, {"ls_tol", "0"},
       {"ls_relax", "1.5"},  {"contrast", "2"},      {"noise_std", "-1"},
+      {"contrast", "0"},    {"wavelength", "0.2"},  // 1.6 cells of extent 4 / n 32
       {"chi_min", "0.01"},  {"scene", "cat"}};
   nefi::test::expect_bad_values_name_their_key(
       inst->default_config(), bad_values,

@@ -122,6 +122,14 @@ TEST(NefiInstances, BadValuesAreOneLineErrorsNamingTheKey) {
       {"deconvolution", "background_counts", "-2"},
       {"deconvolution", "n_octaves", "-1"},
       {"deconvolution", "head", "sigmoid"},
+      {"deconvolution", "extent", "0"},
+      {"deconvolution", "psf_sigma", "0"},
+      {"deconvolution", "psf_sigma", "10"},  // wider than the field of view (extent 1)
+      {"deconvolution", "wiener_snr", "-1"},
+      {"deconvolution", "wiener_tau", "0"},
+      {"toy1d", "sigma", "0"},
+      {"toy1d", "sigma", "2"},
+      {"thermal_tomography", "jacobi_iters", "0"},
       {"thermal_tomography", "grid", "[2, 8, 8]"},
       {"thermal_tomography", "extent", "[1, 1]"},
       {"thermal_tomography", "alpha_init", "0.5"},
@@ -164,6 +172,52 @@ TEST(NefiInstances, BadValuesAreOneLineErrorsNamingTheKey) {
     nefi::test::expect_one_line_error_naming(
         quoted_key, [&] { inst->run(c.config, inst->methods().front(), 0, {}); });
   }
+}
+
+// Keys read only in one mode are checked in it, named by the config's key
+// (the PSF builders and the nuisance operator named themselves).
+TEST(NefiInstances, ModeKeysAreCheckedByTheirConfigName) {
+  struct Case {
+    const char* mode_key;
+    const char* mode;
+    const char* key;
+    const char* value;
+  };
+  const Case cases[] = {{"psf", "motion", "motion_length", "0"},
+                        {"psf", "disk", "disk_radius", "0"},
+                        {"psf", "disk", "disk_radius", "5"},
+                        {"noise", "poisson", "peak_counts", "0"}};
+  const auto inst = nefi::find_instance("deconvolution");
+  for (const Case& k : cases) {
+    SCOPED_TRACE(std::string(k.key) + "=" + k.value);
+    nefi::RunConfig c = nefi::default_run_config("deconvolution");
+    nefi::apply_set(c, std::string(k.mode_key) + "=" + k.mode);
+    nefi::apply_set(c, std::string(k.key) + "=" + k.value);
+    nefi::test::expect_one_line_error_naming(std::string("'") + k.key + "'",
+                                             [&] { inst->make_measurement(c.config, 0); });
+  }
+}
+
+// Wiener's discrepancy principle without a noise level (noise_std 0) is
+// refused naming the keys that give one; it named wiener_deconvolve only.
+TEST(NefiInstances, WienerWithoutANoiseLevelNamesTheKeysThatGiveOne) {
+  for (const char* name : {"deconvolution", "deconvolution3d"}) {
+    SCOPED_TRACE(name);
+    nefi::RunConfig c =
+        nefi::load_run_config_file(nefi::test::config_path(std::string(name) + "_smoke.yaml"));
+    nefi::apply_set(c, "noise_std=0");
+    const auto inst = nefi::find_instance(name);
+    const std::string method = std::string(name) == "deconvolution" ? "wiener" : "wiener3d";
+    nefi::test::expect_one_line_error_naming("'noise_std' > 0",
+                                             [&] { inst->run(c.config, method, 0, {}); });
+  }
+  nefi::RunConfig c =
+      nefi::load_run_config_file(nefi::test::config_path("deconvolution_smoke.yaml"));
+  nefi::apply_set(c, "noise_std=0");
+  nefi::apply_set(c, "wiener_snr=100");
+  const nefi::RunOutput fixed =
+      nefi::find_instance("deconvolution")->run(c.config, "wiener", 0, {});
+  EXPECT_EQ(fixed.metrics.at("wiener_snr"), 100.0);
 }
 
 // A config file whose values have the wrong YAML shape is a one-line

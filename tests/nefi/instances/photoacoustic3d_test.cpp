@@ -86,6 +86,7 @@ TEST(NefiPhotoacoustic3d, BadValuesAreOneLineErrorsNamingTheKey) {
                                              {"sensor_span", "1.5"},
                                              {"sensor_fc", "-1"},
                                              {"t_max", "0"},
+                                             {"t_max", "0.01"},  // one sample of dt_obs 0.25
                                              {"gen_order", "3"},
                                              {"order", "3"},
                                              {"init", "0"},

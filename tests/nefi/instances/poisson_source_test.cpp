@@ -53,12 +53,14 @@ TEST(NefiPoissonSource, DataGeneratorIsIndependentButConsistent) {
 
 TEST(NefiPoissonSource, BadValuesAreOneLineErrorsNamingTheKey) {
   auto inst = nefi::find_instance("poisson_source");
-  const nefi::test::BadValue bad_values[] = {
-      {"tv", "-1"},        {"tv_eps", "0"},          {"l1", "-1"},
-      {"n", "4"},          {"kappa", "-1"},          {"extent", "0"},
-      {"spectrum", "fem"}, {"obs", "ring"},          {"obs_fraction", "0"},
-      {"scene", "stars"},  {"boundary_width", "40"}, {"noise_std", "-0.1"},
-      {"data_loss", "l1"}, {"init_value", "0"},      {"point_cells", "0"}};
+  const nefi::test::BadValue bad_values[] = {{"tv", "-1"},          {"tv_eps", "0"},
+                                             {"l1", "-1"},          {"n", "4"},
+                                             {"kappa", "-1"},       {"extent", "0"},
+                                             {"spectrum", "fem"},   {"obs", "ring"},
+                                             {"obs_fraction", "0"}, {"obs_fraction", "1e-6"},
+                                             {"scene", "stars"},    {"boundary_width", "40"},
+                                             {"noise_std", "-0.1"}, {"data_loss", "l1"},
+                                             {"init_value", "0"},   {"point_cells", "0"}};
   nefi::test::expect_bad_values_name_their_key(inst->default_config(), bad_values,
                                                [&](const nefi::Params& p) {
                                                  inst->make_measurement(p, 0);

@@ -93,6 +93,8 @@ TEST(NefiWaveFwi, BadValuesAreOneLineErrorsNamingTheKey) {
                                              {"absorb_R", "2"},
                                              {"grad_mode", "ad"},
                                              {"f0", "0"},
+                                             {"f0", "24"},  // 1.5 cells of 1/24 km at 1.5 km/s
+                                             {"t_max", "0.001"},
                                              {"noise", "-1"},
                                              {"t_max", "0"},
                                              {"checkpoint_every", "-1"}};

@@ -184,6 +184,8 @@ void read_slab_and_operator(const Params& p, TomographyConfig& c) {
   h.stencil = p.choice("stencil_backend", {"flat", "roll", "auto"});
   h.solver = p.choice("solver", {"jacobi", "chebyshev", "cg"});
   h.jacobi_iters = p.i("jacobi_iters");
+  FK_CHECK(h.jacobi_iters >= 1, "config key 'jacobi_iters'", "sweeps per implicit step >= 1",
+           std::to_string(h.jacobi_iters));
   h.cg_tol = p.d("cg_tol");
   h.cg_max_iter = p.i("cg_max_iter");
   h.grad_mode = p.choice("grad_mode", {"adjoint", "checkpoint", "autograd"});

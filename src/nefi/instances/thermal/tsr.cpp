@@ -95,8 +95,11 @@ TsrResult tsr(const std::vector<double>& frames, const std::vector<double>& time
     x[n] = std::log(times[n]);
   }
   const double w = opt.window, lo = x.front() + w, hi = x.back() - w;
-  FK_CHECK(hi > lo, "nefi::thermal::tsr", "a frame range longer than two windows in ln t",
-           std::to_string(x.back() - x.front()));
+  FK_CHECK(hi > lo, "nefi::thermal::tsr (config keys 'n_frames', 'first_frame', 'tsr_window')",
+           "frames spanning more than two windows (2 tsr_window = " + std::to_string(2 * w) +
+               ") in ln t",
+           "a span of " + std::to_string(x.back() - x.front()) + " over " + std::to_string(nt) +
+               " frames");
   // Per evaluation point: the frames inside its window and the 3x3 normal
   // matrix of a local quadratic in (x − centre); the same for every pixel.
   constexpr int kGrid = 200;
