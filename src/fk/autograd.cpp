@@ -1,5 +1,6 @@
 #include "fk/autograd.h"
 
+#include <atomic>
 #include <climits>
 #include <mutex>
 #include <unordered_set>
@@ -15,7 +16,8 @@ namespace {
 thread_local bool g_grad_enabled = true;
 
 // Sink of a leaf's gradient: adds it into the leaf's .grad (locked: passes on
-// several threads may share the leaf).
+// several threads may share the leaf; only this lock is taken, so reading,
+// zeroing or setting .grad, as an optimizer does, must not overlap a pass).
 struct AccumulateGrad : Node {
   std::weak_ptr<TensorImpl> leaf;
   std::mutex mu;
@@ -205,6 +207,8 @@ Node::~Node() {
     for (Edge& e : edges) {
       if (!e.fn) continue;
       if (e.fn.use_count() == 1) {
+        // The last owner's writes to the node happen before it is read here.
+        std::atomic_thread_fence(std::memory_order_acquire);
         sole.push_back(std::move(e.fn));
       } else {
         e.fn.reset();
@@ -215,7 +219,7 @@ Node::~Node() {
   while (!sole.empty()) {
     std::shared_ptr<Node> n = std::move(sole.back());
     sole.pop_back();
-    n->for_each_saved([](SavedTensor& s) { s.reset(); });
+    n->release_saved();
     take_edges(n->next);  // n is freed here with no edge left to follow
   }
 }

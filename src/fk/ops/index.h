@@ -58,9 +58,10 @@
 // indices are converted to a contiguous i64 copy (validated in one pass).
 //
 // In-place forms (index_add_, scatter_add_, masked_fill_) write `self` (any
-// layout), keep its dtype (a source must be writable into it: can_write_into
-// in fk/dtype.h), bump its version and refuse tensors autograd would have to
-// record (use the out-of-place forms for gradients).
+// layout), keep its dtype (index_add_'s and scatter_add_'s source must be
+// writable into it: can_write_into in fk/dtype.h; masked_fill_'s value is cast),
+// bump its version and refuse tensors autograd would have to record (use the
+// out-of-place forms for gradients).
 #include "fk/ops/index/mask.h"
 #include "fk/ops/index/scatter.h"
 #include "fk/ops/index/select.h"

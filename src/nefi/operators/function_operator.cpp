@@ -43,6 +43,10 @@ struct FunctionBackward : fk::autograd::Node {
     for (size_t i = 0; i < out.size(); ++i) out[i] = out[i].to(dtypes[i]);
     return out;
   }
+  void release_saved() override {
+    xs64.clear();
+    Node::release_saved();
+  }
 };
 
 }  // namespace
@@ -114,12 +118,13 @@ fk::Tensor FunctionOperator::apply_fields(const std::vector<fk::Tensor>& xs) con
     FK_CHECK(xs[i].shape() == in_shape_, where,
              "field '" + inputs_[i] + "' of shape " + in_shape_.str(), xs[i].shape().str());
     FK_CHECK(xs[i].device().is_cpu(), where, "fields on the cpu", xs[i].device().str());
-    xs64.push_back(host_f64(xs[i]));
+    // Detached: the node keeps values, not the graph of their copies.
+    xs64.push_back(host_f64(xs[i].detach()));
     dtypes.push_back(xs[i].dtype());
   }
   std::vector<fk::Tensor> inputs = xs;
   for (const fk::Tensor& p : params_) {
-    xs64.push_back(host_f64(p));
+    xs64.push_back(host_f64(p.detach()));
     dtypes.push_back(p.dtype());
     inputs.push_back(p);
   }

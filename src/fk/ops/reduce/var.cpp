@@ -188,7 +188,6 @@ Tensor var(const Tensor& t, const Dims& dims, int64_t correction, bool keepdim) 
 }
 
 Tensor std(const Tensor& t, const Dims& dims, int64_t correction, bool keepdim) {
-  if (is_half(t.dtype())) return fk::std(t.to(DType::F32), dims, correction, keepdim).to(t.dtype());
   if (auto r = in_inexact_type(
           t, [&](const Tensor& c) { return fk::std(c, dims, correction, keepdim); }))
     return *r;
