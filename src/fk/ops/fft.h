@@ -93,8 +93,9 @@ enum class FFTKind : uint8_t { Fft, Ifft, Rfft, Irfft };
 // The pure backward of every transform above (the adjoint transform; nothing
 // is saved, the transforms are linear): the gradient w.r.t. the input, of
 // shape x_shape and dtype x_dtype, of kind(x, s, dims, norm) from the gradient
-// g of its output. s and dims as fftn's (the 1-D forms: s = {n}, dims = {dim};
-// fft2's: dims = {-2, -1}).
+// g of its output (of that output's shape). s and dims as fftn's (the 1-D
+// forms: s = {n}, dims = {dim}; fft2's: dims = {-2, -1}). An integer x_dtype
+// (computed in f32) gets an f32 / c64 gradient.
 Tensor fft_backward(FFTKind kind, const Tensor& g, const Dims& x_shape, DType x_dtype,
                     const std::vector<int64_t>& s, const std::vector<int64_t>& dims,
                     FFTNorm norm = FFTNorm::Backward);

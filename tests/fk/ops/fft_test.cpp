@@ -1,6 +1,7 @@
 #include "fk/ops/fft.h"
 
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -564,6 +565,49 @@ TEST(Fft, PureBackwardMatchesAutograd) {
   test::expect_same(fft_backward(FFTKind::Fft, g, z.shape(), z.dtype(), {-1}, {1}),
                     mul(ifft(g, -1, 1), 6.0), 1e-13);
   EXPECT_THROW(fft_backward(FFTKind::Rfft, g, z.shape(), z.dtype(), {-1}, {1}), Error);
+  // A gradient not of the output's shape is refused (one broadcast to [3, 8]
+  // for an [8] input was transformed along dim 0; a short one padded), and the
+  // result has x's dtype (an f16 input's came back f32).
+  const Tensor g8 = test::random_complex({8}, 115);
+  for (const Tensor& bad : {g8.expand({3, 8}), g8.narrow(0, 0, 5)}) {
+    try {
+      fft_backward(FFTKind::Fft, bad, Dims{8}, DType::C128, {-1}, {0});
+      ADD_FAILURE() << bad.shape().str() << ": no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("output's shape [8]"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_THROW(fft_backward(FFTKind::Rfft, g8, Dims{8}, DType::F64, {-1}, {0}), Error);
+  EXPECT_EQ(
+      fft_backward(FFTKind::Rfft, g8.narrow(0, 0, 5).to(DType::C64), Dims{8}, DType::F16, {-1}, {0})
+          .dtype(),
+      DType::F16);
+}
+
+// A 0-d input has no dim to transform: dim 0 / -1, which reductions accept for
+// a scalar, read a size the shape does not have (a wrong 0-d result or a crash).
+TEST(Fft, ZeroDimInputsAreRefused) {
+  const Tensor s = scalar_tensor(1.5, {DType::F64});
+  for (const auto& f : std::vector<std::function<Tensor()>>{
+           [&] { return fft(s, 4); }, [&] { return rfft(s, 4); }, [&] { return irfft(s, 4); },
+           [&] { return fft(s); }, [&] { return fftn(s); }}) {
+    try {
+      f();
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("a 0-d input"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Sizes whose product passes 2^63 bytes are refused where the tensor is made
+// ([2^32, 2^32] wrapped to an empty tensor, [2^62] of c128 to a division by 0),
+// as is an FFT padded to such a length.
+TEST(Fft, ShapesPastTheAddressableBytesAreRefused) {
+  EXPECT_THROW(empty({int64_t{1} << 32, int64_t{1} << 32}, {DType::C64}), Error);
+  EXPECT_THROW(zeros({int64_t{1} << 62}, {DType::C128}), Error);
+  EXPECT_EQ(empty({int64_t{1} << 62, 0}, {DType::C128}).numel(), 0);
+  EXPECT_THROW(fft(test::random_complex({8}, 116), int64_t{1} << 62), Error);
 }
 
 }  // namespace

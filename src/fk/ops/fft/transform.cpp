@@ -172,6 +172,9 @@ Spec make_spec(const char* op, Kind kind, bool inverse, const Dims& shape, DType
   }
   FK_CHECK(dtype != DType::Bool, op, "a numeric input", name(dtype));
   const int rank = shape.size();
+  // wrap_dim takes dim 0 / -1 of a 0-d tensor (for reductions): the
+  // transform would then read a size the shape does not have.
+  FK_CHECK(rank >= 1, op, "an input of at least 1 dim", "a 0-d input");
   Dims dims = dims_in;
   if (dims.empty()) {
     FK_CHECK(s.size() <= rank, op, fmt::format("at most {} signal sizes (the input's rank)", rank),
@@ -300,7 +303,17 @@ Tensor fft_backward(FFTKind kind, const Tensor& g, const Dims& x_shape, DType x_
   const bool inverse = kind == FFTKind::Ifft || kind == FFTKind::Irfft;
   const Spec spec = make_spec(op, k, inverse, x_shape, x_dtype, list(op, "signal sizes", s),
                               list(op, "dims", dims), norm);
-  return backward(spec, x_shape, x_dtype, g);
+  // g must be shaped as the forward's output: another shape was transformed
+  // along the wrong dims, or padded or cut silently.
+  Dims out_shape = x_shape;
+  for (int i = 0; i < spec.dims.size(); ++i) {
+    const bool halved = k == Kind::R2C && i + 1 == spec.dims.size();
+    out_shape[spec.dims[i]] = halved ? spec.n[i] / 2 + 1 : spec.n[i];
+  }
+  FK_CHECK(g.shape() == out_shape, op, "a gradient of the output's shape " + out_shape.str(),
+           g.shape().str());
+  const Tensor gx = backward(spec, x_shape, x_dtype, g);
+  return is_inexact(x_dtype) ? gx.to(x_dtype) : gx;
 }
 
 }  // namespace fk
