@@ -408,7 +408,8 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in) {
   check_defined("linear", w_in, "weight");
   check_devices("linear", x_in, w_in);
   FK_CHECK(w_in.dim() == 2, "linear", "a 2-D weight [out, in]", w_in.shape().str());
-  FK_CHECK(x_in.dim() >= 1 && x_in.shape().back() == w_in.shape()[1], "linear",
+  FK_CHECK(x_in.dim() >= 1, "linear", "an input of at least 1 dim [..., in]", "a 0-d input");
+  FK_CHECK(x_in.shape().back() == w_in.shape()[1], "linear",
            "input features (last dimension) to match the weight's [out, in]", both(x_in, w_in));
   if (b_in.defined()) {
     check_devices("linear", x_in, b_in);

@@ -15,7 +15,8 @@
 // rounded back. Operands of different dtypes are promoted (NumPy rules); integer
 // and bool operands are refused. Under an amp::AutocastGuard, f32/f16/bf16
 // operands are first cast to the autocast dtype (a differentiable to()).
-// Devices: CPU (a CUDA tensor is refused with a clear error).
+// Devices: CPU (OpenBLAS) and CUDA (cuBLAS; half operands on tensor cores with
+// f32 sums); operands on different devices are refused with a clear error.
 //
 // Layout and memory: an operand whose last two dimensions are a row-major
 // matrix or a transposed view of one (unit stride in either of them) is handed

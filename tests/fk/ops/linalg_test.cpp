@@ -350,6 +350,12 @@ TEST(Linear, Errors) {
         << e.what();
   }
   EXPECT_THROW(linear(ones({2, 4}, {DType::I64}), ones({5, 4}, {DType::I64})), Error);
+  try {
+    linear(scalar_tensor(1.0), ones({4, 1}));
+    FAIL();
+  } catch (const Error& e) {  // said the features did not match ([] and [4, 1])
+    EXPECT_NE(std::string(e.what()).find("at least 1 dim"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Matmul, Errors) {
