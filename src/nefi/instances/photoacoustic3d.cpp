@@ -104,12 +104,7 @@ struct PhotoacousticConfig {
     FK_CHECK(o.wave.dt_obs > 0, "config key 'dt_obs'", "> 0", Params::render(o.wave.dt_obs));
     const double t_max = p.d("t_max");
     FK_CHECK(t_max > 0, "config key 't_max'", "> 0", Params::render(t_max));
-    const double samples = std::round(t_max / o.wave.dt_obs) + 1;
-    FK_CHECK(samples >= 2 && samples <= 1e7, "config keys 't_max', 'dt_obs'",
-             "a recording of 2 to 1e7 samples (t_max / dt_obs + 1)",
-             Params::render(t_max) + " / " + Params::render(o.wave.dt_obs) +
-                 " + 1 = " + Params::render(samples));
-    o.wave.n_t = static_cast<int64_t>(samples);
+    o.wave.n_t = wave::recording_samples(t_max, o.wave.dt_obs);
     o.wave.validate(3);
     const auto sensors = p.list("sensor_grid");
     FK_CHECK(sensors.size() == 2 && sensors[0] >= 1 && sensors[1] >= 1 &&

@@ -110,12 +110,7 @@ struct WaveFwiConfig {
     o.wave.c_max = c.medium.c_max;
     o.wave.dt_obs = positive(p, "dt_obs");
     const double t_max = positive(p, "t_max");
-    const double samples = std::round(t_max / o.wave.dt_obs) + 1;
-    FK_CHECK(samples >= 2 && samples <= 1e7, "config keys 't_max', 'dt_obs'",
-             "a recording of 2 to 1e7 samples (t_max / dt_obs + 1)",
-             Params::render(t_max) + " / " + Params::render(o.wave.dt_obs) +
-                 " + 1 = " + Params::render(samples));
-    o.wave.n_t = static_cast<int64_t>(samples);
+    o.wave.n_t = wave::recording_samples(t_max, o.wave.dt_obs);
     o.f0 = positive(p, "f0");
     // The slowest wave at the Ricker peak must be resolved on the grid the
     // wave equation runs on: at fewer than 2 cells per wavelength it aliases

@@ -438,8 +438,9 @@ TEST(MinkowskiCudaTrainStep, MismatchedDevicesAreClearErrors) {
   Params p = params_of(fk::DType::F32, 101);
   // A host gradient of a device parameter is refused where it is set, before
   // an optimizer could read it.
-  EXPECT_NE(fk::test::error_of([&] { p.gpu[0].set_grad(fk::zeros(p.gpu[0].shape())); })
-                .find("device cuda:0"),
+  EXPECT_NE(fk::test::error_of([&] {
+              p.gpu[0].set_grad(fk::zeros(p.gpu[0].shape()));
+            }).find("device cuda:0"),
             std::string::npos);
 }
 

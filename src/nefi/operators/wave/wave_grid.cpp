@@ -17,6 +17,15 @@ Absorbing absorbing_from(const std::string& name, const std::string& key) {
   throw fk::Error("config key '" + key + "'", "one of none, pml, sponge, cerjan", "'" + name + "'");
 }
 
+int64_t recording_samples(double t_max, double dt_obs) {
+  const double samples = std::round(t_max / dt_obs) + 1;
+  FK_CHECK(
+      samples >= 2 && samples <= 1e7, "config keys 't_max', 'dt_obs'",
+      "a recording of 2 to 1e7 samples (t_max / dt_obs + 1)",
+      Params::render(t_max) + " / " + Params::render(dt_obs) + " + 1 = " + Params::render(samples));
+  return static_cast<int64_t>(samples);
+}
+
 std::string absorbing_name(Absorbing a) {
   switch (a) {
     case Absorbing::kNone:

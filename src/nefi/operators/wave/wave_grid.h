@@ -22,6 +22,10 @@ enum class Absorbing { kNone, kPml, kSponge, kCerjan };
 // "none" | "pml" | "sponge" | "cerjan"; anything else is an fk::Error naming `key`.
 Absorbing absorbing_from(const std::string& name, const std::string& key = "absorbing");
 std::string absorbing_name(Absorbing a);
+// The observed samples of a recording t_max long at dt_obs, t_max / dt_obs + 1
+// rounded; an fk::Error naming the config keys 't_max' and 'dt_obs' outside
+// [2, 1e7].
+int64_t recording_samples(double t_max, double dt_obs);
 
 struct WaveConfig {
   std::vector<double> extent;  // physical size of the domain per axis (1-3 axes)
