@@ -406,13 +406,18 @@ TEST(Reduce, MeanAndVarianceOfNoElementsAreNan) {
 TEST(Reduce, IntegerMeanAndVarianceKeepDigitsPast2To24) {
   const int64_t b = int64_t{1} << 40;
   const Tensor t = from_vector(std::vector<int64_t>{b + 1, b + 3});
-  EXPECT_DOUBLE_EQ(mean(t).item(), static_cast<double>(static_cast<float>(b + 2)));
   EXPECT_DOUBLE_EQ(var(t).item(), 2.0);
   EXPECT_DOUBLE_EQ(fk::std(t, {}, 0).item(), 1.0);
-  const Tensor i = from_vector(std::vector<int32_t>{(1 << 25) + 1, (1 << 25) + 2});
-  EXPECT_DOUBLE_EQ(var(i, {}, 0).item(), 0.25);
-  EXPECT_DOUBLE_EQ(logsumexp(from_vector(std::vector<int32_t>{0, 0}), {}).item(),
-                   static_cast<double>(static_cast<float>(std::log(2.0))));
+  // 2^25 + {2, 2, 3}: f32 holds multiples of 4 there. Rounded first (to 2^25,
+  // 2^25, 2^25 + 4) the mean read 2^25 + 1.33 -> 2^25; exactly it is 2^25 +
+  // 2.33 -> 2^25 + 4. logsumexp of 2^25 + {1, 2} is 2^25 + 2.31 -> 2^25 + 4
+  // (2^25 + 0.69 -> 2^25 from the rounded values).
+  const int32_t m = 1 << 25;
+  const Tensor i = from_vector(std::vector<int32_t>{m + 2, m + 2, m + 3});
+  EXPECT_DOUBLE_EQ(mean(i).item(), m + 4.0);
+  EXPECT_DOUBLE_EQ(mean(i.to(DType::I64)).item(), m + 4.0);
+  EXPECT_DOUBLE_EQ(var(from_vector(std::vector<int32_t>{m + 1, m + 2}), {}, 0).item(), 0.25);
+  EXPECT_DOUBLE_EQ(logsumexp(from_vector(std::vector<int32_t>{m + 1, m + 2}), {}).item(), m + 4.0);
 }
 
 // var and std propagate NaN and infinity as every other reduction does
