@@ -24,14 +24,12 @@ Tensor empty(const Dims& shape, TensorOptions o) {
     FK_CHECK(d >= 0, "empty", "non-negative sizes", shape.str());
   }
   // A product of sizes past int64 wrapped to a small or zero numel (a shape
-  // of [2^32, 2^32] made an empty tensor, [2^62] of c128 a division by zero).
-  if (std::find(shape.begin(), shape.end(), 0) == shape.end()) {
-    int64_t bytes = static_cast<int64_t>(itemsize(o.dtype));
-    for (int64_t d : shape) {
-      FK_CHECK(bytes <= INT64_MAX / d, "empty", "a shape of fewer than 2^63 bytes",
-               shape.str() + " of " + name(o.dtype));
-      bytes *= d;
-    }
+  // of [2^32, 2^32] made an empty tensor, [2^62] of c128 a division by zero);
+  // 0s count as 1, as contiguous strides count them.
+  int64_t bytes = static_cast<int64_t>(itemsize(o.dtype));
+  for (int64_t d : shape) {
+    FK_CHECK(!__builtin_mul_overflow(bytes, std::max<int64_t>(d, 1), &bytes), "empty",
+             "a shape of fewer than 2^63 bytes", shape.str() + " of " + name(o.dtype));
   }
   if (o.device.is_cuda()) {
     FK_CHECK(o.device.index < cuda::device_count(), "tensor device",

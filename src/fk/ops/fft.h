@@ -95,7 +95,7 @@ enum class FFTKind : uint8_t { Fft, Ifft, Rfft, Irfft };
 // shape x_shape and dtype x_dtype, of kind(x, s, dims, norm) from the gradient
 // g of its output (of that output's shape). s and dims as fftn's (the 1-D
 // forms: s = {n}, dims = {dim}; fft2's: dims = {-2, -1}). An integer x_dtype
-// (computed in f32) gets an f32 / c64 gradient.
+// gets a real gradient in g's precision.
 Tensor fft_backward(FFTKind kind, const Tensor& g, const Dims& x_shape, DType x_dtype,
                     const std::vector<int64_t>& s, const std::vector<int64_t>& dims,
                     FFTNorm norm = FFTNorm::Backward);

@@ -16,26 +16,40 @@ Tensor restride(const Tensor& t, const Dims& shape, const Dims& strides, int64_t
   return make_tensor(t.storage(), t.dtype(), shape, strides, offset);
 }
 
+// The element count of `shape` (sizes >= 0), refused where the product of its
+// sizes, 0s counted as 1 as contiguous strides count them, passes int64: a
+// wrapped count let [2, 2^62 + 1, 4] view 8 elements, reaching far past them.
+int64_t counted_elements(const Dims& shape, const char* where) {
+  int64_t span = 1;
+  bool empty = false;
+  for (int64_t d : shape) {
+    empty = empty || d == 0;
+    FK_CHECK(!__builtin_mul_overflow(span, std::max<int64_t>(d, 1), &span), where,
+             "sizes whose product fits in 64 bits", shape.str());
+  }
+  return empty ? 0 : span;
+}
+
 Dims infer_shape(const Dims& shape, int64_t numel, const char* where) {
   Dims out = shape;
   int infer = -1;
-  int64_t known = 1;
   for (int i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
       FK_CHECK(infer < 0, where, "at most one -1 in the shape", shape.str());
       infer = i;
+      out[i] = 1;
     } else {
       FK_CHECK(out[i] >= 0, where, "sizes >= 0 or -1", shape.str());
-      known *= out[i];
     }
   }
   if (infer >= 0) {
+    const int64_t known = counted_elements(out, where);
     FK_CHECK(known != 0 && numel % known == 0, where,
              "a shape compatible with " + std::to_string(numel) + " elements", shape.str());
     out[infer] = numel / known;
   }
-  FK_CHECK(out.numel() == numel, where, "a shape with " + std::to_string(numel) + " elements",
-           shape.str());
+  FK_CHECK(counted_elements(out, where) == numel, where,
+           "a shape with " + std::to_string(numel) + " elements", shape.str());
   return out;
 }
 
@@ -202,6 +216,7 @@ Tensor expand(const Tensor& t, const Dims& shape) {
     }
     int64_t have = t.shape()[src];
     if (want == -1) want = have;
+    FK_CHECK(want >= 0, "expand", "sizes >= 0 or -1", shape.str());
     out[i] = want;
     if (have == want) {
       strides[i] = t.strides()[src];
@@ -211,6 +226,7 @@ Tensor expand(const Tensor& t, const Dims& shape) {
                "size " + std::to_string(have) + " at dim " + std::to_string(src));
     }
   }
+  counted_elements(out, "expand");
   if (out == t.shape()) return t;
   auto node = std::make_shared<ExpandBackward>();
   node->src_shape = t.shape();

@@ -279,7 +279,7 @@ fk::Tensor batched_mlp(const fk::Tensor& params, const fk::Tensor& features, con
     node->active = std::move(active);
     node->params = params.detach();
     node->params_version = params.version();
-    node->features = features;
+    node->features = features.detach();  // values only: its graph is not this node's
     node->skip_input = skip;
     node->ys = std::move(ys);
     node->ss = std::move(ss);

@@ -85,6 +85,22 @@ TEST(View, AsStridedStaysInItsStorageAndRecordsNoGradient) {
 
 // An empty tensor has no layout to keep: one of any strides views as any
 // empty shape (stack and the products' backward view transposed empties).
+// Shapes whose sizes multiply past int64 are refused: a wrapped count let
+// [2, 2^62 + 1, 4] view 8 elements (its element [0, 2, 0] lay past them), an
+// expand to [2^32, 2^32] count 0 elements, and an expand took a negative size.
+TEST(View, ShapesWhoseCountPassesInt64AreRefused) {
+  const Tensor t = ones({8});
+  const int64_t big = (int64_t{1} << 62) + 1;
+  EXPECT_THROW(t.view({2, big, 4}), Error);
+  EXPECT_THROW(t.reshape({-1, big, 4}), Error);
+  EXPECT_THROW(empty({0}).view({int64_t{1} << 32, int64_t{1} << 32}), Error);
+  EXPECT_THROW(ones({1, 1}).expand({int64_t{1} << 32, int64_t{1} << 32}), Error);
+  EXPECT_THROW(ones({1}).expand({-5}), Error);
+  EXPECT_THROW(empty({0, int64_t{1} << 32, int64_t{1} << 32}), Error);  // its strides wrap
+  EXPECT_EQ(ones({1, 1}).expand({int64_t{1} << 31, 4}).numel(), int64_t{1} << 33);
+  EXPECT_EQ(t.view({2, -1, 2}).shape(), (Dims{2, 2, 2}));
+}
+
 TEST(View, AnEmptyTensorOfAnyStridesViews) {
   Tensor t = transpose(zeros({0, 3}), 0, 1);  // [3, 0], strides [1, 3]
   ASSERT_FALSE(t.is_contiguous());

@@ -182,7 +182,6 @@ Spec make_spec(const char* op, Kind kind, bool inverse, const Dims& shape, DType
     const int count = s.empty() ? rank : s.size();
     for (int a = rank - count; a < rank; ++a) dims.push_back(a);
   }
-  FK_CHECK(!dims.empty(), op, "at least one dim to transform", "none (a 0-d input)");
   FK_CHECK(s.empty() || s.size() == dims.size(), op,
            fmt::format("{} signal sizes (one per dim)", dims.size()), s.str());
   Spec spec;
