@@ -27,12 +27,15 @@ bool all_finite_real(const R* p, int64_t n) {
   return ok;
 }
 
+}  // namespace
+
 bool all_finite(const Tensor& t_in) {
   if (is_integral(t_in.dtype())) return true;
   if (t_in.device().is_cuda()) {
     // On the device: |x| * 0 is 0 for a finite x and nan otherwise, so the
     // sum is 0 exactly when every element is finite (and cannot overflow).
-    // One reduction and one host read.
+    // One reduction and one host read, recording nothing.
+    autograd::NoGradGuard no_grad;
     return fk::sum(fk::mul(fk::abs(t_in), 0.0)).item() == 0.0;
   }
   Tensor t = is_half(t_in.dtype()) ? t_in.to(DType::F32) : t_in.contiguous();
@@ -49,8 +52,6 @@ bool all_finite(const Tensor& t_in) {
       return true;
   }
 }
-
-}  // namespace
 
 std::optional<DType> autocast_dtype() {
   return tl_autocast;

@@ -28,6 +28,11 @@ namespace fk::amp {
 // The autocast dtype in force on this thread, or nullopt outside any scope.
 std::optional<DType> autocast_dtype();
 
+// Whether every element of t is finite (both parts of a complex one; integers
+// always): the GradScaler's check, read in place on the CPU, one reduction and
+// one host read on a device.
+bool all_finite(const Tensor& t);
+
 class AutocastGuard {
  public:
   // dtype: F16 or BF16 turns autocast on for this scope, F32 turns it off.

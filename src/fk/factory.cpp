@@ -1,7 +1,6 @@
 #include "fk/factory.h"
 
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <cstring>
 

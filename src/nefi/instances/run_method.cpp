@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <limits>
 #include <utility>
-#include <vector>
 
+#include "fk/amp.h"
 #include "fk/error.h"
 
 namespace nefi {
@@ -23,23 +22,13 @@ void check_method(const Instance& instance, const std::string& method) {
   throw fk::Error(instance.name(), expected, method);
 }
 
-namespace {
-
-bool all_finite(const fk::Tensor& t) {
-  if (!t.defined()) return true;
-  const std::vector<double> v = t.to(fk::DType::F64).to_vector<double>();
-  return std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
-}
-
-}  // namespace
-
 void score_output(const Instance& instance, const Params& p, uint64_t seed, RunOutput& out) {
   out.seed = seed;
   if (!out.gt.defined()) return;  // measured data: nothing to score against
   // A reconstruction holding NaN or infinity (a run with solver.nan_guard off)
   // scores NaN on every metric: thresholded ones (iou, dice, f1) read NaN as
   // background and would give a finite, plausible score.
-  const bool finite = all_finite(out.reconstruction);
+  const bool finite = !out.reconstruction.defined() || fk::amp::all_finite(out.reconstruction);
   for (const auto& [k, v] : instance.evaluate(p, out))
     out.metrics[k] = finite ? v : std::numeric_limits<double>::quiet_NaN();
 }

@@ -1,10 +1,12 @@
 #include "nefi/solve/solver.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <optional>
 
+#include "fk/amp.h"
 #include "fk/error.h"
 #include "nefi/solve/checkpoint.h"
 #include "nefi/solve/final_fields.h"
@@ -17,10 +19,8 @@ namespace {
 
 // Whether every value of these parameters (on any device) is finite.
 bool all_finite(const std::vector<fk::Tensor>& params) {
-  for (const fk::Tensor& p : params)
-    for (double v : p.to(fk::kCPU).to_vector<double>())
-      if (!std::isfinite(v)) return false;
-  return true;
+  return std::all_of(params.begin(), params.end(),
+                     [](const fk::Tensor& p) { return fk::amp::all_finite(p); });
 }
 
 using detail::Clock;

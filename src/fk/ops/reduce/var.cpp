@@ -6,10 +6,10 @@
 #include "fk/autograd.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
-#include "fk/ops/binary/ternary.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/fold_lanes.h"
 #include "fk/ops/cpu/reduce_block.h"
+#include "fk/ops/index/mask.h"
 #include "fk/ops/reduce/plan.h"
 #include "fk/ops/reduce/sum.h"
 #include "fk/ops/unary.h"
@@ -152,8 +152,7 @@ struct VarBackward : autograd::Node {
 // d std = d var / (2 std), 0 where std is 0 (every deviation is 0 there: the
 // limit along them, and torch's convention); sqrt's own slope gave g / 0 * 0 = NaN.
 Tensor std_scale(const Tensor& g, const Tensor& out) {
-  const Tensor s = div(g, mul(out, 2.0));
-  return where(eq(out, zeros_like(out)), zeros_like(s), s);
+  return masked_fill(div(g, mul(out, 2.0)), eq(out, zeros_like(out)), 0.0);
 }
 
 struct StdBackward : autograd::Node {
