@@ -179,8 +179,21 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
   if (r.save_every > 0) fs::create_directories(out);
   const bool tty = stderr_is_tty() && !r.quiet;
   std::vector<nefi::RunOutput> outs;
+  // A method that ends in an error (a baseline's own setting, a diverged
+  // solve) does not cost the others: the run goes on, writes what finished,
+  // records the error in metrics.json and then fails with it.
+  std::map<std::string, std::string> failed;
+  std::string first_error;
   for (const auto& m : cfg.methods) {
-    outs.push_back(inst->run(cfg.config, m, cfg.seed, solver_options(cfg, r, out, m, tty)));
+    try {
+      outs.push_back(inst->run(cfg.config, m, cfg.seed, solver_options(cfg, r, out, m, tty)));
+    } catch (const fk::Error& e) {
+      if (tty) std::fprintf(stderr, "\r\033[K");
+      if (cfg.methods.size() == 1) throw;
+      failed[m] = e.what();
+      if (first_error.empty()) first_error = e.what();
+      continue;
+    }
     if (tty) std::fprintf(stderr, "\r\033[K");
     if (r.verbose)
       for (const auto& st : outs.back().result.stages)
@@ -188,6 +201,7 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
           std::fprintf(stderr, "%s stage %s: %s\n", m.c_str(), st.name.c_str(),
                        st.device_note.c_str());
   }
+  if (outs.empty()) throw fk::Error(first_error);  // every method failed
   // A direct baseline has no solver, so no checkpoint to write or read.
   const bool trained = std::any_of(
       outs.begin(), outs.end(), [](const nefi::RunOutput& o) { return !o.result.stages.empty(); });
@@ -195,8 +209,18 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
            "a method that trains (a direct baseline keeps no checkpoint)",
            "only direct methods (" + fmt::format("{}", fmt::join(cfg.methods, ", ")) + ")");
   select_metrics(outs, r.metrics);
-  nefi::write_run_dir(out, cfg, outs, fk::get_num_threads(), r.plot);
+  nefi::write_run_dir(out, cfg, outs, fk::get_num_threads(), r.plot, failed);
   if (!r.quiet) std::cout << summary_line(cfg, outs, r.metrics) << " -> " << out << "\n";
+  if (!failed.empty()) {
+    std::string names, what, written;
+    for (const auto& [m, e] : failed) {
+      names += (names.empty() ? "" : ", ") + m;
+      what += (what.empty() ? "" : "; ") + (failed.size() > 1 ? m + ": " + e : e);
+    }
+    for (const auto& o : outs) written += (written.empty() ? "" : ", ") + o.method;
+    throw fk::Error((failed.size() > 1 ? "methods " : "method ") + names + " failed (" + what +
+                    "); " + written + " written to " + out);
+  }
   return 0;
 }
 

@@ -58,7 +58,7 @@ void clear_earlier_run(const std::string& dir, const RunConfig& cfg) {
 }  // namespace
 
 void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vector<RunOutput>& outs,
-                   int threads, bool figures) {
+                   int threads, bool figures, const std::map<std::string, std::string>& failed) {
   FK_CHECK(!outs.empty(), "nefi::write_run_dir", "at least one method's output", "none");
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -117,6 +117,7 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
       history_written = true;
     }
   }
+  if (!failed.empty()) j["failed_methods"] = failed;
   if (outs.front().gt.defined()) fk::write_npy(dir + "/ground_truth.npy", outs.front().gt);
   fk::write_npy(dir + "/measurement.npy", outs.front().measurement.data);
   const auto t0 = std::chrono::steady_clock::now();

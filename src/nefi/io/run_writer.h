@@ -6,7 +6,10 @@
 // false (`nefi run --no-plot`); metrics.json's figures_s is the time the
 // figures took (0 without them). Into the folder of an earlier run, the
 // earlier run's outputs are replaced: those this run does not write are
-// removed (its checkpoints and the run's input files stay).
+// removed (its checkpoints and the run's input files stay). `failed` names the
+// methods that ended in an error, with its message (metrics.json's
+// failed_methods), so a run that lost one method keeps the others.
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,7 @@
 namespace nefi {
 
 void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vector<RunOutput>& outs,
-                   int threads, bool figures = true);
+                   int threads, bool figures = true,
+                   const std::map<std::string, std::string>& failed = {});
 
 }  // namespace nefi

@@ -1,0 +1,55 @@
+// nefi run with a method that fails: the methods that finished are written,
+// metrics.json records the failure, and the run exits 2 naming it; a run whose
+// only method fails writes nothing and prints the method's own error.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_run.h"
+#include "nefi/cli/cli_output.h"
+#include "nefi/test_files.h"
+
+namespace {
+
+// wiener's discrepancy principle needs a noise level: noise_std=0 fails it.
+const std::string kWienerFails =
+    "run deconvolution --smoke --smoke-steps 4 --no-plot --set noise_std=0 ";
+
+TEST(RunFailedMethodCli, TheFinishedMethodsAreWrittenAndTheFailureNamed) {
+  if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const auto nefi = fieldkit_test::sibling_binary("nefi");
+  const auto dir = nefi::test::fresh_dir("failed_method");
+  const auto res = fieldkit_test::run_cli(
+      nefi, kWienerFails + "-m wiener -m neural --out " + dir.string(), nefi::test::scratch());
+  EXPECT_EQ(res.status, 2) << res.err;
+  EXPECT_NE(res.err.find("method wiener failed"), std::string::npos) << res.err;
+  EXPECT_NE(res.err.find("noise_std"), std::string::npos) << res.err;
+  EXPECT_NE(res.err.find("neural written to " + dir.string()), std::string::npos) << res.err;
+  EXPECT_EQ(res.err.find('\n'), res.err.size() - 1) << "one line: " << res.err;
+
+  EXPECT_TRUE(std::filesystem::exists(dir / "neural.npy"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "wiener.npy"));
+  const auto j = nlohmann::json::parse(std::ifstream(dir / "metrics.json"));
+  EXPECT_TRUE(j["methods"].contains("neural"));
+  EXPECT_FALSE(j["methods"].contains("wiener"));
+  ASSERT_TRUE(j.contains("failed_methods"));
+  EXPECT_NE(j["failed_methods"]["wiener"].get<std::string>().find("noise_std"),
+            std::string::npos);
+}
+
+TEST(RunFailedMethodCli, AnOnlyMethodFailingWritesNothing) {
+  if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const auto nefi = fieldkit_test::sibling_binary("nefi");
+  const auto dir = nefi::test::fresh_dir("failed_only");
+  const auto res = fieldkit_test::run_cli(nefi, kWienerFails + "-m wiener --out " + dir.string(),
+                                          nefi::test::scratch());
+  EXPECT_EQ(res.status, 2) << res.err;
+  EXPECT_EQ(res.err.rfind("nefi: error: method wiener: expected a noise level", 0), 0u) << res.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "metrics.json"));
+}
+
+}  // namespace
