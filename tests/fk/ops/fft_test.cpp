@@ -425,6 +425,23 @@ TEST(Fft, SinglePrecisionRealInputGetsRealGradient) {
   test::expect_close(r.grad(), {1, 1, 1, 1, 1, 1}, 1e-6);
 }
 
+// A half input that is not a leaf gets a half gradient (computed in f32, as
+// the forward): the node before it saw f32 before.
+TEST(Fft, HalfNonLeafInputGetsItsOwnDtype) {
+  for (DType dt : {DType::F16, DType::BF16}) {
+    Tensor x = ones({8}, {dt}).set_requires_grad(true);
+    Tensor y = x * 2.0;  // a non-leaf of dtype dt
+    auto loss_of = [](const Tensor& v) {
+      return sum(abs(rfft(v))) + sum(dct(v, DctType::II)) + sum(real(fft(v)));
+    };
+    const Tensor gy = autograd::grad({loss_of(y)}, {Tensor()}, {y}, true)[0];
+    EXPECT_EQ(gy.dtype(), dt) << name(dt);
+    const Tensor ref = autograd::grad({loss_of(y.to(DType::F32))}, {Tensor()}, {y})[0];
+    test::expect_close(gy.to(DType::F32), ref.to(DType::F32).to_vector<double>(),
+                       dt == DType::F16 ? 1e-2 : 1e-1);
+  }
+}
+
 TEST(Fft, AdjointDotTest) {
   // <F x, y> = <x, F^H y>, with F^H y both from the unscaled inverse and from autograd.
   Tensor x = test::random_complex({4, 3, 5}, 101);

@@ -114,7 +114,9 @@ Tensor backward(const Spec& spec, const Dims& in_shape, DType in_dtype, const Te
   for (int64_t dim : spec.dims) sizes.push_back(in_shape[static_cast<int>(dim)]);
   gx = resize_dims(gx, spec.dims, sizes, nullptr);
   if (is_complex(gx.dtype()) && !is_complex(in_dtype)) gx = gx.real();
-  return gx;
+  // A half input's gradient is its dtype (computed in f32): the next node of
+  // a non-leaf input expects it (only leaves are cast by the engine).
+  return is_inexact(in_dtype) ? gx.to(in_dtype) : gx;
 }
 
 class FftBackward : public autograd::Node {
@@ -311,8 +313,7 @@ Tensor fft_backward(FFTKind kind, const Tensor& g, const Dims& x_shape, DType x_
   }
   FK_CHECK(g.shape() == out_shape, op, "a gradient of the output's shape " + out_shape.str(),
            g.shape().str());
-  const Tensor gx = backward(spec, x_shape, x_dtype, g);
-  return is_inexact(x_dtype) ? gx.to(x_dtype) : gx;
+  return backward(spec, x_shape, x_dtype, g);
 }
 
 }  // namespace fk
