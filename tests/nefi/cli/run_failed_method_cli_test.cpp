@@ -37,8 +37,7 @@ TEST(RunFailedMethodCli, TheFinishedMethodsAreWrittenAndTheFailureNamed) {
   EXPECT_TRUE(j["methods"].contains("neural"));
   EXPECT_FALSE(j["methods"].contains("wiener"));
   ASSERT_TRUE(j.contains("failed_methods"));
-  EXPECT_NE(j["failed_methods"]["wiener"].get<std::string>().find("noise_std"),
-            std::string::npos);
+  EXPECT_NE(j["failed_methods"]["wiener"].get<std::string>().find("noise_std"), std::string::npos);
 }
 
 TEST(RunFailedMethodCli, AnOnlyMethodFailingWritesNothing) {
