@@ -21,7 +21,9 @@ __global__ void sgd_kernel(T* p, const T* g, double* v, int64_t n, double lr, do
                            double weight_decay, bool nesterov) {
   FK_CUDA_LOOP(i, n) {
     const double x = static_cast<double>(p[i]);
-    const double grad = static_cast<double>(g[i]) + mul_rn(weight_decay, x);
+    // Decay 0 adds nothing (0 * inf would be NaN), as on the host.
+    const double grad =
+        weight_decay != 0.0 ? static_cast<double>(g[i]) + mul_rn(weight_decay, x) : g[i];
     double step = grad;
     if (v != nullptr) {
       v[i] = mul_rn(momentum, v[i]) + grad;
@@ -54,10 +56,12 @@ __global__ void adam_kernel(const AdamLaunch<T> a) {
   const AdamScalars& s = a.s;
   for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
     double x = static_cast<double>(p[k]), grad = static_cast<double>(g[k]);
-    if (s.decoupled)
+    if (s.weight_decay == 0.0) {
+    } else if (s.decoupled) {
       x = mul_rn(x, 1.0 - mul_rn(s.lr, s.weight_decay));
-    else
+    } else {
       grad = grad + mul_rn(s.weight_decay, x);
+    }
     m[k] = mul_rn(s.beta1, m[k]) + mul_rn(1.0 - s.beta1, grad);
     v[k] = mul_rn(s.beta2, v[k]) + mul_rn(mul_rn(1.0 - s.beta2, grad), grad);
     p[k] = static_cast<T>(x - mul_rn(s.lr, m[k] / s.bias1) / (sqrt(v[k] / s.bias2) + s.eps));

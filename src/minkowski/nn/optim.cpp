@@ -1,6 +1,8 @@
 #include "minkowski/nn/optim.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "fk/autograd.h"
@@ -39,7 +41,10 @@ void update(fk::Tensor& param, Fn&& fn) {
 }  // namespace
 
 Optimizer::Optimizer(std::vector<fk::Tensor> params, double lr)
-    : params_(std::move(params)), lr_(lr), buffers_(params_.size()) {
+    : params_(std::move(params)),
+      lr_(lr),
+      param_steps_(params_.size(), 0),
+      buffers_(params_.size()) {
   FK_CHECK(lr >= 0.0, "optimizer", "a learning rate >= 0", std::to_string(lr));
   for (size_t i = 0; i < params_.size(); ++i) {
     const fk::DType t = params_[i].dtype();
@@ -75,20 +80,44 @@ NamedTensors Optimizer::state() {
   for (size_t i = 0; i < params_.size(); ++i) {
     for (const char* n : names) out.emplace_back(std::to_string(i) + "." + n, buffer(i, n));
   }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    out.emplace_back(std::to_string(i) + ".step",
+                     fk::full({}, static_cast<double>(param_steps_[i]), {fk::DType::I64}));
+  }
   out.emplace_back("step", fk::full({}, static_cast<double>(steps_), {fk::DType::I64}));
   return out;
 }
 
 void Optimizer::load_state(const NamedTensors& state) {
-  fk::Tensor step = fk::zeros({}, {fk::DType::I64});
   NamedTensors targets = this->state();
-  targets.back().second = step;
-  copy_named(targets, state, "optimizer load_state");
-  steps_ = static_cast<int64_t>(step.item());
+  // The counts are read into fresh scalars (state() made copies of them).
+  std::vector<fk::Tensor> counts;
+  for (size_t i = 0; i <= params_.size(); ++i) {
+    counts.push_back(fk::zeros({}, {fk::DType::I64}));
+    targets[targets.size() - 1 - params_.size() + i].second = counts.back();
+  }
+  NamedTensors source = state;
+  const bool per_param = std::any_of(source.begin(), source.end(),
+                                     [](const auto& e) { return e.first.ends_with(".step"); });
+  if (!per_param) {  // written before per-parameter counts: each took every step
+    const auto global =
+        std::find_if(source.begin(), source.end(), [](const auto& e) { return e.first == "step"; });
+    if (global != source.end()) {
+      const fk::Tensor count = global->second;  // source grows below
+      for (size_t i = 0; i < params_.size(); ++i)
+        source.emplace_back(std::to_string(i) + ".step", count);
+    }
+  }
+  copy_named(targets, source, "optimizer load_state");
+  for (size_t i = 0; i < params_.size(); ++i)
+    param_steps_[i] = static_cast<int64_t>(counts[i].item());
+  steps_ = static_cast<int64_t>(counts.back().item());
 }
 
 Sgd::Sgd(std::vector<fk::Tensor> params, const SgdOptions& o)
     : Optimizer(std::move(params), o.lr), o_(o) {
+  FK_CHECK(o.momentum >= 0.0 && o.weight_decay >= 0.0, "Sgd", "momentum and weight decay >= 0",
+           std::to_string(o.momentum) + ", " + std::to_string(o.weight_decay));
   FK_CHECK(!o.nesterov || o.momentum > 0.0, "Sgd", "momentum > 0 with Nesterov",
            std::to_string(o.momentum));
 }
@@ -98,6 +127,7 @@ void Sgd::step() {
   ++steps_;
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
+    ++param_steps_[i];
     if (params_[i].device().is_cuda()) {
       device_sgd_update(params_[i], o_.momentum > 0.0 ? buffer(i, "momentum") : fk::Tensor(),
                         {lr_, o_.momentum, o_.weight_decay, o_.nesterov});
@@ -105,7 +135,7 @@ void Sgd::step() {
     }
     double* v = o_.momentum > 0.0 ? buffer(i, "momentum").data<double>() : nullptr;
     update(params_[i], [&](double p, double g, size_t k) {
-      g += o_.weight_decay * p;
+      if (o_.weight_decay != 0.0) g += o_.weight_decay * p;
       if (v == nullptr) return p - lr_ * g;
       v[k] = o_.momentum * v[k] + g;  // zeros at first: v = g
       return p - lr_ * (o_.nesterov ? g + o_.momentum * v[k] : v[k]);
@@ -118,24 +148,29 @@ Adam::Adam(std::vector<fk::Tensor> params, const AdamOptions& o)
   FK_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1 && o.eps > 0, "Adam",
            "betas in [0, 1) and eps > 0",
            std::to_string(o.beta1) + ", " + std::to_string(o.beta2) + ", " + std::to_string(o.eps));
+  FK_CHECK(o.weight_decay >= 0.0, "Adam", "weight decay >= 0", std::to_string(o.weight_decay));
 }
 
 void Adam::step() {
   const fk::profile::TraceScope trace("minkowski.adam_step");
   ++steps_;
-  const double c1 = 1.0 - std::pow(o_.beta1, static_cast<double>(steps_));
-  const double c2 = 1.0 - std::pow(o_.beta2, static_cast<double>(steps_));
-  std::vector<AdamOperands> on_devices;  // updated together, a few launches in all
+  // Parameters on devices, updated together (a few launches in all) per step
+  // count: one group unless some parameter missed steps.
+  std::map<int64_t, std::vector<AdamOperands>> on_devices;
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
+    const int64_t t = ++param_steps_[i];
     if (params_[i].device().is_cuda()) {
-      on_devices.push_back({params_[i], buffer(i, "exp_avg"), buffer(i, "exp_avg_sq")});
+      on_devices[t].push_back({params_[i], buffer(i, "exp_avg"), buffer(i, "exp_avg_sq")});
       continue;
     }
+    const double c1 = 1.0 - std::pow(o_.beta1, static_cast<double>(t));
+    const double c2 = 1.0 - std::pow(o_.beta2, static_cast<double>(t));
     double* m = buffer(i, "exp_avg").data<double>();
     double* v = buffer(i, "exp_avg_sq").data<double>();
     update(params_[i], [&](double p, double g, size_t k) {
-      if (o_.decoupled) {
+      if (o_.weight_decay == 0.0) {
+      } else if (o_.decoupled) {
         p *= 1.0 - lr_ * o_.weight_decay;
       } else {
         g += o_.weight_decay * p;
@@ -145,8 +180,12 @@ void Adam::step() {
       return p - lr_ * (m[k] / c1) / (std::sqrt(v[k] / c2) + o_.eps);
     });
   }
-  device_adam_update(on_devices,
-                     {lr_, o_.beta1, o_.beta2, o_.eps, o_.weight_decay, c1, c2, o_.decoupled});
+  for (const auto& [t, operands] : on_devices) {
+    const double c1 = 1.0 - std::pow(o_.beta1, static_cast<double>(t));
+    const double c2 = 1.0 - std::pow(o_.beta2, static_cast<double>(t));
+    device_adam_update(operands,
+                       {lr_, o_.beta1, o_.beta2, o_.eps, o_.weight_decay, c1, c2, o_.decoupled});
+  }
 }
 
 namespace {

@@ -2,7 +2,11 @@
 // Optimizers over a list of parameters (f32 or f64 leaves), updated in place
 // from their .grad() with plain loops (arithmetic in double, one pass per
 // tensor, so a step is the same at any thread count). Parameters without a
-// gradient are skipped, as PyTorch does. Parameters on a CUDA device (a
+// gradient are skipped, as PyTorch does, and each parameter counts its own
+// steps (Adam's bias correction uses the steps that parameter took: one that
+// missed a step, an unused branch, is not corrected as if it had taken it).
+// Weight decay 0 adds nothing (0 * inf would make an infinite parameter NaN).
+// Parameters on a CUDA device (a
 // module moved with Module::to) are updated there by one kernel each with
 // their moment buffers on that device (optim_device.h: the host step's
 // values); a gradient on another device than its parameter is an fk::Error.
@@ -13,8 +17,11 @@
 //          p -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)
 //   AdamW  as Adam with decoupled decay: p *= 1 - lr wd before the update.
 //
-// state() names every moment buffer ("<i>.momentum", "<i>.exp_avg", ...)
-// plus "step", so a checkpoint can hold it and training can resume exactly.
+// state() names every moment buffer ("<i>.momentum", "<i>.exp_avg", ...),
+// each parameter's step count ("<i>.step") and the optimizer's ("step"), so a
+// checkpoint can hold it and training can resume exactly (a checkpoint
+// without "<i>.step", from before per-parameter counts, gives each parameter
+// the optimizer's count).
 #include <cstdint>
 #include <vector>
 
@@ -31,7 +38,9 @@ class Optimizer {
   double lr() const { return lr_; }
   void set_lr(double lr) { lr_ = lr; }
   int64_t steps() const { return steps_; }
-  // Moment buffers (created on the first step) and the step count.
+  // The steps parameter i took (those it had a gradient in).
+  int64_t steps_of(size_t i) const { return param_steps_.at(i); }
+  // Moment buffers (created on the first step) and the step counts.
   NamedTensors state();
   void load_state(const NamedTensors& state);
 
@@ -43,6 +52,7 @@ class Optimizer {
   std::vector<fk::Tensor> params_;
   double lr_;
   int64_t steps_ = 0;
+  std::vector<int64_t> param_steps_;
 
  private:
   std::vector<std::vector<fk::Tensor>> buffers_;
@@ -86,7 +96,9 @@ class Adam : public Optimizer {
 
 // Scales every gradient by max_norm / total when the 2-norm of all gradients
 // together exceeds max_norm; returns that total norm (before clipping).
-// Device gradients are reduced on their device (one host read in all).
+// Device gradients are reduced on their device (one host read in all). A
+// non-finite total scales nothing (torch 1.13 multiplies every gradient by
+// NaN): the caller sees it returned, and only the bad gradients are bad.
 double clip_grad_norm(const std::vector<fk::Tensor>& params, double max_norm);
 
 }  // namespace minkowski::nn

@@ -75,12 +75,13 @@ struct RoundedOps<double> {
 template <typename T>
 __device__ void adam_update_loop(T* x, const T* g, T* m, T* v, int64_t n, const AdamScalars<T>& s) {
   using R = RoundedOps<T>;
-  const T one_b1 = R::sub(T(1), s.b1), one_b2 = R::sub(T(1), s.b2);
   FK_CUDA_LOOP(i, n) {
     const T xi = x[i];
-    const T gi = R::add(R::mul(g[i], s.clip), R::mul(s.l2, xi));
-    const T mi = R::add(R::mul(s.b1, m[i]), R::mul(one_b1, gi));
-    const T vi = R::add(R::mul(s.b2, v[i]), R::mul(R::mul(one_b2, gi), gi));
+    // No decay adds nothing (0 * inf would be NaN), as on the host.
+    const T gi =
+        s.l2 != T(0) ? R::add(R::mul(g[i], s.clip), R::mul(s.l2, xi)) : R::mul(g[i], s.clip);
+    const T mi = R::add(R::mul(s.b1, m[i]), R::mul(s.one_b1, gi));
+    const T vi = R::add(R::mul(s.b2, v[i]), R::mul(R::mul(s.one_b2, gi), gi));
     m[i] = mi;
     v[i] = vi;
     x[i] = R::sub(R::mul(xi, s.decay),
@@ -105,9 +106,16 @@ __global__ void adam_update_gated_kernel(T* x, const T* g, T* m, T* v, int64_t n
     if (norm > threshold) clip = __ddiv_rn(threshold, __dadd_rn(norm, 1e-6));
   }
   const double* a = block + kSlotAdamScalars;
-  const AdamScalars<T> s{static_cast<T>(clip), static_cast<T>(a[1]), static_cast<T>(a[2]),
-                         static_cast<T>(a[3]), static_cast<T>(a[4]), static_cast<T>(a[5]),
-                         static_cast<T>(a[6]), static_cast<T>(a[7])};
+  const AdamScalars<T> s{static_cast<T>(clip),
+                         static_cast<T>(a[1]),
+                         static_cast<T>(a[2]),
+                         static_cast<T>(a[3]),
+                         static_cast<T>(a[4]),
+                         static_cast<T>(a[5]),
+                         static_cast<T>(a[6]),
+                         static_cast<T>(a[7]),
+                         static_cast<T>(__dsub_rn(1.0, a[3])),
+                         static_cast<T>(__dsub_rn(1.0, a[4]))};
   adam_update_loop(x, g, m, v, n, s);
 }
 

@@ -32,9 +32,10 @@ void check_operand(const fk::Tensor& t, const fk::Tensor& like, const char* what
 
 template <typename T>
 cuda::AdamScalars<T> rounded(const AdamScalars& s) {
-  return {static_cast<T>(s.clip),         static_cast<T>(s.l2), static_cast<T>(s.decay),
-          static_cast<T>(s.b1),           static_cast<T>(s.b2), static_cast<T>(s.step),
-          static_cast<T>(s.inv_sqrt_bc2), static_cast<T>(s.eps)};
+  return {static_cast<T>(s.clip),         static_cast<T>(s.l2),  static_cast<T>(s.decay),
+          static_cast<T>(s.b1),           static_cast<T>(s.b2),  static_cast<T>(s.step),
+          static_cast<T>(s.inv_sqrt_bc2), static_cast<T>(s.eps), static_cast<T>(1.0 - s.b1),
+          static_cast<T>(1.0 - s.b2)};
 }
 
 }  // namespace

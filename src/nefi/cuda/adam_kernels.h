@@ -21,14 +21,16 @@ void launch_sum_partials(const double* partials, int64_t count, double* out, voi
 
 // The scalars of one AdamW step, each already rounded to T on the host exactly
 // as adam_update (solve/adam.cpp) rounds them.
+// one_b1, one_b2: 1 - b1 and 1 - b2 formed in f64, then rounded (1 - b2
+// taken in f32 is 7e-4 off at b2 = 0.99999).
 template <typename T>
 struct AdamScalars {
-  T clip, l2, decay, b1, b2, step, inv_sqrt_bc2, eps;
+  T clip, l2, decay, b1, b2, step, inv_sqrt_bc2, eps, one_b1, one_b2;
 };
 
 // adam_update's loop body per element, operation for operation, each product,
 // quotient, sum and square root rounded once (no contraction):
-//   g' = g·clip + l2·x;  m = b1·m + (1−b1)·g';  v = b2·v + (1−b2)·g'·g'
+//   g' = g·clip + l2·x;  m = b1·m + one_b1·g';  v = b2·v + one_b2·g'·g'
 //   x = x·decay − step·m / (√v · inv_sqrt_bc2 + eps)
 template <typename T>
 void launch_adam_update(T* x, const T* g, T* m, T* v, int64_t n, const AdamScalars<T>& s,

@@ -300,7 +300,9 @@ double Lbfgs::step(const Objective& f, std::vector<double>& x, double lr) {
         for (size_t i = 0; i < n; ++i) xt[i] = x[i] + t * d_[i];
         return f(xt, gt);
       };
-      LineSearchResult r = strong_wolfe(phi, loss, g, d_, t_, gtd, o_.tolerance_change);
+      // The bracket's own tolerance stays strong_wolfe's 1e-9, as torch's
+      // step() calls it: tolerance_change sets the step's stops only.
+      LineSearchResult r = strong_wolfe(phi, loss, g, d_, t_, gtd);
       t_ = r.t;
       loss = r.f;
       g = std::move(r.g);

@@ -11,8 +11,9 @@
 //
 // line_search "strong_wolfe": Nocedal & Wright's bracketing and zoom
 // (Alg. 3.5 / 3.6) with safeguarded cubic interpolation, c1 = 1e-4, c2 = 0.9,
-// at most 25 evaluations; "none": a fixed step t (one evaluation per
-// iteration). Deterministic. The solver uses it without the NaN guard,
+// at most 25 evaluations, its bracket tolerance 1e-9 whatever tolerance_change
+// is (torch's step() passes it none); "none": a fixed step t (one evaluation
+// per iteration). Deterministic. The solver uses it without the NaN guard,
 // clipping or f16 autocast.
 #include <deque>
 #include <functional>

@@ -120,9 +120,10 @@ TEST(EmulatedAdam, PartialSumsPastOneBlockStrideTheirThreads) {
 
 template <typename T>
 nc::AdamScalars<T> rounded(const nefi::AdamScalars& s) {
-  return {static_cast<T>(s.clip),         static_cast<T>(s.l2), static_cast<T>(s.decay),
-          static_cast<T>(s.b1),           static_cast<T>(s.b2), static_cast<T>(s.step),
-          static_cast<T>(s.inv_sqrt_bc2), static_cast<T>(s.eps)};
+  return {static_cast<T>(s.clip),         static_cast<T>(s.l2),  static_cast<T>(s.decay),
+          static_cast<T>(s.b1),           static_cast<T>(s.b2),  static_cast<T>(s.step),
+          static_cast<T>(s.inv_sqrt_bc2), static_cast<T>(s.eps), static_cast<T>(1.0 - s.b1),
+          static_cast<T>(1.0 - s.b2)};
 }
 
 // Parameters, gradients and moments of one buffer.

@@ -352,6 +352,10 @@ TEST(MinkowskiCudaTrainStep, OptimizerUpdatesAreTheHostLoopsBitForBit) {
       auto oc = make(p.cpu), og = make(p.gpu);
       for (int k = 0; k < 3; ++k) {
         set_grads(p, 70 + 10 * k);
+        if (k == 0) {  // the first parameter misses a step: its own count, its own launch
+          p.cpu[0].set_grad(fk::Tensor());
+          p.gpu[0].set_grad(fk::Tensor());
+        }
         oc->step();
         og->step();
       }
@@ -359,7 +363,7 @@ TEST(MinkowskiCudaTrainStep, OptimizerUpdatesAreTheHostLoopsBitForBit) {
       for (size_t i = 0; i < p.cpu.size(); ++i) expect_close(p.gpu[i], p.cpu[i], 0, what);
       const nn::NamedTensors mc = oc->state(), mg = og->state();
       for (size_t i = 0; i < mc.size(); ++i) {
-        if (mc[i].first != "step") {
+        if (!mc[i].first.ends_with("step")) {  // the step counts are host scalars
           EXPECT_EQ(mg[i].second.device(), kGpu) << what;
         }
         expect_close(mg[i].second, mc[i].second, 0, what + " " + mc[i].first);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "fk/fk.h"
@@ -128,7 +129,62 @@ TEST(NnOptim, SkipsParametersWithoutGradientAndRejectsBadSettings) {
   EXPECT_EQ(p.to_vector<double>(), kStart);
   EXPECT_THROW(Sgd({p}, {0.1, 0.0, 0.0, true}), fk::Error);
   EXPECT_THROW(Adam({p}, {0.1, 1.0, 0.9, 1e-8, 0.0, false}), fk::Error);
+  EXPECT_THROW(Adam({p}, {0.1, 0.9, 0.9, 1e-8, -0.1, true}), fk::Error);
+  EXPECT_THROW(Sgd({p}, {0.1, -0.5, 0.0, false}), fk::Error);
+  EXPECT_THROW(Sgd({p}, {0.1, 0.5, -1e-4, false}), fk::Error);
   EXPECT_THROW(Sgd({fk::zeros({2}, {fk::DType::BF16})}, {}), fk::Error);
+}
+
+// Each parameter's bias correction counts the steps it took (torch's
+// per-parameter step): b misses the first step, so its first update is the
+// first-step one, lr times the gradient's sign.
+TEST(NnOptim, AdamCountsEachParametersOwnSteps) {
+  fk::Tensor a = param(), b = param();
+  Adam adam({a, b}, {0.01, 0.9, 0.999, 1e-12, 0.0, false});
+  a.set_grad(fk::from_vector(kGrads[1], {3}));
+  adam.step();
+  b.set_grad(fk::from_vector(std::vector<double>{0.1, -0.3, 2.0}, {3}));
+  adam.step();
+  EXPECT_EQ(adam.steps(), 2);
+  EXPECT_EQ(adam.steps_of(0), 2);
+  EXPECT_EQ(adam.steps_of(1), 1);
+  const auto v = b.to_vector<double>();
+  EXPECT_NEAR(v[0], 0.99, 1e-9);
+  EXPECT_NEAR(v[1], -1.99, 1e-9);
+  EXPECT_NEAR(v[2], 0.49, 1e-9);
+
+  // The counts travel in the state; a state without them (written before
+  // per-parameter counts) gives every parameter the optimizer's count.
+  fk::Tensor c = param(), d = param();
+  Adam resumed({c, d}, {0.01, 0.9, 0.999, 1e-12, 0.0, false});
+  resumed.load_state(adam.state());
+  EXPECT_EQ(resumed.steps_of(1), 1);
+  NamedTensors old;
+  for (auto& [name, t] : adam.state())
+    if (!name.ends_with(".step") || name == "step") old.emplace_back(name, t);
+  Adam legacy({c, d}, {0.01, 0.9, 0.999, 1e-12, 0.0, false});
+  legacy.load_state(old);
+  EXPECT_EQ(legacy.steps(), 2);
+  EXPECT_EQ(legacy.steps_of(1), 2);
+}
+
+// Weight decay 0 adds nothing: an infinite parameter stays infinite (0 * inf
+// would make it NaN), as in torch.
+TEST(NnOptim, NoWeightDecayKeepsAnInfiniteParameter) {
+  const double inf = std::numeric_limits<double>::infinity();
+  auto infinite = [&] {
+    return fk::from_vector(std::vector<double>{-inf, 1.0}, {2}).set_requires_grad(true);
+  };
+  fk::Tensor p = infinite(), q = infinite(), r = infinite();
+  Sgd sgd({p}, {0.1, 0.0, 0.0, false});
+  Adam adam({q}, {0.1, 0.9, 0.999, 1e-8, 0.0, false});
+  Adam adamw({r}, {0.1, 0.9, 0.999, 1e-8, 0.0, true});
+  for (fk::Tensor* t : {&p, &q, &r})
+    t->set_grad(fk::from_vector(std::vector<double>{0.5, 0.5}, {2}));
+  sgd.step();
+  adam.step();
+  adamw.step();
+  for (fk::Tensor* t : {&p, &q, &r}) EXPECT_EQ(t->to_vector<double>()[0], -inf);
 }
 
 TEST(NnOptim, ClipGradNormScalesAllGradientsTogether) {

@@ -1,7 +1,8 @@
 // FusedOptimizer's arithmetic beyond Adam (Adam's own: solve_test.cpp):
 // per-segment learning rates (a frozen run untouched and out of the clipping
 // norm, a scaled run equal to a plain step at the scaled lr) and heavy-ball
-// SGD against torch.optim.SGD's formula.
+// SGD against torch.optim.SGD's formula; f32 Adam's 1 - beta2 taken in f64;
+// no weight decay keeping an infinite parameter.
 #include "nefi/solve/fused_optimizer.h"
 
 #include <gtest/gtest.h>
@@ -69,6 +70,35 @@ TEST(NefiFusedOptimizer, SgdIsHeavyBallMomentum) {
   const auto v = x.to_vector<double>();
   EXPECT_NEAR(v[0], ref[0], 1e-15);
   EXPECT_NEAR(v[1], ref[1], 1e-15);
+}
+
+// f32 Adam forms 1 - beta2 in f64 before rounding: at beta2 = 0.99999 the f32
+// difference is 7e-4 off, and the first step came out that much longer than
+// lr (torch: 0.90000 from 1 at lr 0.1; it was 0.90007).
+TEST(NefiFusedOptimizer, SinglePrecisionAdamTakesOneMinusBetaInDouble) {
+  nefi::OptimizerOptions o;
+  o.beta2 = 0.99999;
+  o.eps = 1e-12;
+  fk::Tensor x = fk::ones({4}, {fk::DType::F32}).set_requires_grad(true);
+  nefi::FusedOptimizer adam({x}, o);
+  x.set_grad(fk::full({4}, 0.5, {fk::DType::F32}));
+  adam.step(0.1);
+  for (double v : x.to_vector<double>()) EXPECT_NEAR(v, 0.9, 2e-7);
+}
+
+// Weight decay 0 adds nothing (0 * inf is NaN): an infinite parameter stays
+// infinite under Adam (L2 form) and SGD, as torch skips a zero decay.
+TEST(NefiFusedOptimizer, NoWeightDecayKeepsAnInfiniteParameter) {
+  for (bool sgd : {false, true}) {
+    nefi::OptimizerOptions o;
+    o.sgd = sgd;
+    o.decoupled = false;
+    fk::Tensor x = leaf({-INFINITY, 1.0});
+    nefi::FusedOptimizer opt({x}, o);
+    x.set_grad(fk::from_vector(std::vector<double>{0.5, 0.5}, {2}));
+    opt.step(0.1);
+    EXPECT_EQ(x.to_vector<double>()[0], -INFINITY) << sgd;
+  }
 }
 
 }  // namespace

@@ -54,6 +54,8 @@
 //      run(quadratic, [0.0] * n, 14, lr=0.5, history_size=5, max_iter=1))
 // show("rosenbrock lr 1 history 4 max_iter 6",
 //      run(rosenbrock, [-1.2, 1.0], 5, lr=1, history_size=4, max_iter=6))
+// show("rosenbrock from (3, -3) lr 5 history 10 tolerance_change 0.1",
+//      run(rosenbrock, [3.0, -3.0], 2, lr=5, history_size=10, tolerance_change=0.1))
 // clang-format on
 
 namespace {
@@ -87,10 +89,12 @@ double quadratic(const Vec& x, Vec& g) {
 }
 
 void expect_torch_iterates(const nefi::Lbfgs::Objective& f, Vec x, double lr, int history,
-                           int max_iter, const std::vector<TorchRow>& rows) {
+                           int max_iter, const std::vector<TorchRow>& rows,
+                           double tolerance_change = 1e-9) {
   nefi::LbfgsOptions o;  // torch's tolerances: 1e-7 on the gradient, 1e-9 on changes
   o.history = history;
   o.max_iter = max_iter;
+  o.tolerance_change = tolerance_change;
   nefi::Lbfgs opt(o);
   for (size_t k = 0; k < rows.size(); ++k) {
     opt.step(f, x, lr);
@@ -234,6 +238,18 @@ TEST(NefiLbfgsTorch, RosenbrockStepsEndAtTheEvaluationCap) {
       {{0.900666683460128, 0.8052495728567816}, 38, 26},
   };
   expect_torch_iterates(rosenbrock, {-1.2, 1.0}, 1.0, 4, 6, rows);
+}
+
+// A coarse tolerance_change ends the step early (the loss-change stop), but
+// the line search keeps its own 1e-9 bracket tolerance, as torch's step()
+// calls it: passing 0.1 to it too took 10 evaluations, not torch's 11, and
+// ended elsewhere.
+TEST(NefiLbfgsTorch, ToleranceChangeDoesNotReachTheLineSearch) {
+  const std::vector<TorchRow> rows = {
+      {{0.34505837404218676, 0.115722999747139}, 11, 6},
+      {{0.34505837404218676, 0.115722999747139}, 12, 7},
+  };
+  expect_torch_iterates(rosenbrock, {3.0, -3.0}, 5.0, 10, 20, rows, 0.1);
 }
 
 }  // namespace
