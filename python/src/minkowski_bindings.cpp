@@ -120,6 +120,8 @@ void bind_coordinates(nb::module_& m) {
       .def("offsets", &mk::KernelRegion::offsets, nb::arg("tensor_stride"))
       .def("is_identity", &mk::KernelRegion::is_identity, nb::arg("dimension"))
       .def("str", &mk::KernelRegion::str, nb::arg("dimension"));
+  m.def("pooling_region", &mk::pooling_region, nb::arg("kernel"), nb::arg("stride"),
+        nb::arg("dimension"));
 
   nb::class_<mk::KernelMap>(m, "KernelMap")
       .def_ro("volume", &mk::KernelMap::volume)

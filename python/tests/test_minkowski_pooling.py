@@ -44,6 +44,38 @@ def test_stride_two_pooling_reduces_each_occupied_block(cls, reduce):
         assert torch.allclose(f, ref[tuple(c)], atol=1e-12)
 
 
+def block_reference_of(x, size, reduce):
+    """Per occupied size x size block (floor parents): reduce over the present rows."""
+    blocks = {}
+    for (b, i, j), f in zip(x.C.tolist(), x.F):
+        blocks.setdefault((b, i // size * size, j // size * size), []).append(f)
+    return {k: reduce(torch.stack(v)) for k, v in blocks.items()}
+
+
+@pytest.mark.parametrize("cls,reduce", [
+    (ME.MinkowskiMaxPooling, lambda v: v.max(0).values),
+    (ME.MinkowskiSumPooling, lambda v: v.sum(0)),
+])
+def test_odd_kernel_equal_to_stride_pools_each_block(cls, reduce):
+    # The reference's stride map: k = s = 3 pools each input into its floor
+    # parent's block (the centred window dropped every input at o + 2).
+    x = random_sparse(n=50, extent=9)
+    y = cls(kernel_size=3, stride=3, dimension=2)(x)
+    ref = block_reference_of(x, 3, reduce)
+    assert len(y) == len(ref)
+    for c, f in zip(y.C.tolist(), y.F):
+        assert torch.allclose(f, ref[tuple(c)], atol=1e-12)
+    up = ME.MinkowskiPoolingTranspose(kernel_size=3, stride=3, dimension=2)(
+        ME.SparseTensor(torch.ones(len(y), 1, dtype=torch.float64),
+                        coordinate_map_key=y.coordinate_map_key,
+                        coordinate_manager=y.coordinate_manager))
+    assert torch.equal(up.F, torch.ones(len(x), 1, dtype=torch.float64))  # one parent each
+    mgr = x.coordinate_manager
+    kmap = mgr.kernel_map(x.coordinate_map_key, y.coordinate_map_key, stride=3, kernel_size=3,
+                          is_pool=True)
+    assert list(kmap) == [0] and kmap[0].shape[1] == len(x)
+
+
 def test_max_pooling_equals_dense_max_pooling_on_positive_features():
     x = random_sparse(n=50, extent=8)
     x = on_map(x, x.F.abs() + 0.1)  # absent cells (0) never win

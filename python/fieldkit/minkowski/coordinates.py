@@ -283,17 +283,29 @@ class CoordinateManager(_mk.CoordinateManager):
                    is_pool=False):
         """The reference's kernel map between two maps of this manager: {kernel
         index: int32 tensor 2 x n (row 0 input rows, row 1 output rows)}, the
-        offsets with no pair left out. The keys fix the strides (`stride` and
-        `is_pool` change nothing: pooling and convolution share maps);
-        is_transpose maps a coarse input onto a finer output."""
+        offsets with no pair left out. The keys fix the strides; with is_pool
+        and kernel_size equal to stride the map is the pooling layers' (each
+        input under its floor-strided parent, every pair under index 0, as the
+        reference's stride map); is_transpose maps a coarse input onto a finer
+        output."""
         from .kernel import KernelGenerator
 
-        region = KernelGenerator(kernel_size, stride, dilation, region_type=region_type,
-                                 region_offsets=region_offset, dimension=self.dimension).region
+        gen = KernelGenerator(kernel_size, stride, dilation, region_type=region_type,
+                              region_offsets=region_offset, dimension=self.dimension)
+        region = gen.region
+        if is_pool:
+            region = _mk.pooling_region(region, list(gen.kernel_stride), self.dimension)
         kmap = self.region_kernel_map(self._map_key(in_key, "kernel_map"),
                                       self._map_key(out_key, "kernel_map"), region, is_transpose)
-        return {k: kmap.offset_pairs(k) for k in range(kmap.volume)
-                if kmap.count(k)}
+        pairs = {k: kmap.offset_pairs(k) for k in range(kmap.volume) if kmap.count(k)}
+        d = self.dimension
+        stride_map = is_pool and gen.region_type != _mk.RegionType.CUSTOM and \
+            list(gen.kernel_size) * (d // len(gen.kernel_size)) == \
+            list(gen.kernel_stride) * (d // len(gen.kernel_stride))
+        if stride_map and pairs:
+            joined = torch.cat(list(pairs.values()), 1)
+            return {0: joined[:, torch.sort(joined[0].long(), stable=True).indices]}
+        return pairs
 
     get_kernel_map = kernel_map  # the reference's other name
 

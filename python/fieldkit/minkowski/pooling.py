@@ -51,8 +51,17 @@ from .kernel import make_generator, output_key, transposed_output_key
 from .sparse_tensor import SparseTensor, TensorField, layer_input
 
 
+def _pooling_region(module, input):
+    # The reference's stride map where the kernel size is the stride: each
+    # input under its floor-strided parent (k = s = 3 pools o..o+2, not the
+    # centred o-1..o+1); the engine's pooling_region says when.
+    gen = module.kernel_generator
+    return _mk.pooling_region(gen.region, list(gen.kernel_stride), input.D)
+
+
 class _LocalPooling(torch.nn.Module):
     mode = _Reduction.SUM
+    _region = _pooling_region
 
     def __init__(self, kernel_size=-1, stride=1, dilation=1, kernel_generator=None,
                  dimension=None):
@@ -67,7 +76,7 @@ class _LocalPooling(torch.nn.Module):
         out_key = output_key(input, coordinates)
         if out_key is None:
             out_key = mgr.stride(key, self.kernel_generator.kernel_stride)
-        kmap = mgr.region_kernel_map(key, out_key, self.kernel_generator.region, False)
+        kmap = mgr.region_kernel_map(key, out_key, self._region(input), False)
         (f,) = autocast(input.F)
         out = run(LocalPoolingFunction, f, kmap, self.mode)
         return SparseTensor._on_map(out, out_key, mgr)
@@ -94,6 +103,8 @@ class MinkowskiPoolingTranspose(torch.nn.Module):
     reaches each output (the reference's behaviour; the exact adjoint of sum
     pooling with the same kernel and stride)."""
 
+    _region = _pooling_region
+
     def __init__(self, kernel_size, stride, dilation=1, kernel_generator=None,
                  expand_coordinates=False, dimension=None):
         super().__init__()
@@ -107,7 +118,7 @@ class MinkowskiPoolingTranspose(torch.nn.Module):
         out_key = output_key(input, coordinates)
         if out_key is None:
             out_key = transposed_output_key(input, self.kernel_generator)
-        kmap = mgr.region_kernel_map(key, out_key, self.kernel_generator.region, True)
+        kmap = mgr.region_kernel_map(key, out_key, self._region(input), True)
         (f,) = autocast(input.F)
         out = run(LocalPoolingFunction, f, kmap, _Reduction.SUM)
         return SparseTensor._on_map(out, out_key, mgr)

@@ -145,7 +145,9 @@ class MinkowskiLocalPoolingFunction(_ReferenceFunction):
             out_key = transposed_output_key(x, kernel_generator) if cls.transposed else \
                 mgr.stride(in_key, kernel_generator.kernel_stride)
         _checked_out_key(mgr, out_key, where)
-        kmap = mgr.region_kernel_map(in_key, out_key, kernel_generator.region, cls.transposed)
+        region = _mk.pooling_region(kernel_generator.region, list(kernel_generator.kernel_stride),
+                                    mgr.dimension)
+        kmap = mgr.region_kernel_map(in_key, out_key, region, cls.transposed)
         return LocalPoolingFunction.forward(ctx, input_features, kmap, mode)
 
     @staticmethod

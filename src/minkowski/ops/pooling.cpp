@@ -304,6 +304,30 @@ fk::Tensor pool_features(const fk::Tensor& features, std::shared_ptr<const Kerne
   return r.out;
 }
 
+KernelRegion pooling_region(const KernelRegion& kernel, const std::vector<int32_t>& stride,
+                            int dimension) {
+  const char* where = "minkowski::pooling_region";
+  if (kernel.type == RegionType::Custom) return kernel;
+  const auto k = expand_axes(kernel.kernel_size, dimension, where, "kernel_size");
+  const auto d = expand_axes(kernel.dilation, dimension, where, "dilation");
+  const auto s = expand_axes(stride, dimension, where, "stride");
+  if (k != s) return kernel;
+  bool same = true;  // the region's own map is the stride map already
+  for (int a = 0; a < dimension; ++a)
+    same =
+        same && (s[a] == 1 || (s[a] % 2 == 0 && d[a] == 1 && kernel.type == RegionType::HyperCube));
+  if (same) return kernel;
+  // Every offset of 0..s-1 per axis, axis 0 fastest (a cube's order).
+  std::vector<int32_t> offsets, at(dimension, 0);
+  while (true) {
+    offsets.insert(offsets.end(), at.begin(), at.end());
+    int a = 0;
+    while (a < dimension && ++at[a] == s[a]) at[a++] = 0;
+    if (a == dimension) break;
+  }
+  return KernelRegion::custom(std::move(offsets), dimension);
+}
+
 SparseTensor local_pooling(const SparseTensor& x, PoolingMode mode, const KernelRegion& kernel,
                            const std::vector<int32_t>& stride) {
   const char* where = "minkowski::local_pooling";
@@ -311,7 +335,7 @@ SparseTensor local_pooling(const SparseTensor& x, PoolingMode mode, const Kernel
   auto s = expand_axes(stride, x.dimension(), where, "stride");
   auto& mgr = x.manager();
   MapKey ok = mgr->stride(x.key(), s);
-  auto map = mgr->kernel_map(x.key(), ok, kernel, false);
+  auto map = mgr->kernel_map(x.key(), ok, pooling_region(kernel, s, x.dimension()), false);
   return SparseTensor(pool_features(x.F(), std::move(map), mode), ok, mgr);
 }
 

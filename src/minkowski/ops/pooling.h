@@ -61,6 +61,17 @@ fk::Tensor pool_backward(const fk::Tensor& grad_out, const KernelMap& map, Pooli
 fk::Tensor pool_features(const fk::Tensor& features, std::shared_ptr<const KernelMap> map,
                          PoolingMode mode);
 
+// The region a pooling (or unpooling) of `stride` reduces over. As in
+// MinkowskiEngine, a cube or cross whose kernel size equals the stride on
+// every axis maps each input to its floor-strided parent (its stride map,
+// dilation ignored), which for an odd size is not the centred window: k = s =
+// 3 pools o..o+2, not o-1..o+1 (where o+2 fell in no window). That map as a
+// region: offsets 0..s-1 per axis. An even size without dilation is that
+// region already and is returned unchanged, as is any other pooling.
+KernelRegion pooling_region(const KernelRegion& kernel, const std::vector<int32_t>& stride,
+                            int dimension);
+
+// kernel through pooling_region.
 SparseTensor local_pooling(const SparseTensor& x, PoolingMode mode, const KernelRegion& kernel,
                            const std::vector<int32_t>& stride = {1});
 SparseTensor max_pooling(const SparseTensor& x, const KernelRegion& kernel,

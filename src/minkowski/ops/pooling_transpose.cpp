@@ -26,9 +26,12 @@ std::vector<int32_t> finer_stride(const std::vector<int32_t>& ts, const std::vec
   return r;
 }
 
+// The map reduces over pooling_region's region (ME's stride map where the
+// kernel size is the stride).
 SparseTensor unpool_onto(const SparseTensor& x, PoolingMode mode, const KernelRegion& kernel,
-                         const MapKey& out) {
-  auto map = x.manager()->kernel_map(x.key(), out, kernel, true);
+                         const std::vector<int32_t>& stride, const MapKey& out) {
+  auto map =
+      x.manager()->kernel_map(x.key(), out, pooling_region(kernel, stride, x.dimension()), true);
   return SparseTensor(pool_features(x.F(), std::move(map), mode), out, x.manager());
 }
 
@@ -39,8 +42,8 @@ SparseTensor pooling_transpose(const SparseTensor& x, PoolingMode mode, const Ke
                                const std::optional<MapRef>& out) {
   const char* where = "minkowski::pooling_transpose";
   FK_CHECK(x.defined(), where, "a sparse tensor", "an empty handle");
-  auto ts =
-      finer_stride(x.tensor_stride(), expand_axes(stride, x.dimension(), where, "stride"), where);
+  const auto s = expand_axes(stride, x.dimension(), where, "stride");
+  auto ts = finer_stride(x.tensor_stride(), s, where);
   auto& mgr = x.manager();
   if (out) {
     check_same_manager(x, *out, where);
@@ -48,13 +51,13 @@ SparseTensor pooling_transpose(const SparseTensor& x, PoolingMode mode, const Ke
              "an output map of tensor stride " + join(ts) + " (input " + join(x.tensor_stride()) +
                  " / stride)",
              "tensor stride " + join(out->key.tensor_stride));
-    return unpool_onto(x, mode, kernel, out->key);
+    return unpool_onto(x, mode, kernel, s, out->key);
   }
   MapKey same_tag{ts, x.key().tag}, plain{ts, ""};
   MapKey ok = mgr->has(same_tag) ? same_tag
               : mgr->has(plain)  ? plain
                                  : mgr->expand(x.key(), kernel, ts);
-  return unpool_onto(x, mode, kernel, ok);
+  return unpool_onto(x, mode, kernel, s, ok);
 }
 
 SparseTensor generative_pooling_transpose(const SparseTensor& x, PoolingMode mode,
@@ -62,9 +65,9 @@ SparseTensor generative_pooling_transpose(const SparseTensor& x, PoolingMode mod
                                           const std::vector<int32_t>& stride) {
   const char* where = "minkowski::generative_pooling_transpose";
   FK_CHECK(x.defined(), where, "a sparse tensor", "an empty handle");
-  auto ts =
-      finer_stride(x.tensor_stride(), expand_axes(stride, x.dimension(), where, "stride"), where);
-  return unpool_onto(x, mode, kernel, x.manager()->expand(x.key(), kernel, ts));
+  const auto s = expand_axes(stride, x.dimension(), where, "stride");
+  auto ts = finer_stride(x.tensor_stride(), s, where);
+  return unpool_onto(x, mode, kernel, s, x.manager()->expand(x.key(), kernel, ts));
 }
 
 }  // namespace minkowski

@@ -47,7 +47,8 @@ void check_pool(int d, int ts, const KernelRegion& region, const Offsets& offs, 
     Pooled want = reduce(lists, fv, c, ref_mode(mode));
     fk::test::expect_close(y.F(), want.out, 1e-13);
     if (mode == PoolingMode::Max) {
-      auto kmap = x.manager()->kernel_map(x.key(), y.key(), region, false);
+      auto kmap =
+          x.manager()->kernel_map(x.key(), y.key(), pooling_region(region, {stride}, d), false);
       EXPECT_EQ(pool_forward(f, *kmap, mode).argmax.to_vector<int32_t>(),
                 std::vector<int32_t>(want.argmax.begin(), want.argmax.end()));
     }
@@ -79,6 +80,52 @@ TEST(MinkowskiPooling, CrossAndCustomRegions) {
   std::vector<int32_t> custom{1, 0, 0, -1, 2, 2};
   check_pool(2, 1, KernelRegion::custom(custom, 2), Offsets{{1, 0}, {0, -1}, {2, 2}}, 1, 33);
   check_pool(2, 2, KernelRegion::custom(custom, 2), Offsets{{2, 0}, {0, -2}, {4, 4}}, 2, 34);
+}
+
+// Every offset of 0..s-1 per axis (axis 0 fastest), scaled by ts: each input's
+// floor-strided parent reaches it.
+Offsets parent_offsets(int d, int s, int ts) {
+  Offsets r;
+  std::vector<int> at(d, 0);
+  while (true) {
+    std::vector<int> o(d);
+    for (int a = 0; a < d; ++a) o[a] = at[a] * ts;
+    r.push_back(o);
+    int a = 0;
+    while (a < d && ++at[a] == s) at[a++] = 0;
+    if (a == d) break;
+  }
+  return r;
+}
+
+// Kernel size = stride: MinkowskiEngine's stride map, each input pooled into
+// its floor-strided parent, whatever the region's type or dilation. k = s = 3
+// pooled the centred window o-1..o+1, and inputs at o+2 reached no output.
+TEST(MinkowskiPooling, KernelSizeEqualToStrideIsTheStrideMap) {
+  check_pool(2, 1, KernelRegion::cube({3}), parent_offsets(2, 3, 1), 3, 42);
+  check_pool(3, 2, KernelRegion::cube({3}), parent_offsets(3, 3, 2), 3, 43);
+  check_pool(2, 1, KernelRegion::cube({2}, {2}), parent_offsets(2, 2, 1), 2, 44);  // dilation too
+  check_pool(2, 1, KernelRegion::cross({3}), parent_offsets(2, 3, 1), 3, 45);
+  // An even size without dilation is the stride map already: the region as given.
+  const KernelRegion two = KernelRegion::cube({2});
+  EXPECT_EQ(pooling_region(two, {2}, 3).str(3), two.str(3));
+  EXPECT_EQ(pooling_region(KernelRegion::cube({3}), {2}, 3).str(3),
+            KernelRegion::cube({3}).str(3));  // k != s: the centred window stays
+}
+
+// The 1-D case by hand: inputs at 0..5 with features 1, 2, 4, ..., 32 pool
+// (k = s = 3) to 1+2+4 at 0 and 8+16+32 at 3; unpooling copies each back to
+// its three children.
+TEST(MinkowskiPooling, OddKernelEqualToStrideByHand) {
+  SparseTensor x(fk::from_vector(std::vector<double>{1, 2, 4, 8, 16, 32}, {6, 1}),
+                 to_tensor(Rows{{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}}), {1});
+  SparseTensor y = sum_pooling(x, KernelRegion::cube({3}), {3});
+  EXPECT_EQ(y.F().to_vector<double>(), (std::vector<double>{7, 56}));
+  EXPECT_EQ(max_pooling(x, KernelRegion::cube({3}), {3}).F().to_vector<double>(),
+            (std::vector<double>{4, 32}));
+  SparseTensor up = pooling_transpose(y, PoolingMode::Sum, KernelRegion::cube({3}), {3},
+                                      MapRef{x.manager(), x.key()});
+  EXPECT_EQ(up.F().to_vector<double>(), (std::vector<double>{7, 7, 7, 56, 56, 56}));
 }
 
 TEST(MinkowskiPooling, AverageDividesByInputsPresent) {
