@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "fk/autograd.h"
 #include "fk/cuda/kernels.h"
@@ -61,6 +64,17 @@ void fill_(Tensor& t, c128 value) {
            "by autograd)",
            "a tensor that requires grad");
   profile::OpScope op("fill_");
+  // An integer holds the value truncated, as torch's fill; a NaN, an infinity
+  // or a value past the range has no integer (the cast is undefined: it wrote
+  // INT_MIN), and torch refuses it too.
+  if (t.dtype() == DType::I32 || t.dtype() == DType::I64) {
+    const double v = value.real();
+    const bool fits = t.dtype() == DType::I32
+                          ? v > -2147483649.0 && v < 2147483648.0
+                          : v >= -9223372036854775808.0 && v < 9223372036854775808.0;
+    FK_CHECK(fits, "fill_", std::string("a value ") + name(t.dtype()) + " holds",
+             fmt::format("{}", v));
+  }
   if (t.device().is_cuda()) {
     t.bump_version();
     cuda::launch_fill_strided(static_cast<int>(t.dtype()), t.data_ptr(), t.dim(), t.shape().data(),

@@ -527,6 +527,22 @@ TEST(Copy, TiledTransposeMatchesElementwise) {
     for (int64_t j = 0; j < 50; ++j) ASSERT_EQ(sv[i * 50 + j], yv[j * 60 + 5 + i]);
 }
 
+// An integer tensor holds a fill value truncated (torch's); a NaN, an
+// infinity or a value past its range is refused (the cast wrote INT_MIN).
+TEST(Tensor, IntegerFillRefusesValuesTheTypeCannotHold) {
+  EXPECT_EQ(full({2}, 2.7, {DType::I32}).to_vector<int32_t>(), (std::vector<int32_t>{2, 2}));
+  EXPECT_EQ(full({1}, -2147483648.0, {DType::I32}).to_vector<int32_t>()[0], INT32_MIN);
+  EXPECT_EQ(full({1}, -9223372036854775808.0, {DType::I64}).to_vector<int64_t>()[0], INT64_MIN);
+  for (double v : {double(NAN), double(INFINITY), 1e20, 2147483648.0}) {
+    EXPECT_NE(test::error_of([&] { full({2}, v, {DType::I32}); }).find("a value i32 holds"),
+              std::string::npos)
+        << v;
+  }
+  EXPECT_THROW(full({2}, 9.3e18, {DType::I64}), Error);
+  const Tensor i = from_vector(std::vector<int32_t>{1, 2});
+  EXPECT_THROW(masked_fill(i, gt(i, scalar_tensor(1.5)), NAN), Error);
+}
+
 // fill_ is in place: refused on a tensor that requires grad under grad mode
 // (autograd would not see it), allowed under no_grad (initialising a parameter).
 TEST(Tensor, FillInPlaceRefusesATensorNeedingGrad) {

@@ -18,6 +18,20 @@ namespace math = unary_formulas::math;
 
 template <typename C>
 __device__ C binary_real(int op, C x, C y, C alpha) {
+  if constexpr (std::is_integral_v<C>) {
+    // The host's integer_pow: exact, wrapping in unsigned arithmetic; a
+    // negative exponent gives 1, +-1 or 0.
+    if (op == kBinaryPow) {
+      if (y < 0) return x == 1 ? C(1) : x == -1 ? (y % 2 ? C(-1) : C(1)) : C(0);
+      using U = std::make_unsigned_t<C>;
+      U base = static_cast<U>(x), r = 1;
+      for (; y > 0; y >>= 1) {
+        if (y & 1) r *= base;
+        base *= base;
+      }
+      return static_cast<C>(r);
+    }
+  }
   switch (op) {
     case kBinaryAdd:
       return x + alpha * y;
@@ -203,8 +217,8 @@ void launch_binary(int op, int dtype, const void* a, const void* b, void* out, i
   switch (dtype) {
     case kI32:
     case kI64:
-      FK_CHECK(op != kBinaryDiv && op != kBinaryPow && op != kBinaryAtan2, where,
-               "add, sub, mul, maximum, minimum or a comparison for integer dtypes",
+      FK_CHECK(op != kBinaryDiv && op != kBinaryAtan2, where,
+               "add, sub, mul, pow, maximum, minimum or a comparison for integer dtypes",
                std::string("op ") + std::to_string(op) + " on " + dtype_name(dtype));
       if (dtype == kI32) {
         real(Tag<int32_t>{});

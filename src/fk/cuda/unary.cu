@@ -26,7 +26,8 @@ __device__ C unary_real(int op, C v, C a, C b) {
   switch (op) {
     case kUnaryNeg:
       return -v;
-    case kUnaryAbs:
+    case kUnaryAbs:  // fabs for floats: -0 gives +0, as on the host
+      if constexpr (std::is_floating_point_v<C>) return fabs(v);
       return v < C(0) ? -v : v;
     case kUnarySign:
       return uf::sign(v);

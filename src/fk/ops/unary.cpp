@@ -217,6 +217,8 @@ void forward_real(UnaryOp op, const Map& m, UnaryParams p) {
     case UnaryOp::Neg:
       return run([](T v) { return -v; });
     case UnaryOp::Abs:
+      // fabs: -0 gives +0 (v < 0 kept -0), as torch.
+      if constexpr (std::is_floating_point_v<T>) return run([](T v) { return std::fabs(v); });
       return run([](T v) { return v < T(0) ? -v : v; });
     case UnaryOp::Sign:
       return run([](T v) { return uf::sign(v); });
@@ -557,8 +559,15 @@ Tensor unary(UnaryOp op, const Tensor& x, UnaryParams p) {
 }
 
 Tensor clamp(const Tensor& x, double lo, double hi) {
-  FK_CHECK(!(lo > hi), "clamp", "min <= max",
+  // A NaN bound let every value through on its side (torch gives NaN
+  // everywhere); it is almost surely a bug upstream, so it is refused.
+  FK_CHECK(!std::isnan(lo) && !std::isnan(hi) && !(lo > hi), "clamp", "bounds with min <= max",
            "min " + std::to_string(lo) + ", max " + std::to_string(hi));
+  // A fractional bound on an integer tensor clamps in f32, as torch's
+  // promotion has it (it was truncated: clamp([1, 2, 3], 0.5, 2.5) gave 2).
+  auto fractional = [](double v) { return std::isfinite(v) && v != std::floor(v); };
+  if (is_integral(x.dtype()) && (fractional(lo) || fractional(hi)))
+    return unary(UnaryOp::Clamp, x.to(DType::F32), {lo, hi});
   return unary(UnaryOp::Clamp, x, {lo, hi});
 }
 

@@ -29,13 +29,14 @@ Dims broadcast_strides(const Tensor& t, const Dims& shape) {
 OpCase launch_row(BinaryOp op) {
   const bool cmp = op >= BinaryOp::Eq;
   std::vector<DType> dtypes = {DType::F32, DType::F64, DType::F16, DType::BF16};
-  if (op != BinaryOp::Div && op != BinaryOp::Pow && op != BinaryOp::Atan2) {
+  if (op != BinaryOp::Div && op != BinaryOp::Atan2) {  // integer powers are exact integers
     dtypes.insert(dtypes.end(), {DType::I32, DType::I64});
   }
   if (op <= BinaryOp::Div || op == BinaryOp::Eq || op == BinaryOp::Ne) {
     dtypes.insert(dtypes.end(), {DType::C64, DType::C128});
   }
-  const double alpha = (op == BinaryOp::Add || op == BinaryOp::Sub) ? 0.5 : 1.0;
+  // A whole alpha: integer tensors take no other.
+  const double alpha = (op == BinaryOp::Add || op == BinaryOp::Sub) ? -2.0 : 1.0;
   return {
       .name = std::string("launch_") + name(op),
       .dtypes = dtypes,
@@ -75,7 +76,7 @@ OpCase launch_row(BinaryOp op) {
 OpCase flat_row(BinaryOp op, int64_t offset) {
   std::vector<DType> dtypes = {DType::F32, DType::F64, DType::F16, DType::BF16};
   if (op != BinaryOp::Div) dtypes.insert(dtypes.end(), {DType::I32, DType::I64});
-  const double alpha = (op == BinaryOp::Add || op == BinaryOp::Sub) ? 0.5 : 1.0;
+  const double alpha = (op == BinaryOp::Add || op == BinaryOp::Sub) ? -2.0 : 1.0;
   constexpr int64_t n = 4099;
   const auto at_offset = [offset](const Tensor& t) {
     if (offset == 0) return t.clone();

@@ -143,6 +143,27 @@ TEST(Unary, IntegerInputs) {
   EXPECT_THROW(clamp(i, 2, 1), Error);
 }
 
+// A fractional bound clamps an integer tensor in f32 (torch's promotion; it
+// was truncated), a NaN bound is refused (it let values through on its side).
+TEST(Unary, ClampBoundsAgainstTheDtype) {
+  Tensor i = from_vector(std::vector<int32_t>{1, 2, 3});
+  const Tensor c = clamp(i, 0.5, 2.5);
+  EXPECT_EQ(c.dtype(), DType::F32);
+  EXPECT_EQ(c.to_vector<double>(), (std::vector<double>{1, 2, 2.5}));
+  EXPECT_EQ(clamp(i, 2, INFINITY).dtype(), DType::I32);
+  Tensor x = from_vector(std::vector<double>{-INFINITY, 0.5, INFINITY});
+  EXPECT_NE(test::error_of([&] { clamp(x, NAN, 1); }).find("min nan"), std::string::npos);
+  EXPECT_THROW(clamp(x, 0, NAN), Error);
+}
+
+// abs of -0 is +0 (torch's fabs), on the scalar f64 path and the vector f32 one.
+TEST(Unary, AbsOfNegativeZeroIsPositive) {
+  for (DType dt : {DType::F64, DType::F32}) {
+    const double v = abs(from_vector(std::vector<double>{-0.0}).to(dt)).to_vector<double>()[0];
+    EXPECT_FALSE(std::signbit(v)) << name(dt);
+  }
+}
+
 // relu keeps a NaN (torch's max(x, 0)) in every floating dtype, split over
 // threads; its gradient there is 0, as torch's threshold_backward gives.
 TEST(Unary, ReluKeepsNaN) {

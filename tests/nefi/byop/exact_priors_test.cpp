@@ -5,6 +5,7 @@
 // or an axis that does not fit the problem.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -74,21 +75,38 @@ std::vector<double> two_phase_truth(int64_t n) {
   return gt;
 }
 
+// Over five noise draws (the level-set fit is chaotic: a rounding in the
+// optimizer moves one draw between 18 and 50 dB, so one draw is no test; 60
+// draws: ~80% above 30 dB, every free fit near 20): the median binary fit
+// takes the two values and beats the free fit by 5 dB.
 TEST(NefiExactPriors, BinaryTakesTheTwoValues) {
   const fk::test::ThreadCount one(1);
-  const Blurred b(two_phase_truth(128), 0.03);
-  std::string report, free_report;
-  const std::vector<double> x = b.solve("binary", &report);
-  const std::vector<double> xf = b.solve("unconstrained", &free_report);
-  int two_valued = 0, two_valued_free = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    two_valued += std::min(std::abs(x[i]), std::abs(1 - x[i])) < 0.05;
-    two_valued_free += std::min(std::abs(xf[i]), std::abs(1 - xf[i])) < 0.05;
+  std::vector<double> gain, fit, two, two_free;
+  std::string reports;
+  for (unsigned seed = 3; seed < 8; ++seed) {
+    const Blurred b(two_phase_truth(128), 0.03, seed);
+    std::string report;
+    const std::vector<double> x = b.solve("binary", &report);
+    const std::vector<double> xf = b.solve("unconstrained", nullptr);
+    int two_valued = 0, two_valued_free = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      two_valued += std::min(std::abs(x[i]), std::abs(1 - x[i])) < 0.05;
+      two_valued_free += std::min(std::abs(xf[i]), std::abs(1 - xf[i])) < 0.05;
+    }
+    two.push_back(two_valued);
+    two_free.push_back(two_valued_free);
+    fit.push_back(psnr(x, b.gt));
+    gain.push_back(psnr(x, b.gt) - psnr(xf, b.gt));
+    reports += report;
   }
-  EXPECT_GT(two_valued, 120) << report;
-  EXPECT_LT(two_valued_free, two_valued) << free_report;
-  EXPECT_GT(psnr(x, b.gt), 30.0) << report;
-  EXPECT_GT(psnr(x, b.gt), psnr(xf, b.gt) + 5.0) << free_report << report;
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + 2, v.end());
+    return v[2];
+  };
+  EXPECT_GT(median(two), 120) << reports;
+  EXPECT_GT(median(two), median(two_free)) << reports;
+  EXPECT_GT(median(fit), 30.0) << reports;
+  EXPECT_GT(median(gain), 5.0) << reports;
 }
 
 // A bounded field whose truth sits on its bounds: the fit pushes cells into

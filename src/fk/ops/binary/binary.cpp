@@ -3,7 +3,10 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
+
+#include <fmt/format.h>
 
 #include "fk/autograd.h"
 #include "fk/cuda/kernels.h"
@@ -46,11 +49,35 @@ std::pair<DType, DType> result_types(BinaryOp op, DType a, DType b) {
     DType ct = rt == DType::Bool ? DType::I32 : compute_type(rt);
     return {DType::Bool, ct};
   }
-  if (rt == DType::Bool) rt = DType::I64;
-  if (is_integral(rt) && (op == BinaryOp::Div || op == BinaryOp::Pow || op == BinaryOp::Atan2)) {
-    rt = DType::F32;
+  if (rt == DType::Bool) {
+    // NumPy's and torch's: + and maximum are or, * and minimum are and (the
+    // result of an i64 computation read as bool); - has no bool meaning.
+    FK_CHECK(op != BinaryOp::Sub, "sub", "numeric operands (- of two bools is undefined: use ne)",
+             "two bool tensors");
+    if (op == BinaryOp::Add || op == BinaryOp::Mul || op == BinaryOp::Maximum ||
+        op == BinaryOp::Minimum)
+      return {DType::Bool, DType::I64};
+    rt = DType::I64;
   }
+  // Integer powers stay exact integers (wrapping as torch's); true division
+  // and atan2 of integers are f32.
+  if (is_integral(rt) && (op == BinaryOp::Div || op == BinaryOp::Atan2)) rt = DType::F32;
   return {rt, compute_type(rt)};
+}
+
+// x^y exactly, by squaring, wrapping on overflow as torch's integer pow (in
+// unsigned arithmetic: signed overflow is undefined); a negative exponent
+// gives 1 / x^|y| truncated: 1 for x = 1, +-1 for x = -1, else 0.
+template <typename T>
+T integer_pow(T x, T y) {
+  if (y < 0) return x == 1 ? T(1) : x == -1 ? (y % 2 ? T(-1) : T(1)) : T(0);
+  using U = std::make_unsigned_t<T>;
+  U base = static_cast<U>(x), r = 1;
+  for (; y > 0; y >>= 1) {
+    if (y & 1) r *= base;
+    base *= base;
+  }
+  return static_cast<T>(r);
 }
 
 template <typename T>
@@ -71,6 +98,9 @@ void arith_kernel(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b, do
       return run([](T x, T y) { return x / y; });
     default:
       break;
+  }
+  if constexpr (std::is_integral_v<T>) {
+    if (op == BinaryOp::Pow) return run([](T x, T y) { return integer_pow(x, y); });
   }
   if constexpr (!kComplex) {
     switch (op) {
@@ -176,22 +206,27 @@ Tensor binary_forward(BinaryOp op, const Tensor& a_in, const Tensor& b_in, doubl
   profile::OpScope scope(name(op));
   check_same_device(a_in, b_in, name(op));
   auto [rt, ct] = result_types(op, a_in.dtype(), b_in.dtype());
+  // alpha is cast to the computation's type: a fraction or a value past an
+  // integer's range would be truncated or wrapped silently.
+  FK_CHECK(alpha == 1.0 || !is_integral(ct) || integral_holds(ct, alpha), name(op),
+           "an integer alpha (in range) for integer tensors", fmt::format("{}", alpha));
   if (is_complex(ct)) {
     FK_CHECK(is_complex_op(op), name(op), "real operands", std::string(name(ct)) + " operands");
   }
   if (a_in.device().is_cuda()) {
     // The kernel computes f16/bf16 in f32 itself: operands go in the result dtype.
-    DType kt = is_comparison(op) ? ct : rt;
+    // A bool result of arithmetic is computed in i64 and read as bool.
+    DType kt = is_comparison(op) || rt == DType::Bool ? ct : rt;
     Tensor a = a_in.dtype() == kt ? a_in : a_in.to(kt);
     Tensor b = b_in.dtype() == kt ? b_in : b_in.to(kt);
     Dims shape = broadcast_shapes(a.shape(), b.shape(), name(op));
-    Tensor out = empty(shape, {is_comparison(op) ? DType::Bool : rt, a.device()});
+    Tensor out = empty(shape, {is_comparison(op) ? DType::Bool : kt, a.device()});
     Dims as = cuda_ops::broadcast_strides(a, shape), bs = cuda_ops::broadcast_strides(b, shape);
     cuda::launch_binary(static_cast<int>(op), static_cast<int>(kt), a.data_ptr(), b.data_ptr(),
                         out.data_ptr(), shape.size(), shape.data(), as.data(), bs.data(),
                         out.strides().data(), alpha, 0.0, cuda_ops::stream_of(a));
     cuda_ops::launched(a);
-    return out;
+    return out.dtype() == rt || is_comparison(op) ? out : out.to(rt);
   }
   Tensor a = a_in.dtype() == ct ? a_in : a_in.to(ct);
   Tensor b = b_in.dtype() == ct ? b_in : b_in.to(ct);
@@ -233,7 +268,9 @@ BinaryGrads binary_backward(BinaryOp op, const Tensor& g, const Tensor& a, const
       const Tensor& y = b;
       Tensor q = div(g, conj_if_complex(y));
       if (need_a) ga = q;
-      if (need_b) gb = neg(mul(q, conj_if_complex(div(a, y))));
+      // -g (a / b) / b, not -(g / b)(a / b): g / b overflows to inf for a
+      // tiny b, and inf * 0 (a = 0) read NaN where the slope is 0.
+      if (need_b) gb = neg(mul(g, conj_if_complex(div(div(a, y), y))));
       break;
     }
     case BinaryOp::Pow: {

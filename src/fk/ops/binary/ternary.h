@@ -15,6 +15,9 @@ Tensor addcmul(const Tensor& self, const Tensor& t1, const Tensor& t2, double va
 // self + value * t1 / t2
 Tensor addcdiv(const Tensor& self, const Tensor& t1, const Tensor& t2, double value = 1.0);
 // a + w * (b - a)
+// lerp = a + w (b - a), the one formula everywhere (host, device, in place):
+// at w = 1 with far-apart ends it can miss b by a rounding, and an infinite a
+// gives NaN (torch switches to b - (b - a)(1 - w) for |w| >= 0.5).
 Tensor lerp(const Tensor& a, const Tensor& b, const Tensor& w);
 Tensor lerp(const Tensor& a, const Tensor& b, double w);
 

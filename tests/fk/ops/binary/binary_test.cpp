@@ -104,6 +104,60 @@ TEST(Binary, IntegerTensorsWithScalarsTheyCannotHold) {
   EXPECT_EQ(add(from_vector(std::vector<int64_t>{1}), 1e18).dtype(), DType::I64);
 }
 
+// torch's: alpha must be a whole value the integer type holds (2.5 was
+// truncated to 2, 1e10 wrapped).
+TEST(Binary, IntegerAlphaMustBeAWholeValueInRange) {
+  const Tensor i = from_vector(std::vector<int32_t>{1, 2}),
+               j = from_vector(std::vector<int32_t>{3, 4});
+  EXPECT_EQ(add(i, j, 2.0).to_vector<int32_t>(), (std::vector<int32_t>{7, 10}));
+  EXPECT_NE(test::error_of([&] { add(i, j, 2.5); }).find("an integer alpha"), std::string::npos);
+  EXPECT_THROW(sub(i, j, 0.5), Error);
+  EXPECT_THROW(add(i, j, 1e10), Error);
+  EXPECT_NEAR(add(i.to(DType::F32), j.to(DType::F32), 2.5).to_vector<double>()[0], 8.5, 1e-6);
+}
+
+// NumPy's and torch's bool arithmetic: + and maximum are or, * and minimum
+// are and, - is refused (all gave i64 counts).
+TEST(Binary, BoolArithmeticStaysBool) {
+  const Tensor a = gt(from_vector(std::vector<double>{1, 1, 0, 0}), scalar_tensor(0.5));
+  const Tensor b = gt(from_vector(std::vector<double>{1, 0, 1, 0}), scalar_tensor(0.5));
+  for (BinaryOp op : {BinaryOp::Add, BinaryOp::Mul, BinaryOp::Maximum, BinaryOp::Minimum})
+    EXPECT_EQ(binary(op, a, b).dtype(), DType::Bool) << name(op);
+  EXPECT_EQ(add(a, b).to_vector<double>(), (std::vector<double>{1, 1, 1, 0}));
+  EXPECT_EQ(mul(a, b).to_vector<double>(), (std::vector<double>{1, 0, 0, 0}));
+  EXPECT_EQ(maximum(a, b).to_vector<double>(), (std::vector<double>{1, 1, 1, 0}));
+  EXPECT_EQ(minimum(a, b).to_vector<double>(), (std::vector<double>{1, 0, 0, 0}));
+  EXPECT_THROW(sub(a, b), Error);
+  EXPECT_EQ(add(a, from_vector(std::vector<int32_t>{1, 1, 1, 1})).dtype(), DType::I32);
+  EXPECT_EQ(div(a, b).dtype(), DType::F32);
+}
+
+// Integer powers are exact integers (they went through f32: 3^39 lost its
+// low digits, 2^-1 gave 0.5), wrapping past the type as torch's do.
+TEST(Binary, IntegerPowIsExact) {
+  const Tensor base = from_vector(std::vector<int64_t>{3, 2, -1, 1, 0, -2, 5});
+  const Tensor expo = from_vector(std::vector<int64_t>{39, -1, -3, -2, 0, 3, 1});
+  const Tensor p = pow(base, expo);
+  EXPECT_EQ(p.dtype(), DType::I64);
+  EXPECT_EQ(p.to_vector<int64_t>(),
+            (std::vector<int64_t>{4052555153018976267LL, 0, -1, 1, 1, -8, 5}));
+  // i32 wraps: 3^40 mod 2^32 read as i32.
+  EXPECT_EQ(pow(from_vector(std::vector<int32_t>{3}), from_vector(std::vector<int32_t>{40}))
+                .to_vector<int32_t>()[0],
+            689956897);
+}
+
+// The divisor's slope -g a / b^2 as -g ((a / b) / b): (g / b) overflowed to inf
+// for a tiny b and read NaN at a = 0, where the slope is 0.
+TEST(Binary, DivisorGradientOfAZeroNumeratorIsZero) {
+  Tensor a = from_vector(std::vector<double>{0.0, 1.0});
+  Tensor b = from_vector(std::vector<double>{1e-30, 2.0}).set_requires_grad(true);
+  div(a, b).backward(from_vector(std::vector<double>{1e10, 1.0}));
+  const auto g = b.grad().to_vector<double>();
+  EXPECT_EQ(g[0], 0.0);
+  EXPECT_DOUBLE_EQ(g[1], -0.25);
+}
+
 TEST(Binary, ComplexGradcheck) {
   Tensor a = test::random_complex({3}, 3).set_requires_grad(true);
   Tensor b = test::random_complex({3}, 5).set_requires_grad(true);
