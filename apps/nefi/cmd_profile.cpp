@@ -30,6 +30,7 @@ int profile_batched(const Instance& inst, const Params& config, const Opts& o) {
   bp.steps = o.p.steps;
   bp.warmup = o.p.warmup;
   bp.stage = o.p.stage;
+  bp.curriculum = o.p.curriculum;
   const bench::BatchProfileReport rep = bench::profile_batch(inst, config, bp);
   std::cout << bench::format_batch_profile(rep);
   if (!o.json.empty()) {

@@ -67,7 +67,7 @@ BatchProfileReport profile_batch(const Instance& inst, const Params& config,
   rep.instance = inst.name();
   rep.method = opt.method.empty() ? inst.methods().front() : opt.method;
   rep.batch = opt.batch;
-  rep.chunk = opt.chunk;
+  rep.chunk = opt.chunk < opt.batch ? opt.chunk : 0;  // a chunk of the whole batch is none
   rep.steps = opt.steps;
   rep.warmup = opt.warmup;
   rep.threads = fk::get_num_threads();
@@ -81,7 +81,7 @@ BatchProfileReport profile_batch(const Instance& inst, const Params& config,
              rep.instance + " " + rep.method);
     if (b == 0) first = inst.setup(config, rep.method, opt.seed)->problem;
     problems.push_back(std::move(s->problem));
-    cur = s->curriculum;
+    cur = run_curriculum(s->curriculum, opt.curriculum, 0);
     seeds.push_back(opt.seed + b);
   }
   rep.n_stages = static_cast<int>(cur.stages.size());

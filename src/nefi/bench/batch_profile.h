@@ -14,6 +14,7 @@
 
 #include "fk/shape.h"
 #include "nefi/instances/instance.h"
+#include "nefi/solve/curriculum_overrides.h"
 
 namespace nefi::bench {
 
@@ -24,6 +25,9 @@ struct BatchProfileOptions {
   int chunk = 0;  // BatchOptions::chunk_size
   int steps = 20, warmup = 5;
   int stage = -1;  // negative: counted from the end
+  // The config's curriculum overrides (the stopping rules stay off), on the
+  // batch and on its sequential baseline alike, as the unbatched profile.
+  CurriculumOverrides curriculum;
 };
 
 struct BatchProfileReport {

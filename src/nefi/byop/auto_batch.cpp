@@ -1,8 +1,11 @@
 #include "nefi/byop/auto_batch.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <string>
+#include <tuple>
 
 #include "fk/error.h"
 #include "nefi/operators/function_operator.h"
@@ -125,14 +128,24 @@ std::vector<AutoProblem> shared_start_problems(const std::vector<AutoInput>& inp
     }
   // The medoid: the problem whose constants are nearest (L1) to all the
   // others' (with one field, the median one), so that several fields start
-  // at one problem's fit, never at a mix no problem fits.
-  size_t medoid = 0;
+  // at one problem's fit, never at a mix no problem fits. The fits are
+  // visited and summed in sorted order, so the choice depends on the set of
+  // problems, not their order: with an even count the two middle values tie
+  // (the first listed won, so a reversed batch started elsewhere and every
+  // result moved).
+  std::vector<size_t> order(fits.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::tie(fits[a].constants, fits[a].scales) <
+           std::tie(fits[b].constants, fits[b].scales);
+  });
+  size_t medoid = order[0];
   double best = std::numeric_limits<double>::infinity();
-  for (size_t i = 0; i < fits.size(); ++i) {
+  for (size_t i : order) {
     double d = 0;
-    for (const FittedStart& other : fits)
-      for (size_t f = 0; f < other.constants.size(); ++f)
-        d += std::abs(fits[i].constants[f] - other.constants[f]);
+    for (size_t j : order)
+      for (size_t f = 0; f < fits[j].constants.size(); ++f)
+        d += std::abs(fits[i].constants[f] - fits[j].constants[f]);
     if (d < best) {
       best = d;
       medoid = i;

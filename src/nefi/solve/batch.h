@@ -31,7 +31,7 @@
 // holds its solution afterwards.
 //
 // Requirements (batchable_reason names the first one broken): at least one
-// problem; the same domain; NeuralFields of one architecture (any
+// problem, each with its own field object; the same domain; NeuralFields of one architecture (any
 // activation; an f32 or bf16 autocast trunk) and heads, or GridFields of one shape and heads
 // (their (N, P) blocks made anew at each stage start, P following the stage
 // grid); heads that reduce over a field (zero_mean, support_masked) reduce

@@ -82,9 +82,13 @@ std::optional<std::string> operator_reason(const InverseProblem& p, const Invers
     return who +
            " is not batchable (time-stepping and implicit-solve operators such as heat solve one "
            "problem per call)";
-  if (p.op->kind() != first.op->kind() || !same_map(*p.op, *first.op, first.domain))
+  if (p.op->kind() != first.op->kind())
     return who + " differs from problem 0's '" + first.op->kind() +
            "' (the batch calls one operator on every problem)";
+  if (!same_map(*p.op, *first.op, first.domain))
+    return who +
+           " maps fields otherwise than problem 0's (another kernel, sampling or "
+           "geometry: the batch calls one operator on every problem)";
   return std::nullopt;
 }
 
@@ -174,6 +178,12 @@ std::optional<std::string> batchable_reason(const std::vector<InverseProblem>& p
     const InverseProblem& p = problems[i];
     const std::string who = "problem " + std::to_string(i);
     if (!p.field || !p.op) return who + " has no field or no operator";
+    // Each problem's field is reset to its seed and its row copied into it
+    // at the end: a field two problems share would hold the last one's.
+    for (size_t j = 0; j < i; ++j)
+      if (problems[j].field == p.field)
+        return who + " shares its field with problem " + std::to_string(j) +
+               " (the same problem twice: build each one anew)";
     if (!p.measurement.data.defined()) return who + " has no measurement";
     if (!(p.domain.shape() == first.domain.shape()) || p.domain.extent() != first.domain.extent())
       return who + "'s domain " + p.domain.str() + " differs from problem 0's " +

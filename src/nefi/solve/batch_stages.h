@@ -91,7 +91,21 @@ void run_stage_steps(Run& run, const Stage& stage, int index, std::vector<Proble
   }
   const double secs = seconds_since(t_stage);
   const auto rep = prof.report();
-  for (Problem& p : ps) {
+  for (size_t b = 0; b < ps.size(); ++b) {
+    Problem& p = ps[b];
+    // As the sequential Solver: a stage whose every step the NaN guard
+    // skipped (fewer than max_bad_steps of them) trained nothing; it fails
+    // the problem rather than handing back its untrained start.
+    if (!run.failed[b] && p.sr.steps == 0 && p.bad > 0) {
+      run.failed[b] = 1;
+      run.errors[b] = "a finite loss on some step of stage " + stage.name + ": " +
+                      std::to_string(p.bad) +
+                      " non-finite steps and no other (values past float32's range, such as "
+                      "data whose squares overflow or underflow it, do this: rescale the data to "
+                      "order 1)";
+      p.running = false;
+      p.sr.stop = "failed";
+    }
     p.sr.seconds = secs / static_cast<double>(n);
     p.sr.ops = rep.counts.ops / n;
     p.sr.launches = rep.counts.launches / n;

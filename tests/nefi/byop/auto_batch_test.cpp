@@ -108,6 +108,31 @@ TEST(NefiAutoBatch, ASharedStartAndEachResultIsItsSequentialSolve) {
   }
 }
 
+// An even count of one-field problems has two median constants at one L1
+// distance: the shared start is one of them whatever the problems' order (the
+// first listed won, so a reversed batch started elsewhere).
+TEST(NefiAutoBatch, TheSharedStartDoesNotDependOnTheProblemsOrder) {
+  const fk::test::ThreadCount one(1);
+  const Scans s;
+  const AutoOptions o = tv_options("grid", "60");
+  std::vector<AutoInput> in = s.inputs(o);
+  in.push_back(in[1]);
+  const std::vector<FittedStart> fits{
+      {{0.2}, {1.0}}, {{0.4}, {1.0}}, {{0.1}, {1.0}}, {{0.3}, {1.0}}};
+  const double start = shared_start_problems(in, fits)[0].constant_fits[0];
+  EXPECT_TRUE(start == 0.2 || start == 0.3) << start;
+  const std::vector<size_t> perms[] = {{3, 2, 1, 0}, {1, 3, 0, 2}, {2, 0, 3, 1}};
+  for (const auto& perm : perms) {
+    std::vector<AutoInput> pin;
+    std::vector<FittedStart> pfits;
+    for (size_t i : perm) {
+      pin.push_back(in[i]);
+      pfits.push_back(fits[i]);
+    }
+    EXPECT_EQ(shared_start_problems(pin, pfits)[0].constant_fits[0], start);
+  }
+}
+
 // The device batch's loop (solve/batch_device.cpp) run on the CPU: the
 // problems' own weights as (N) row weights; each result is its sequential
 // solve. On a GPU: tests/nefi/cuda/auto_problem_device_test.cpp.

@@ -125,6 +125,34 @@ TEST(NefiBatch, ALastUpdateThatDivergedFailsItsProblem) {
   EXPECT_THROW(nefi::batch_invert(setups("toy1d", p, {0, 1}).problems, c, bo), fk::Error);
 }
 
+// A stage whose every step is non-finite (fewer than max_bad_steps, so the
+// guard skips them all) trained nothing: the problem fails as its sequential
+// solve does (it came back "completed" with its untrained start), and the
+// other problem is its sequential solve.
+TEST(NefiBatch, AStageOfOnlyNonFiniteStepsFailsItsProblem) {
+  const nefi::Params p = smoke_params("toy1d", {4, 4});
+  Setups s = setups("toy1d", p, {0, 1});
+  s.problems[1].measurement.data = (s.problems[1].measurement.data * 1e25).contiguous();
+  std::string alone;
+  try {
+    sequential(s.problems[1], s.curriculum, s.seeds[1]);
+  } catch (const fk::Error& e) {
+    alone = e.what();
+  }
+  ASSERT_NE(alone.find("a finite loss on some step"), std::string::npos) << alone;
+  const nefi::Result ok = sequential(s.problems[0], s.curriculum, s.seeds[0]);
+  Setups fresh = setups("toy1d", p, {0, 1});
+  fresh.problems[1].measurement.data = (fresh.problems[1].measurement.data * 1e25).contiguous();
+  nefi::BatchOptions bo;
+  bo.seeds = s.seeds;
+  bo.raise_on_error = false;
+  const auto bat = nefi::batch_invert(fresh.problems, s.curriculum, bo);
+  EXPECT_NE(bat[1].error.find("a finite loss on some step of stage"), std::string::npos)
+      << bat[1].error;
+  EXPECT_EQ(bat[1].stages.back().stop, "failed");
+  expect_same_run(ok, bat[0], 1e-5);
+}
+
 TEST(NefiBatch, ADivergedProblemIsFrozenAndTheOthersGoOn) {
   const nefi::Params p = smoke_params("toy1d", {10, 20});
   Setups s = setups("toy1d", p, {0, 1, 2});
@@ -208,6 +236,9 @@ TEST(NefiBatch, RefusalsNameTheReason) {
   nefi::Curriculum restarts = s.curriculum;
   restarts.restarts = 2;
   expect_refused(s.problems, restarts, "restarts");
+  // One problem twice: its field would end holding the second seed's start.
+  expect_refused({s.problems[0], s.problems[1], s.problems[0]}, s.curriculum,
+                 "problem 2 shares its field with problem 0");
   // Trainable nuisance parameters.
   auto nuis = s.problems;
   nuis[1].op = std::make_shared<nefi::NuisanceOperator>(nuis[1].op, 1.0, 0.0, true);
@@ -218,7 +249,7 @@ TEST(NefiBatch, RefusalsNameTheReason) {
   EXPECT_FALSE(nefi::batchable_reason(frozen, s.curriculum).has_value());
   auto other = s.problems;
   other[1].op = std::make_shared<nefi::FFTConvolution>(nefi::gaussian_psf(0.05), other[1].domain);
-  expect_refused(other, s.curriculum, "differs from problem 0");
+  expect_refused(other, s.curriculum, "maps fields otherwise than problem 0's");
   // Time-stepping operators (heat) are not batchable, alone or inside a sequence.
   nefi::HeatOperator heat(nefi::HeatConfig{}, {4, 4, 3});
   EXPECT_FALSE(heat.batchable());
