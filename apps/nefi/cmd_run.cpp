@@ -201,10 +201,17 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
           std::fprintf(stderr, "%s stage %s: %s\n", m.c_str(), st.name.c_str(),
                        st.device_note.c_str());
   }
-  if (outs.empty()) throw fk::Error(first_error);  // every method failed
-  // A direct baseline has no solver, so no checkpoint to write or read.
-  const bool trained = std::any_of(
-      outs.begin(), outs.end(), [](const nefi::RunOutput& o) { return !o.result.stages.empty(); });
+  if (outs.empty()) {  // every method failed: their own errors
+    if (failed.size() == 1) throw fk::Error(first_error);
+    std::string what;
+    for (const auto& [m, e] : failed) what += (what.empty() ? "" : "; ") + m + ": " + e;
+    throw fk::Error("every method failed (" + what + ")");
+  }
+  // A direct baseline has no solver, so no checkpoint to write or read (a
+  // method that failed may have been one that trains: no verdict then).
+  const bool trained = !failed.empty() || std::any_of(outs.begin(), outs.end(), [](const auto& o) {
+    return !o.result.stages.empty();
+  });
   FK_CHECK(trained || (r.resume.empty() && r.save_every == 0), "--resume / --save-every",
            "a method that trains (a direct baseline keeps no checkpoint)",
            "only direct methods (" + fmt::format("{}", fmt::join(cfg.methods, ", ")) + ")");

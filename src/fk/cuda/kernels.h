@@ -124,8 +124,8 @@ void launch_unary_backward(int op, int dtype, const void* grad, const void* ref,
 // (1 byte), the others `dtype`. When b is nullptr, b is the scalar
 // `b_scalar` (a real number) for every element. dtype is the compute/storage
 // type of both operands (the caller promotes first):
-//   f32 f64 f16 bf16: every op; i32 i64: add sub mul maximum minimum and the
-//   comparisons; c64 c128: add sub mul div eq ne.
+//   f32 f64 f16 bf16: every op; i32 i64: add sub mul pow (exact, wrapping)
+//   maximum minimum and the comparisons; c64 c128: add sub mul div eq ne.
 // out may alias a or b when their strides are equal (in-place ops).
 void launch_binary(int op, int dtype, const void* a, const void* b, void* out, int ndim,
                    const int64_t* shape, const int64_t* a_strides, const int64_t* b_strides,

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/random.h"
 #include "minkowski/nn/autocast.h"
@@ -83,13 +84,28 @@ ChannelwiseConvolution::ChannelwiseConvolution(const ConvOptions& o)
   options_.out_channels = o.in_channels;
   check_options(options_, "nn::ChannelwiseConvolution");
   const int64_t k = kernel_.volume(o.dimension);
-  weight_ = register_parameter("weight", uniform_init({k, o.in_channels}, k, o.dtype));
-  if (o.bias) bias_ = register_parameter("bias", uniform_init({1, o.in_channels}, k, o.dtype));
+  // fan = C·K, the reference's (its reset_parameters); K alone drew weights
+  // sqrt(C) too wide.
+  const int64_t fan = o.in_channels * k;
+  weight_ = register_parameter("weight", uniform_init({k, o.in_channels}, fan, o.dtype));
+  if (o.bias) bias_ = register_parameter("bias", uniform_init({1, o.in_channels}, fan, o.dtype));
 }
 
 SparseTensor ChannelwiseConvolution::forward(const SparseTensor& x) {
   return channelwise_convolution(with_features(x, autocast(x.F())), autocast(weight_),
                                  autocast(bias_), kernel_, {options_.stride});
+}
+
+void kaiming_normal_fan_out(Module& root) {
+  if (auto* conv = dynamic_cast<Convolution*>(&root)) {
+    fk::Tensor w = conv->weight();
+    const fk::Dims& shape = w.shape();
+    const int64_t k = shape.size() == 3 ? shape[0] : 1;
+    const double std = std::sqrt(2.0 / static_cast<double>(k * shape[shape.size() - 1]));
+    fk::autograd::NoGradGuard no_grad;
+    w.copy_(fk::normal(shape, 0.0, std, {fk::DType::F32}).to(w.dtype()).to(w.device()));
+  }
+  for (const auto& [name, child] : root.children()) kaiming_normal_fan_out(*child);
 }
 
 }  // namespace minkowski::nn

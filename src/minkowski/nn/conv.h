@@ -3,8 +3,8 @@
 // the weight (K, C_in, C_out) — or (C_in, C_out) for a 1x1 stride-1 layer, the
 // reference's matrix-product path — and an optional bias (1, C_out).
 // Channelwise holds (K, C). Weights start uniform in ±1/sqrt(fan) with fan =
-// C_in·K (C_out·K for the transposed kinds), drawn from fk's default generator
-// (fk::manual_seed makes a network reproducible).
+// C_in·K (C_out·K for the transposed kinds; channelwise C·K), drawn from fk's
+// default generator (fk::manual_seed makes a network reproducible).
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -64,5 +64,11 @@ class ChannelwiseConvolution : public SparseModule {
   KernelRegion kernel_;
   fk::Tensor weight_, bias_;
 };
+
+// The reference's ResNetBase.weight_initialization, which its ResNets and
+// MinkUNets run: every Convolution's weight under `root` drawn anew from
+// N(0, 2 / fan_out), fan_out = C_out·K (He's, for ReLU); biases and other
+// layers keep theirs.
+void kaiming_normal_fan_out(Module& root);
 
 }  // namespace minkowski::nn

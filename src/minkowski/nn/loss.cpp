@@ -63,7 +63,11 @@ fk::Tensor binary_cross_entropy_with_logits(const fk::Tensor& logits_in,
   FK_CHECK(logits.shape() == targets.shape(), "binary_cross_entropy_with_logits",
            "targets of the logits' shape " + logits.shape().str(), targets.shape().str());
   const fk::Tensor t = targets.to(logits.dtype()).to(logits.device());
-  const fk::Tensor per = fk::add(fk::sub(fk::relu(logits), fk::mul(logits, t)),
+  // max(x, 0) - x t + log(1 + e^-|x|), torch's stable form. max, not relu:
+  // at x = 0 a tie splits its slope (1/2, the sigmoid's), where relu's 0 and
+  // |x|'s 0 lost it (the gradient read -t, not 1/2 - t).
+  const fk::Tensor zero = fk::zeros({}, {logits.dtype(), logits.device()});
+  const fk::Tensor per = fk::add(fk::sub(fk::maximum(logits, zero), fk::mul(logits, t)),
                                  fk::log1p(fk::exp(fk::neg(fk::abs(logits)))));
   return fk::mean(per);
 }

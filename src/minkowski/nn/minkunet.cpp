@@ -1,5 +1,7 @@
 #include "minkowski/nn/minkunet.h"
 
+#include <map>
+
 #include "fk/error.h"
 #include "fk/ops/unary.h"
 #include "minkowski/nn/layers.h"
@@ -19,28 +21,35 @@ MinkUNetOptions minkunet_options(const std::string& variant, int64_t in_channels
   o.in_channels = in_channels;
   o.out_channels = out_channels;
   o.dimension = dimension;
+  // The reference's classes (examples/minkunet.py): a depth and, for some,
+  // a width letter. Depth 34's letters are its own widths, not 14's.
+  using Planes = std::array<int64_t, 8>;
+  static const std::map<std::string, Planes> kWidths = {
+      {"14A", {32, 64, 128, 256, 128, 128, 96, 96}},
+      {"14B", {32, 64, 128, 256, 128, 128, 128, 128}},
+      {"14C", {32, 64, 128, 256, 192, 192, 128, 128}},
+      {"14D", {32, 64, 128, 256, 384, 384, 384, 384}},
+      {"18A", {32, 64, 128, 256, 128, 128, 96, 96}},
+      {"18B", {32, 64, 128, 256, 128, 128, 128, 128}},
+      {"18D", {32, 64, 128, 256, 384, 384, 384, 384}},
+      {"34A", {32, 64, 128, 256, 256, 128, 64, 64}},
+      {"34B", {32, 64, 128, 256, 256, 128, 64, 32}},
+      {"34C", {32, 64, 128, 256, 256, 128, 96, 96}}};
+  const std::string names = "14, 14A-D, 18, 18A, 18B, 18D, 34, 34A-C";
   const std::string depth = variant.substr(0, 2);
-  const std::string width = variant.size() > 2 ? variant.substr(2) : "";
-  const std::string names = "14, 18, 34, optionally followed by A, B, C or D";
-  if (depth == "14") {
+  if (depth == "14" && variant.size() <= 3) {
     o.layers = {1, 1, 1, 1, 1, 1, 1, 1};
-  } else if (depth == "18") {
+  } else if (depth == "18" && variant.size() <= 3) {
     o.layers = {2, 2, 2, 2, 2, 2, 2, 2};
-  } else if (depth == "34") {
+  } else if (depth == "34" && variant.size() <= 3) {
     o.layers = {2, 3, 4, 6, 2, 2, 2, 2};
   } else {
     throw fk::Error("minkunet_options", names, "'" + variant + "'");
   }
-  if (width == "A") {
-    o.planes = {32, 64, 128, 256, 128, 128, 96, 96};
-  } else if (width == "B") {
-    o.planes = {32, 64, 128, 256, 128, 128, 128, 128};
-  } else if (width == "C") {
-    o.planes = {32, 64, 128, 256, 192, 192, 128, 128};
-  } else if (width == "D") {
-    o.planes = {32, 64, 128, 256, 384, 384, 384, 384};
-  } else if (!width.empty()) {
-    throw fk::Error("minkunet_options", names, "'" + variant + "'");
+  if (variant.size() > 2) {
+    const auto it = kWidths.find(variant);
+    FK_CHECK(it != kWidths.end(), "minkunet_options", names, "'" + variant + "'");
+    o.planes = it->second;
   }
   return o;
 }
@@ -82,6 +91,7 @@ MinkUNet::MinkUNet(const MinkUNetOptions& o) : options_(o) {
     channels = o.planes[4 + i] * e;
   }
   head_ = register_module("head", conv(channels, o.out_channels, 1, 1, ConvKind::Regular, true));
+  kaiming_normal_fan_out(*this);
 }
 
 SparseTensor MinkUNet::forward(const SparseTensor& x) {

@@ -8,9 +8,13 @@
 //   head     1x1 conv with bias -> out
 //
 // Each stage is `layers[i]` residual blocks of `planes[i]` (times the block's
-// expansion). Named variants: depth 14 / 18 / 34 (layers 1x8 / 2x8 /
-// 2,3,4,6,2,2,2,2, basic blocks) and widths A–D on top of the default planes
-// (32,64,128,256,256,128,96,96), init 32.
+// expansion). Named variants, the reference's classes: depth 14 / 18 / 34
+// (layers 1x8 / 2x8 / 2,3,4,6,2,2,2,2, basic blocks) on the default planes
+// (32,64,128,256,256,128,96,96), init 32, and the width letters each depth
+// has: 14A-D and 18A/B/D (decoders 128,128,96,96 / 128x4 / 192,192,128,128
+// / 384x4) and 34A-C (256,128,64,64 / 256,128,64,32 / 256,128,96,96: 34C is
+// the default planes, the network of the reference's ScanNet weights).
+// Convolution weights start as the reference's (kaiming_normal_fan_out).
 #include <array>
 #include <string>
 
@@ -30,8 +34,8 @@ struct MinkUNetOptions {
   fk::DType dtype = fk::DType::F32;
 };
 
-// "14", "14A".."14D", "18", "18A".."18D", "34", "34A".."34D": the named
-// layouts above; anything else is an fk::Error listing those names.
+// "14", "14A".."14D", "18", "18A", "18B", "18D", "34", "34A".."34C": the
+// named layouts above; anything else is an fk::Error listing those names.
 MinkUNetOptions minkunet_options(const std::string& variant, int64_t in_channels,
                                  int64_t out_channels, int dimension = 3);
 

@@ -5,6 +5,11 @@
 //   4 stages of `layers[i]` residual blocks of planes[i], each entered with stride 2
 //   tail   Dropout, conv k3 s3 BN GELU, global max pooling, Linear with bias -> out
 //
+// BN where the reference has InstanceNorm (stem and tail): the tail leaves one
+// voxel per item of a small shape, which an instance norm maps to its bias.
+//
+// Convolution weights start as the reference's (kaiming_normal_fan_out).
+//
 // forward() returns one row of logits per batch item. Named variants: "14"
 // (layers 1,1,1,1) and "18" (2,2,2,2), basic blocks, planes 64..512, init 64.
 #include <array>

@@ -156,11 +156,14 @@ TEST(Unary, ClampBoundsAgainstTheDtype) {
   EXPECT_THROW(clamp(x, 0, NAN), Error);
 }
 
-// abs of -0 is +0 (torch's fabs), on the scalar f64 path and the vector f32 one.
+// abs of -0 is +0 (torch's fabs), f64 and f32, one element and a long run.
 TEST(Unary, AbsOfNegativeZeroIsPositive) {
   for (DType dt : {DType::F64, DType::F32}) {
-    const double v = abs(from_vector(std::vector<double>{-0.0}).to(dt)).to_vector<double>()[0];
-    EXPECT_FALSE(std::signbit(v)) << name(dt);
+    for (size_t n : {size_t{1}, size_t{1037}}) {
+      const auto v = abs(from_vector(std::vector<double>(n, -0.0)).to(dt)).to_vector<double>();
+      EXPECT_TRUE(std::none_of(v.begin(), v.end(), [](double e) { return std::signbit(e); }))
+          << name(dt) << " " << n;
+    }
   }
 }
 

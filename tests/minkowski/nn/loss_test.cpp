@@ -75,6 +75,18 @@ TEST(NnLoss, BinaryCrossEntropyIsStableForLargeLogits) {
   EXPECT_NEAR(mse(x, t).item(), (800.0 * 800 + 4 + 0.25 + 4 + 799.0 * 799) / 5, 1e-9);
 }
 
+// The gradient is (sigmoid(x) - t) / N at every logit, x = 0 too (relu's and
+// |x|'s slopes of 0 there lost the 1/2: a zero-initialised head read -t / N).
+TEST(NnLoss, BinaryCrossEntropyGradientAtAZeroLogit) {
+  fk::Tensor x = fk::from_vector(std::vector<double>{0, 0, 1.5, -2}).set_requires_grad(true);
+  const fk::Tensor t = fk::from_vector(std::vector<double>{1, 0, 0.25, 1});
+  binary_cross_entropy_with_logits(x, t).backward();
+  const auto g = x.grad().to_vector<double>();
+  const std::vector<double> xv{0, 0, 1.5, -2}, tv{1, 0, 0.25, 1};
+  for (int i = 0; i < 4; ++i)
+    EXPECT_NEAR(g[i], (1 / (1 + std::exp(-xv[i])) - tv[i]) / 4, 1e-15) << i;
+}
+
 TEST(NnLoss, AllIgnoredIsZeroAndBadLabelsThrow) {
   const fk::Tensor logits = fk::test::random_tensor({2, 3}, kF64).set_requires_grad(true);
   const fk::Tensor loss = cross_entropy(logits, fk::full({2}, -100, {fk::DType::I64}));

@@ -3,6 +3,9 @@
 // gradients through a whole (tiny, f64) U-Net.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "fk/fk.h"
 #include "fk/test_util.h"
 #include "minkowski/nn/minkunet.h"
@@ -30,8 +33,18 @@ int64_t basic_block_params(int64_t in, int64_t p, int64_t k3) {
 
 TEST(NnNetworks, MinkUNetVariantsFollowTheLayouts) {
   EXPECT_EQ(minkunet_options("34C", 3, 20).layers, (std::array<int, 8>{2, 3, 4, 6, 2, 2, 2, 2}));
+  // Depth 34's letters are its own (the reference's): 34C is the default planes.
   EXPECT_EQ(minkunet_options("34C", 3, 20).planes,
+            (std::array<int64_t, 8>{32, 64, 128, 256, 256, 128, 96, 96}));
+  EXPECT_EQ(minkunet_options("34A", 3, 20).planes,
+            (std::array<int64_t, 8>{32, 64, 128, 256, 256, 128, 64, 64}));
+  EXPECT_EQ(minkunet_options("34B", 3, 20).planes,
+            (std::array<int64_t, 8>{32, 64, 128, 256, 256, 128, 64, 32}));
+  EXPECT_EQ(minkunet_options("14C", 3, 20).planes,
             (std::array<int64_t, 8>{32, 64, 128, 256, 192, 192, 128, 128}));
+  EXPECT_THROW(minkunet_options("18C", 3, 20), fk::Error);  // not a reference class
+  EXPECT_THROW(minkunet_options("34D", 3, 20), fk::Error);
+  EXPECT_THROW(minkunet_options("14AB", 3, 20), fk::Error);
   EXPECT_EQ(minkunet_options("18", 3, 20).planes,
             (std::array<int64_t, 8>{32, 64, 128, 256, 256, 128, 96, 96}));
   EXPECT_EQ(minkunet_options("14A", 3, 20).planes[4], 128);
@@ -59,6 +72,32 @@ TEST(NnNetworks, MinkUNet14ParameterCountMatchesTheLayout) {
   }
   n += c * 20 + 20;  // 1x1 head with bias
   EXPECT_EQ(net.num_parameters(), n);
+}
+
+// The reference's weight_initialization: every convolution of a MinkUNet or
+// ResNet drawn from N(0, 2 / (C_out K)) (He's, fan_out); a channelwise layer's
+// uniform bound is 1 / sqrt(C K).
+TEST(NnNetworks, ConvolutionWeightsStartAsTheReferences) {
+  fk::manual_seed(5);
+  MinkUNet net(minkunet_options("14A", 3, 20, 3));
+  int checked = 0;
+  for (const auto& [name, w] : net.named_parameters()) {
+    if (name.find("weight") == std::string::npos || w.dim() < 2 || w.numel() < 20000) continue;
+    const int64_t fan_out = (w.dim() == 3 ? w.size(0) : 1) * w.size(w.dim() - 1);
+    const std::vector<double> v = w.to_vector<double>();
+    double ss = 0;
+    for (double e : v) ss += e * e;
+    const double want = std::sqrt(2.0 / static_cast<double>(fan_out));
+    EXPECT_NEAR(std::sqrt(ss / static_cast<double>(v.size())), want, 0.05 * want) << name;
+    ++checked;
+  }
+  EXPECT_GT(checked, 5);
+  ChannelwiseConvolution cw({64, 64, 3, 1, 1, false, 3, fk::DType::F64});
+  const std::vector<double> v = cw.weight().to_vector<double>();
+  double mx = 0;
+  for (double e : v) mx = std::max(mx, std::abs(e));
+  EXPECT_LE(mx, 1 / std::sqrt(64.0 * 27));
+  EXPECT_GT(mx, 0.9 / std::sqrt(64.0 * 27));
 }
 
 TEST(NnNetworks, MinkUNetLabelsEveryInputRow) {

@@ -51,4 +51,24 @@ TEST(RunFailedMethodCli, AnOnlyMethodFailingWritesNothing) {
   EXPECT_FALSE(std::filesystem::exists(dir / "metrics.json"));
 }
 
+// A training method that fails under --resume (no checkpoint to read) is
+// named with its own error and the direct baseline beside it is written (the
+// run refused it as "only direct methods", writing nothing).
+TEST(RunFailedMethodCli, AFailedTrainingMethodIsNotTakenForADirectOne) {
+  if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const auto nefi = fieldkit_test::sibling_binary("nefi");
+  const auto empty = nefi::test::fresh_dir("failed_resume_empty");
+  std::filesystem::create_directories(empty);
+  const auto dir = nefi::test::fresh_dir("failed_resume");
+  const auto res = fieldkit_test::run_cli(nefi,
+                                          "run deconvolution --smoke --smoke-steps 4 --no-plot "
+                                          "-m wiener -m neural --resume " +
+                                              empty.string() + " --out " + dir.string(),
+                                          nefi::test::scratch());
+  EXPECT_EQ(res.status, 2) << res.err;
+  EXPECT_NE(res.err.find("method neural failed"), std::string::npos) << res.err;
+  EXPECT_EQ(res.err.find("only direct methods"), std::string::npos) << res.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "wiener.npy"));
+}
+
 }  // namespace

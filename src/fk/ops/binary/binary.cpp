@@ -210,6 +210,10 @@ Tensor binary_forward(BinaryOp op, const Tensor& a_in, const Tensor& b_in, doubl
   // integer's range would be truncated or wrapped silently.
   FK_CHECK(alpha == 1.0 || !is_integral(ct) || integral_holds(ct, alpha), name(op),
            "an integer alpha (in range) for integer tensors", fmt::format("{}", alpha));
+  // Two bools add as or: an alpha would make sub_ (add_ with alpha -1) an
+  // exclusive or where - of two bools is refused.
+  FK_CHECK(alpha == 1.0 || rt != DType::Bool, name(op), "alpha 1 for two bool tensors",
+           fmt::format("{}", alpha));
   if (is_complex(ct)) {
     FK_CHECK(is_complex_op(op), name(op), "real operands", std::string(name(ct)) + " operands");
   }

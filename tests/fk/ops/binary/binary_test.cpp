@@ -1,5 +1,6 @@
 #include "fk/ops/binary/binary.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <string>
@@ -7,6 +8,7 @@
 
 #include "../../test_util.h"
 #include "../backward_check.h"
+#include "fk/ops/binary/inplace.h"
 
 namespace fk {
 namespace {
@@ -128,6 +130,9 @@ TEST(Binary, BoolArithmeticStaysBool) {
   EXPECT_EQ(maximum(a, b).to_vector<double>(), (std::vector<double>{1, 1, 1, 0}));
   EXPECT_EQ(minimum(a, b).to_vector<double>(), (std::vector<double>{1, 0, 0, 0}));
   EXPECT_THROW(sub(a, b), Error);
+  EXPECT_THROW(add(a, b, -1.0), Error);  // sub_'s form: an exclusive or
+  Tensor c = a.clone();
+  EXPECT_THROW(sub_(c, b), Error);
   EXPECT_EQ(add(a, from_vector(std::vector<int32_t>{1, 1, 1, 1})).dtype(), DType::I32);
   EXPECT_EQ(div(a, b).dtype(), DType::F32);
 }
