@@ -75,6 +75,11 @@ void fill_(Tensor& t, c128 value) {
     FK_CHECK(fits, "fill_", std::string("a value ") + name(t.dtype()) + " holds",
              fmt::format("{}", v));
   }
+  // f16 tops out at 65504: a finite value past it would be stored as inf
+  // (torch refuses it too); infinities and NaN are f16 values.
+  FK_CHECK(
+      t.dtype() != DType::F16 || !std::isfinite(value.real()) || std::abs(value.real()) <= 65504.0,
+      "fill_", "a value f16 holds (|v| <= 65504, or an infinity)", fmt::format("{}", value.real()));
   if (t.device().is_cuda()) {
     t.bump_version();
     cuda::launch_fill_strided(static_cast<int>(t.dtype()), t.data_ptr(), t.dim(), t.shape().data(),

@@ -541,6 +541,11 @@ TEST(Tensor, IntegerFillRefusesValuesTheTypeCannotHold) {
   EXPECT_THROW(full({2}, 9.3e18, {DType::I64}), Error);
   const Tensor i = from_vector(std::vector<int32_t>{1, 2});
   EXPECT_THROW(masked_fill(i, gt(i, scalar_tensor(1.5)), NAN), Error);
+  // f16 holds up to 65504 (and the infinities): 1e6 became inf silently.
+  EXPECT_THROW(full({2}, 1e6, {DType::F16}), Error);
+  EXPECT_EQ(full({1}, 65504.0, {DType::F16}).to_vector<double>()[0], 65504.0);
+  EXPECT_TRUE(std::isinf(full({1}, -INFINITY, {DType::F16}).to_vector<double>()[0]));
+  EXPECT_EQ(full({1}, 1e6, {DType::BF16}).dtype(), DType::BF16);
 }
 
 // fill_ is in place: refused on a tensor that requires grad under grad mode

@@ -235,9 +235,9 @@ __global__ void softmax_kernel(const T* in, T* out, int64_t outer, int64_t inner
       m = combine(kReduceMax, m, Num<T>::load(p[i]));
     }
     m = block_combine(kReduceMax, m, s);
-    // As the CPU: an infinite max shifts by 0, so all -inf rows give NaN and a
-    // +inf gives NaN at the +inf and 0 (log: -inf) elsewhere.
-    if (m == C(-INFINITY) || m == C(INFINITY) || m != m) m = C(0);
+    // As the CPU: an all -inf row shifts by 0 (its softmax is NaN); a +inf
+    // or NaN max keeps its shift, making the whole row NaN, as torch's.
+    if (m == C(-INFINITY)) m = C(0);
     C sum = 0;
     for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) {
       sum += math::exp(Num<T>::load(p[i]) - m);

@@ -1,6 +1,7 @@
 #include "fk/ops/view.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "fk/autograd.h"
@@ -159,15 +160,57 @@ Tensor as_strided(const Tensor& t, const Dims& shape, const Dims& strides, int64
   return restride(t, shape, strides, offset);
 }
 
+namespace {
+
+// The strides that read a strided tensor (shape, strides; elements > 0) as
+// `to` in row-major order without a copy, if any (torch's rule): `to` must
+// split or merge only runs of dims that are contiguous with each other (a
+// run: each dim's stride is the next one's times its size; size-1 dims join
+// any run). Walking both shapes from the last dim, each run of the input is
+// matched by consecutive dims of `to` covering the same element count.
+std::optional<Dims> view_strides(const Dims& shape, const Dims& strides, const Dims& to) {
+  Dims out = Dims::filled(to.size(), 0);
+  int v = to.size() - 1;
+  int64_t base = strides[shape.size() - 1], run = 1, covered = 1;
+  for (int d = shape.size() - 1; d >= 0; --d) {
+    run *= shape[d];
+    const bool run_ends = d == 0 || (shape[d - 1] != 1 && strides[d - 1] != run * base);
+    if (!run_ends) continue;
+    while (v >= 0 && (covered < run || to[v] == 1)) {
+      out[v] = covered * base;
+      covered *= to[v];
+      --v;
+    }
+    if (covered != run) return std::nullopt;
+    if (d > 0) {
+      base = strides[d - 1];
+      run = covered = 1;
+    }
+  }
+  if (v != -1) return std::nullopt;
+  return out;
+}
+
+}  // namespace
+
 Tensor view(const Tensor& t, const Dims& shape) {
   Dims s = infer_shape(shape, t.numel(), "view");
   // No elements, no layout to keep: an empty tensor of any strides (a
-  // transposed or stacked one) views as any empty shape, as in torch.
-  FK_CHECK(t.is_contiguous() || t.numel() == 0, "view", "a contiguous tensor (use reshape to copy)",
-           "shape " + t.shape().str() + " with strides " + t.strides().str());
+  // transposed or stacked one) views as any empty shape, as in torch. A
+  // strided one views where its layout allows (a transposed tensor merged
+  // along its untouched dims, a narrowed one along the dims before the cut).
+  Dims st = contiguous_strides(s);
+  if (!t.is_contiguous() && t.numel() > 0) {
+    const std::optional<Dims> kept = view_strides(t.shape(), t.strides(), s);
+    FK_CHECK(
+        kept.has_value(), "view",
+        "a shape this layout can be read as without a copy (use reshape to copy)",
+        "shape " + s.str() + " of shape " + t.shape().str() + " with strides " + t.strides().str());
+    st = *kept;
+  }
   auto node = std::make_shared<ReshapeBackward>();
   node->src_shape = t.shape();
-  return record_view(t, restride(t, s, contiguous_strides(s), t.offset()), node);
+  return record_view(t, restride(t, s, st, t.offset()), node);
 }
 
 Tensor reshape(const Tensor& t, const Dims& shape) {
@@ -268,7 +311,16 @@ Tensor unsqueeze(const Tensor& t, int64_t dim) {
   return record_view(t, restride(t, shape, strides, t.offset()), node);
 }
 
+// slice, narrow and select index a dim: a 0-d tensor has none (wrap_dim
+// takes dim 0 of one, for reductions; select then erased a dim it lacked).
+namespace {
+void check_has_dims(const Tensor& t, const char* op) {
+  FK_CHECK(t.dim() > 0, op, "a tensor with at least one dim", "a 0-d tensor");
+}
+}  // namespace
+
 Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step) {
+  check_has_dims(t, "slice");
   int d = wrap_dim(dim, t.dim(), "slice");
   FK_CHECK(step > 0, "slice", "a positive step", std::to_string(step));
   int64_t n = t.shape()[d];
@@ -288,6 +340,7 @@ Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t s
 }
 
 Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
+  check_has_dims(t, "narrow");
   int d = wrap_dim(dim, t.dim(), "narrow");
   int64_t n = t.shape()[d];
   if (start < 0) start += n;
@@ -298,6 +351,7 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
 }
 
 Tensor select(const Tensor& t, int64_t dim, int64_t index) {
+  check_has_dims(t, "select");
   int d = wrap_dim(dim, t.dim(), "select");
   int64_t n = t.shape()[d];
   FK_CHECK(index >= -n && index < n, "select",

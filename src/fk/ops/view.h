@@ -7,8 +7,12 @@
 
 namespace fk {
 
-Tensor reshape(const Tensor& t, const Dims& shape);  // a view if contiguous, else a copy
-Tensor view(const Tensor& t, const Dims& shape);     // a view, or an error if the layout forbids it
+// view: a view, or an error where the layout forbids one (a strided tensor
+// views where the new shape only splits or merges dims that are contiguous
+// with each other, torch's rule); reshape: a view of a contiguous tensor,
+// else a contiguous copy (callers write into it: never the source's storage).
+Tensor reshape(const Tensor& t, const Dims& shape);
+Tensor view(const Tensor& t, const Dims& shape);
 Tensor transpose(const Tensor& t, int64_t d0, int64_t d1);
 Tensor permute(const Tensor& t, const Dims& order);
 Tensor expand(const Tensor& t, const Dims& shape);  // -1 keeps a size; stride 0 on broadcast dims

@@ -25,6 +25,7 @@
 #include "cuda_emu/fk/emulated_fk_test_util.h"
 #include "fk/cuda/kernels.h"
 #include "fk/error.h"
+#include "fk/factory.h"
 #include "fk/half.h"
 #include "fk/ops/copy.h"
 #include "fk/ops/reduce/extremes.h"
@@ -367,6 +368,23 @@ TEST(EmulatedFkReduce, EmptyRowsGiveTheIdentityAndNoRowsWriteNothing) {
                                        true, nullptr);
   EXPECT_EQ(untouched, std::vector<double>(2, 7.0));
   EXPECT_EQ(index, 7);
+}
+
+// A row holding +inf is NaN throughout (torch's; a shift of 0 gave 0s around
+// one NaN); an all -inf row is NaN; a finite row is finite.
+TEST(EmulatedFkReduce, SoftmaxOfAnInfiniteRowIsNaNAsTheCpu) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> x{-1.0, inf, 0.5, -inf, -inf, -inf, 1.0, 2.0, 3.0};
+  for (bool log : {false, true}) {
+    std::vector<double> out(9, 0.0);
+    emu::launch_softmax_lastdim(code(DType::F64), x.data(), out.data(), 3, 3, log, nullptr);
+    for (int i = 0; i < 6; ++i) EXPECT_TRUE(std::isnan(out[i])) << log << " " << i;
+    for (int i = 6; i < 9; ++i) EXPECT_TRUE(std::isfinite(out[i])) << log << " " << i;
+    const fk::Tensor cpu = log ? fk::log_softmax(fk::from_vector(x, {3, 3}), 1)
+                               : fk::softmax(fk::from_vector(x, {3, 3}), 1);
+    const std::vector<double> c = cpu.to_vector<double>();
+    for (int i = 0; i < 6; ++i) EXPECT_TRUE(std::isnan(c[i])) << log << " " << i;
+  }
 }
 
 TEST(EmulatedFkReduce, RefusesBadOpsDtypesAndSizes) {

@@ -110,5 +110,43 @@ TEST(View, AnEmptyTensorOfAnyStridesViews) {
   EXPECT_THROW(view(transpose(zeros({2, 3}), 0, 1), {6}), Error);  // not contiguous, not empty
 }
 
+// A strided tensor views where the new shape splits or merges only dims
+// contiguous with each other (torch's cases: they were all refused), reading
+// the same elements as the copy would; other shapes are refused, naming
+// reshape.
+TEST(View, AStridedTensorViewsWhereItsLayoutAllows) {
+  const Tensor a = arange(60).to(DType::F64).reshape({3, 4, 5});
+  auto same = [](const Tensor& v, const Tensor& copy) {
+    EXPECT_EQ(v.shape(), copy.shape());
+    EXPECT_EQ(v.to_vector<double>(), copy.contiguous().to_vector<double>());
+  };
+  const Tensor tr = transpose(a, 0, 2);  // [5, 4, 3]
+  same(view(tr, {5, 2, 2, 3}), reshape(tr, {5, 2, 2, 3}));
+  const Tensor nar = narrow(a, 2, 0, 3);  // [3, 4, 3], strides [20, 5, 1]
+  same(view(nar, {12, 3}), reshape(nar, {12, 3}));
+  same(view(narrow(a, 1, 1, 2), {3, 10}), reshape(narrow(a, 1, 1, 2), {3, 10}));
+  const Tensor ex = narrow(a, 0, 0, 1).expand({4, 4, 5});  // stride 0 on dim 0
+  same(view(ex, {4, 20}), reshape(ex, {4, 20}));
+  same(view(tr, {5, 4, 3, 1}), reshape(tr, {5, 4, 3, 1}));
+  EXPECT_EQ(view(nar, {12, 3}).data_ptr(), nar.data_ptr());  // a view: no copy
+  EXPECT_NE(test::error_of([&] { view(tr, {60}); }).find("use reshape"), std::string::npos);
+  EXPECT_THROW(view(nar, {36}), Error);
+  EXPECT_THROW(view(tr, {4, 5, 3}), Error);
+  // The gradient reaches the strided source.
+  Tensor x = arange(12).to(DType::F64).reshape({3, 4}).set_requires_grad(true);
+  Tensor v = view(transpose(x, 0, 1), {2, 2, 3});
+  sum(mul(v, v)).backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), mul(x.detach(), 2.0).to_vector<double>());
+}
+
+// slice, narrow and select index a dim a 0-d tensor lacks (select made a
+// tensor of rank -1).
+TEST(View, IndexingOpsRefuseA0dTensor) {
+  const Tensor s = scalar_tensor(2.5);
+  for (auto f : std::vector<std::function<void()>>{
+           [&] { select(s, 0, 0); }, [&] { narrow(s, 0, 0, 1); }, [&] { slice(s, 0, 0, 1, 1); }})
+    EXPECT_NE(test::error_of(f).find("a 0-d tensor"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace fk

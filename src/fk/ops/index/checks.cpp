@@ -7,6 +7,7 @@
 #include "fk/cuda/index_errors.h"
 #include "fk/cuda/runtime.h"
 #include "fk/factory.h"
+#include "fk/ops/copy.h"
 #include "fk/ops/join.h"
 #include "fk/ops/reduce.h"
 
@@ -89,6 +90,12 @@ void check_inplace(const Tensor& self, const Tensor& other, const char* op) {
       "operands that do not require grad, or grad mode off (in-place ops are not "
       "recorded by autograd; use the out-of-place op)",
       autograd::tensor_requires_grad(self) ? "self requiring grad" : "the source requiring grad");
+  // An expanded self holds one element at several indices: the writes would
+  // land on one another (scatter_add_ summed every batch into one row).
+  FK_CHECK(!repeats_elements(self), op,
+           "a self whose elements are distinct in memory (an expanded tensor shares them: "
+           "write into a contiguous copy)",
+           "shape " + self.shape().str() + " with strides " + self.strides().str());
 }
 
 // Reduces a gradient to an input's shape and dtype (real part for real inputs).

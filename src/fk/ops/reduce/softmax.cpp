@@ -72,7 +72,9 @@ void softmax_kernel(const T* x, T* y, const Split& s) {
       } else {
         for (int64_t r = 0; r < s.R; ++r) m = m < xr[r] ? xr[r] : m;  // std::max
       }
-      if (std::isinf(m)) m = T(0);
+      // An all -inf row shifts by 0 (not inf - inf); a +inf keeps its shift,
+      // so the row is NaN as torch's (a 0 shift gave 0s around a NaN).
+      if (m == -std::numeric_limits<T>::infinity()) m = T(0);
       const Acc total = exp_shifted_run<T, !kLog>(xr, yr, s.R, m, vec);
       const T k = kLog ? m + static_cast<T>(std::log(total)) : static_cast<T>(1.0 / total);
       for (int64_t r = 0; r < s.R; ++r) {
@@ -95,7 +97,7 @@ void softmax_kernel(const T* x, T* y, const Split& s) {
       for (int64_t j = 0; j < w; ++j) m[j] = std::max(m[j], xr[j]);
     }
     for (int64_t j = 0; j < w; ++j) {
-      if (std::isinf(m[j])) m[j] = T(0);  // all -inf (or an inf): avoid inf - inf
+      if (m[j] == -std::numeric_limits<T>::infinity()) m[j] = T(0);  // all -inf: not inf - inf
     }
     exp_shifted_lanes<T, !kLog>(x + off, y + off, s.R, C, w, m.data(), total.data(), vec);
     std::array<T, kLaneBlock> k;  // log_softmax: the shift m + log(total); softmax: 1 / total

@@ -6,6 +6,7 @@
 
 #include "../../test_util.h"
 #include "../backward_check.h"
+#include "fk/ops/index/mask.h"
 #include "fk/thread_count.h"
 #include "helpers.h"
 
@@ -44,6 +45,25 @@ TEST(ScatterAdd, ASourceAliasingSelfIsReadBeforeTheAdds) {
   Tensor x = from_vector(std::vector<double>{1, 10});
   index_add_(x, 0, from_vector(std::vector<int64_t>{1, 0}), x);
   EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{11, 11}));
+}
+
+// An expanded self shares one element among several indices: the in-place
+// index ops refuse it before writing (scatter_add_ summed every batch into
+// the one row; masked_fill_ wrote through it), as copy_ does.
+TEST(ScatterAdd, AnExpandedSelfIsRefused) {
+  Tensor base = zeros({1, 3}, {DType::F64});
+  Tensor ex = base.expand({4, 3});
+  const Tensor idx = zeros({4, 1}, {DType::I64});
+  const std::string e = test::error_of([&] {
+    scatter_add_(ex, 1, idx, ones({4, 1}, {DType::F64}));
+  });
+  EXPECT_NE(e.find("elements are distinct in memory"), std::string::npos) << e;
+  EXPECT_NE(test::error_of([&] {
+              index_add_(ex, 1, idx.reshape({4}).narrow(0, 0, 1), ones({4, 1}, {DType::F64}));
+            }).find("index_add_"),
+            std::string::npos);
+  EXPECT_THROW(masked_fill_(ex, gt(ex, scalar_tensor(-1.0)), 2.0), Error);
+  EXPECT_EQ(base.to_vector<double>(), std::vector<double>(3, 0.0));
 }
 
 TEST(IndexAdd, ValuesWithDuplicatesAndAlpha) {

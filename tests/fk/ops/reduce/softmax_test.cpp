@@ -43,6 +43,21 @@ TEST(Softmax, SoftmaxSumsToOneAndIsStable) {
   }
 }
 
+// A row holding +inf is NaN throughout, softmax and log_softmax, as torch's
+// (0s around one NaN before: not a distribution); across rows and along a
+// leading dim alike.
+TEST(Softmax, ARowWithPlusInfinityIsNaN) {
+  const std::vector<double> v{-1.76, -0.29, 1.05, INFINITY, 0.05, -1.03};
+  for (DType dt : {DType::F32, DType::F64}) {
+    const Tensor x = from_vector(v, {1, 6}).to(dt);
+    for (const Tensor& y : {softmax(x, 1), log_softmax(x, 1), softmax(transpose(x, 0, 1), 0)}) {
+      const auto out = y.to_vector<double>();
+      EXPECT_TRUE(std::all_of(out.begin(), out.end(), [](double e) { return std::isnan(e); }))
+          << name(dt);
+    }
+  }
+}
+
 TEST(Softmax, SoftmaxF32VectorExpMatchesGenericAndF64) {
   // The AVX2 exp path (last dim: one lane's run; dim 0: rows of lanes) and
   // the generic std::exp path, against f64 on the same values.
