@@ -5,6 +5,7 @@
 #include "fk/cuda/runtime.h"
 #include "fk/cuda/versions.h"
 #include "fk/error.h"
+#include "fk/factory.h"
 
 namespace fkpy {
 namespace {
@@ -238,8 +239,8 @@ void bind_tensor(nb::module_& m) {
   m.def(
       "arange_fk",
       [](int64_t n, const std::string& dtype) {
-        fk::Tensor t(fk::make_tensor(std::make_shared<fk::Storage>(fk::kCPU, n * 8), fk::DType::F64,
-                                     {n}, {1}, 0));
+        FK_CHECK(n >= 0, "arange_fk", "a count >= 0", std::to_string(n));  // it sized storage
+        fk::Tensor t = fk::empty({n}, {fk::DType::F64});
         double* p = t.data<double>();
         for (int64_t i = 0; i < n; ++i) p[i] = static_cast<double>(i);
         fk::Tensor c = t.to(fk::dtype_from_name(dtype));

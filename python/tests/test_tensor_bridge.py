@@ -101,3 +101,10 @@ def test_bool_tensors_follow_torchs_dlpack_support():
 def test_uint8_is_not_taken_for_bool():
     with pytest.raises(TypeError, match="code 1, 8 bits"):
         _core.fk_describe(np.array([0, 5], dtype=np.uint8))
+
+
+def test_a_negative_count_is_refused_not_a_crash():
+    # It sized the storage (n * 8 bytes) before any check: a segfault.
+    with pytest.raises(fieldkit.Error, match="a count >= 0"):
+        _core.arange_fk(-1, "f32")
+    assert _core.arange_fk(3, "int64")["tensor"].tolist() == [0, 1, 2]  # torch's names too

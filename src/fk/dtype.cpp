@@ -37,7 +37,15 @@ DType dtype_from_name(const std::string& s) {
   if (s == "float64" || s == "double") return DType::F64;
   if (s == "float16" || s == "half") return DType::F16;
   if (s == "bfloat16") return DType::BF16;
-  throw Error("dtype name", "one of bool, i32, i64, f16, bf16, f32, f64, c64, c128", "'" + s + "'");
+  if (s == "int32" || s == "int") return DType::I32;
+  if (s == "int64" || s == "long") return DType::I64;
+  if (s == "complex64" || s == "cfloat") return DType::C64;
+  if (s == "complex128" || s == "cdouble") return DType::C128;
+  throw Error("dtype name",
+              "one of bool, i32, i64, f16, bf16, f32, f64, c64, c128 (or numpy's and torch's "
+              "names: int32, int64, float16, bfloat16, float32, float64, complex64, complex128, "
+              "int, long, half, float, double, cfloat, cdouble)",
+              "'" + s + "'");
 }
 
 namespace {

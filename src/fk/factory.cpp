@@ -75,11 +75,18 @@ void fill_(Tensor& t, c128 value) {
     FK_CHECK(fits, "fill_", std::string("a value ") + name(t.dtype()) + " holds",
              fmt::format("{}", v));
   }
-  // f16 tops out at 65504: a finite value past it would be stored as inf
-  // (torch refuses it too); infinities and NaN are f16 values.
-  FK_CHECK(
-      t.dtype() != DType::F16 || !std::isfinite(value.real()) || std::abs(value.real()) <= 65504.0,
-      "fill_", "a value f16 holds (|v| <= 65504, or an infinity)", fmt::format("{}", value.real()));
+  // A finite value past a float type's largest would be stored as inf (torch
+  // refuses it too); infinities and NaN are values of every float type.
+  if (t.dtype() == DType::F16 || t.dtype() == DType::BF16 || t.dtype() == DType::F32) {
+    const double largest = t.dtype() == DType::F16    ? 65504.0
+                           : t.dtype() == DType::BF16 ? 3.3895313892515355e38
+                                                      : 3.4028234663852886e38;
+    const double v = value.real();
+    FK_CHECK(
+        !std::isfinite(v) || std::abs(v) <= largest, "fill_",
+        fmt::format("a value {} holds (|v| <= {:g}, or an infinity)", name(t.dtype()), largest),
+        fmt::format("{}", v));
+  }
   if (t.device().is_cuda()) {
     t.bump_version();
     cuda::launch_fill_strided(static_cast<int>(t.dtype()), t.data_ptr(), t.dim(), t.shape().data(),
@@ -135,8 +142,12 @@ Tensor scalar_tensor(double value, TensorOptions o) {
 
 Tensor arange(double start, double end, double step, TensorOptions o) {
   FK_CHECK(step != 0, "arange", "a non-zero step", "0");
-  int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
-  n = std::max<int64_t>(n, 0);
+  // A NaN, infinite or huge count was converted undefined (to INT64_MIN,
+  // then clamped: an empty tensor); torch refuses them too.
+  const double count = std::ceil((end - start) / step);
+  FK_CHECK(std::isfinite(count) && count < 9.2e18, "arange", "a finite range of at most 2^63 steps",
+           fmt::format("{} -> {} by {}", start, end, step));
+  const int64_t n = std::max<int64_t>(static_cast<int64_t>(count), 0);
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * step;
   Tensor t = from_vector(v, {n}).to(o.dtype).to(o.device);
@@ -152,10 +163,11 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions o) {
   FK_CHECK(steps >= 0, "linspace", "steps >= 0", std::to_string(steps));
   std::vector<double> v(static_cast<size_t>(steps));
   double h = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
-  // Fill from both ends so the last point is exactly `end`.
+  // Fill from both ends so the last point is exactly `end` (one point is
+  // `start`, as torch's and numpy's).
   for (int64_t i = 0; i < steps; ++i) {
-    v[i] = i < steps / 2 ? start + h * static_cast<double>(i)
-                         : end - h * static_cast<double>(steps - 1 - i);
+    v[i] = i < steps / 2 || steps == 1 ? start + h * static_cast<double>(i)
+                                       : end - h * static_cast<double>(steps - 1 - i);
   }
   Tensor t = from_vector(v, {steps}).to(o.dtype).to(o.device);
   if (o.requires_grad) t.set_requires_grad(true);
@@ -163,7 +175,12 @@ Tensor linspace(double start, double end, int64_t steps, TensorOptions o) {
 }
 
 Tensor eye(int64_t n, TensorOptions o) {
-  std::vector<double> v(static_cast<size_t>(n * n), 0.0);
+  // n * n is checked before it sizes anything (it wrapped past int64: a
+  // vector of 0 written out of bounds).
+  int64_t cells = 0;
+  FK_CHECK(n >= 0 && !__builtin_mul_overflow(n, n, &cells) && cells <= (int64_t{1} << 40), "eye",
+           "n >= 0 with n * n at most 2^40", std::to_string(n));
+  std::vector<double> v(static_cast<size_t>(cells), 0.0);
   for (int64_t i = 0; i < n; ++i) v[i * n + i] = 1.0;
   Tensor t = from_vector(v, {n, n}).to(o.dtype).to(o.device);
   if (o.requires_grad) t.set_requires_grad(true);

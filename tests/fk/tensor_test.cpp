@@ -122,6 +122,10 @@ TEST(Tensor, ErrorsNameExpectedAndGiven) {
   EXPECT_THROW(zeros({1}, {DType::I32}).set_requires_grad(true), Error);
   EXPECT_THROW(parse_device("gpu"), Error);
   EXPECT_THROW(dtype_from_name("float8"), Error);
+  EXPECT_EQ(dtype_from_name("int64"), DType::I64);  // numpy's and torch's names too
+  EXPECT_EQ(dtype_from_name("long"), DType::I64);
+  EXPECT_EQ(dtype_from_name("int32"), DType::I32);
+  EXPECT_EQ(dtype_from_name("complex128"), DType::C128);
   EXPECT_THROW(zeros({2}, {DType::F32, cuda_device(0)}), Error);  // no GPU here
   EXPECT_THROW(zeros({1, 2, 3, 4, 5, 6, 7, 8, 9}), Error);
 }
@@ -546,6 +550,45 @@ TEST(Tensor, IntegerFillRefusesValuesTheTypeCannotHold) {
   EXPECT_EQ(full({1}, 65504.0, {DType::F16}).to_vector<double>()[0], 65504.0);
   EXPECT_TRUE(std::isinf(full({1}, -INFINITY, {DType::F16}).to_vector<double>()[0]));
   EXPECT_EQ(full({1}, 1e6, {DType::BF16}).dtype(), DType::BF16);
+  EXPECT_THROW(full({1}, 1e39, {DType::F32}), Error);
+  EXPECT_THROW(full({1}, -1e39, {DType::BF16}), Error);
+  // Arithmetic with such a scalar is not a fill: the scalar is the dtype's
+  // value (inf past f16's range, 65504 just past it), as torch's x * 1e5.
+  const Tensor h = from_vector(std::vector<double>{0, 1, -2}).to(DType::F16);
+  const auto prod = mul(h, 1e5).to_vector<double>();
+  EXPECT_TRUE(std::isnan(prod[0]));
+  EXPECT_EQ(prod[1], INFINITY);
+  EXPECT_EQ(prod[2], -INFINITY);
+  EXPECT_EQ(mul(h, 65504.5).to_vector<double>()[1], 65504.0);
+  EXPECT_EQ(add(h, 7e4).dtype(), DType::F16);
+  EXPECT_EQ(mul(from_vector(std::vector<double>{1}).to(DType::F32), 1e39).to_vector<double>()[0],
+            INFINITY);
+}
+
+// Factories at their edges, as torch: one linspace point is start (it was
+// end); an eye whose n * n passes int64 is refused (it wrote out of bounds);
+// an arange to NaN, inf or past 2^63 steps is refused (it was empty).
+TEST(Tensor, FactoriesAtTheirEdges) {
+  EXPECT_EQ(linspace(0, 1, 1).to_vector<double>(), std::vector<double>{0});
+  EXPECT_EQ(linspace(5, -3, 1, {DType::F64}).to_vector<double>(), std::vector<double>{5});
+  EXPECT_EQ(linspace(0, 1, 3, {DType::F64}).to_vector<double>(), (std::vector<double>{0, 0.5, 1}));
+  EXPECT_THROW(eye(int64_t{1} << 32), Error);
+  EXPECT_THROW(eye(-2), Error);
+  EXPECT_EQ(eye(2).to_vector<double>(), (std::vector<double>{1, 0, 0, 1}));
+  for (double end : {double(NAN), double(INFINITY), 1e20})
+    EXPECT_NE(test::error_of([&] { arange(0.0, end, 1.0); }).find("arange"), std::string::npos)
+        << end;
+}
+
+// A NaN, an infinity or a value out of an integer's range converts to the
+// type's lowest value (x86's and torch's CPU result), defined, not UB.
+TEST(Tensor, FloatToIntegerConversionOutOfRangeIsDefined) {
+  const Tensor x = from_vector(std::vector<double>{NAN, INFINITY, -1e30, 3e9, -2.7, 2.7});
+  EXPECT_EQ(x.to(DType::I32).to_vector<int32_t>(),
+            (std::vector<int32_t>{INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN, -2, 2}));
+  EXPECT_EQ(x.to(DType::I64).to_vector<int64_t>()[3], 3000000000LL);
+  EXPECT_EQ(x.to(DType::I64).to_vector<int64_t>()[0], INT64_MIN);
+  EXPECT_EQ(x.to(DType::F32).to(DType::I32).to_vector<int32_t>()[1], INT32_MIN);
 }
 
 // fill_ is in place: refused on a tensor that requires grad under grad mode

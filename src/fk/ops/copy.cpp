@@ -3,6 +3,8 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
 #include "fk/autograd.h"
 #include "fk/cuda/kernels.h"
@@ -19,6 +21,16 @@
 namespace fk {
 namespace {
 
+// A floating value as an integer type: truncated toward zero where it fits.
+// A NaN or a value out of range has no C++ conversion (undefined behaviour);
+// it gets the type's lowest value, what x86's conversion (and torch's CPU)
+// gives, now defined.
+template <typename To, typename F>
+To to_integer(F v) {
+  constexpr F lo = static_cast<F>(std::numeric_limits<To>::min());  // -2^31 / -2^63, exact
+  return v >= lo && v < -lo ? static_cast<To>(v) : std::numeric_limits<To>::min();
+}
+
 template <typename To, typename From>
 To convert(From v) {
   if constexpr (std::is_same_v<To, From>) {
@@ -31,8 +43,12 @@ To convert(From v) {
       return To(static_cast<R>(v), R(0));
     }
   } else if constexpr (std::is_same_v<From, c64> || std::is_same_v<From, c128>) {
-    if constexpr (std::is_same_v<To, bool>) return v != From{};  // 1i is true, as in torch
+    if constexpr (std::is_same_v<To, bool>) return v != From{};  // 1i is true (numpy's)
+    if constexpr (std::is_integral_v<To>) return to_integer<To>(v.real());
     return static_cast<To>(v.real());
+  } else if constexpr (std::is_integral_v<To> && !std::is_same_v<To, bool> &&
+                       std::is_floating_point_v<From>) {
+    return to_integer<To>(v);
   } else {
     return static_cast<To>(v);
   }

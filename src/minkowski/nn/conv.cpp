@@ -97,11 +97,12 @@ SparseTensor ChannelwiseConvolution::forward(const SparseTensor& x) {
 }
 
 void kaiming_normal_fan_out(Module& root) {
-  if (auto* conv = dynamic_cast<Convolution*>(&root)) {
+  auto* conv = dynamic_cast<Convolution*>(&root);
+  if (conv && conv->kind() == ConvKind::Regular) {
     fk::Tensor w = conv->weight();
     const fk::Dims& shape = w.shape();
-    const int64_t k = shape.size() == 3 ? shape[0] : 1;
-    const double std = std::sqrt(2.0 / static_cast<double>(k * shape[shape.size() - 1]));
+    const int64_t fan_out = shape.size() == 3 ? shape[0] * shape[2] : shape[0];
+    const double std = std::sqrt(2.0 / static_cast<double>(fan_out));
     fk::autograd::NoGradGuard no_grad;
     w.copy_(fk::normal(shape, 0.0, std, {fk::DType::F32}).to(w.dtype()).to(w.device()));
   }

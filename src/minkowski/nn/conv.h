@@ -38,6 +38,7 @@ class Convolution : public SparseModule {
   const fk::Tensor& weight() const { return weight_; }
   const fk::Tensor& bias() const { return bias_; }
   const ConvOptions& options() const { return options_; }
+  ConvKind kind() const { return kind_; }
 
  private:
   SparseTensor run(const SparseTensor& x, const std::optional<MapRef>& out);
@@ -66,8 +67,11 @@ class ChannelwiseConvolution : public SparseModule {
 };
 
 // The reference's ResNetBase.weight_initialization, which its ResNets and
-// MinkUNets run: every Convolution's weight under `root` drawn anew from
-// N(0, 2 / fan_out), fan_out = C_out·K (He's, for ReLU); biases and other
+// MinkUNets run: every regular Convolution's weight under `root` drawn anew
+// from N(0, 2 / fan_out) (He's, for ReLU), fan_out = C_out·K for a (K, C_in,
+// C_out) kernel and size(0) = C_in for a 1x1 (C_in, C_out) matrix (its
+// kaiming_normal_ reads a 2-D kernel as a Linear weight). Transposed
+// convolutions (not MinkowskiConvolution subclasses there), biases and other
 // layers keep theirs.
 void kaiming_normal_fan_out(Module& root);
 

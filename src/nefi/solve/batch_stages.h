@@ -71,6 +71,7 @@ void run_stage_steps(Run& run, const Stage& stage, int index, std::vector<Proble
   fk::profile::ProfileScope prof;
   const auto t_stage = Clock::now();
   const int64_t n = run.n;
+  bool cut_short = false;  // on_step or the time budget ended the stage
   for (int t = 0; t < stage.steps; ++t) {
     const int64_t t_step = fk::profile::now_ns();
     const fk::profile::Counters c_step = fk::profile::counters();
@@ -87,7 +88,10 @@ void run_stage_steps(Run& run, const Stage& stage, int index, std::vector<Proble
         if (p.running) p.sr.stop = "time_budget";
       keep = false;
     }
-    if (!keep) break;
+    if (!keep) {
+      cut_short = true;
+      break;
+    }
   }
   const double secs = seconds_since(t_stage);
   const auto rep = prof.report();
@@ -95,8 +99,10 @@ void run_stage_steps(Run& run, const Stage& stage, int index, std::vector<Proble
     Problem& p = ps[b];
     // As the sequential Solver: a stage whose every step the NaN guard
     // skipped (fewer than max_bad_steps of them) trained nothing; it fails
-    // the problem rather than handing back its untrained start.
-    if (!run.failed[b] && p.sr.steps == 0 && p.bad > 0) {
+    // the problem rather than handing back its untrained start. A stage cut
+    // short (its time budget, on_step) is not judged: alone, the problem
+    // would have gone on stepping.
+    if (!cut_short && !run.failed[b] && p.sr.steps == 0 && p.bad > 0) {
       run.failed[b] = 1;
       run.errors[b] = "a finite loss on some step of stage " + stage.name + ": " +
                       std::to_string(p.bad) +

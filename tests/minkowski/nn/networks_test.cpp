@@ -74,20 +74,25 @@ TEST(NnNetworks, MinkUNet14ParameterCountMatchesTheLayout) {
   EXPECT_EQ(net.num_parameters(), n);
 }
 
-// The reference's weight_initialization: every convolution of a MinkUNet or
-// ResNet drawn from N(0, 2 / (C_out K)) (He's, fan_out); a channelwise layer's
-// uniform bound is 1 / sqrt(C K).
+// The reference's weight_initialization: every regular convolution of a
+// MinkUNet or ResNet drawn from N(0, 2 / fan_out) (He's: C_out K for a kernel,
+// C_in for a 1x1 matrix, as its kaiming_normal_ reads one); the transposed ones
+// keep their uniform bound 1 / sqrt(C_out K); a channelwise layer's is
+// 1 / sqrt(C K).
 TEST(NnNetworks, ConvolutionWeightsStartAsTheReferences) {
   fk::manual_seed(5);
   MinkUNet net(minkunet_options("14A", 3, 20, 3));
   int checked = 0;
   for (const auto& [name, w] : net.named_parameters()) {
-    if (name.find("weight") == std::string::npos || w.dim() < 2 || w.numel() < 20000) continue;
-    const int64_t fan_out = (w.dim() == 3 ? w.size(0) : 1) * w.size(w.dim() - 1);
+    if (name.find("weight") == std::string::npos || w.dim() < 2 || w.numel() < 1500) continue;
+    const bool up = name.rfind("up", 0) == 0 && name.find("_conv.weight") == 3;  // upN_conv
+    const int64_t fan = w.dim() == 3 ? w.size(0) * w.size(2) : w.size(0);
     const std::vector<double> v = w.to_vector<double>();
     double ss = 0;
     for (double e : v) ss += e * e;
-    const double want = std::sqrt(2.0 / static_cast<double>(fan_out));
+    // A uniform in +-b has rms b / sqrt(3).
+    const double want = up ? 1 / std::sqrt(3.0 * static_cast<double>(fan))
+                           : std::sqrt(2.0 / static_cast<double>(fan));
     EXPECT_NEAR(std::sqrt(ss / static_cast<double>(v.size())), want, 0.05 * want) << name;
     ++checked;
   }

@@ -11,6 +11,7 @@
 #include "fk/autograd.h"
 #include "fk/cuda/kernels.h"
 #include "fk/factory.h"
+#include "fk/half.h"
 #include "fk/ops/binary/operands.h"
 #include "fk/ops/binary/ternary.h"
 #include "fk/ops/cpu/dispatch.h"
@@ -191,6 +192,11 @@ Tensor scalar_for(const Tensor& t, double s) {
   // integer tensor's result f32 (i32 + 1e10 wrapped to -2147483641).
   if (dt == DType::I32 && !integral_holds(dt, s) && integral_holds(DType::I64, s)) dt = DType::I64;
   if (is_integral(dt) && !integral_holds(dt, s)) dt = DType::F32;
+  // The scalar as the dtype holds it (a value past f16's range is its
+  // infinity, as torch's x * 1e5 gives): fill_ refuses such values.
+  if (dt == DType::F32) s = static_cast<float>(s);
+  if (dt == DType::F16) s = half_to_float(float_to_half(static_cast<float>(s)));
+  if (dt == DType::BF16) s = bf16_to_float(float_to_bf16(static_cast<float>(s)));
   Tensor r = empty(Dims{}, {dt, t.device()});
   fill_(r, s);
   return r;
