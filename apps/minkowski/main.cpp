@@ -71,7 +71,8 @@ Commands add_bench_commands(CLI::App& bench, Options& opt, Commands c) {
       ->check(CLI::Range(0, 65536));
   ops->add_option("--json", oo.json, "also write the results as JSON to this file");
   CLI::App* bench_train = bench.add_subcommand("train", "MinkUNet training step timing");
-  bench_train->add_option("--variant", bto.variant, "MinkUNet variant (14, 14A-D, 18, 18A/B/D, 34, 34A-C)");
+  bench_train->add_option("--variant", bto.variant,
+                          "MinkUNet variant (14, 14A-D, 18, 18A/B/D, 34, 34A-C)");
   bench_train->add_option("--points", bto.points, "voxels of the synthetic scene")
       ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
   bench_train->add_option("--steps", bto.steps, "timed steps per thread count")
@@ -104,7 +105,8 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
       app.add_subcommand("train", "train MinkUNet on scenes or point files, or a ResNet on shapes");
   train->add_option("--model", to.model,
                     "minkunet (segmentation) or resnet14 / resnet18 (shape classification)");
-  train->add_option("--variant", to.variant, "MinkUNet variant (14, 14A-D, 18, 18A/B/D, 34, 34A-C)");
+  train->add_option("--variant", to.variant,
+                    "MinkUNet variant (14, 14A-D, 18, 18A/B/D, 34, 34A-C)");
   train->add_option("--planes", to.planes,
                     "ResNet stage widths a,b,c,d (stem: a; default 64,128,256,512)");
   train->add_option("--data", to.data,
