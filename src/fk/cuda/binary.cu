@@ -19,18 +19,7 @@ namespace math = unary_formulas::math;
 template <typename C>
 __device__ C binary_real(int op, C x, C y, C alpha) {
   if constexpr (std::is_integral_v<C>) {
-    // The host's integer_pow: exact, wrapping in unsigned arithmetic; a
-    // negative exponent gives 1, +-1 or 0.
-    if (op == kBinaryPow) {
-      if (y < 0) return x == 1 ? C(1) : x == -1 ? (y % 2 ? C(-1) : C(1)) : C(0);
-      using U = std::make_unsigned_t<C>;
-      U base = static_cast<U>(x), r = 1;
-      for (; y > 0; y >>= 1) {
-        if (y & 1) r *= base;
-        base *= base;
-      }
-      return static_cast<C>(r);
-    }
+    if (op == kBinaryPow) return unary_formulas::integer_pow(x, y);  // the host's formula
   }
   switch (op) {
     case kBinaryAdd:

@@ -16,6 +16,8 @@
 // C library's (expf, exp, ...): glibc's on the host, CUDA's in device code.
 #include <math.h>
 
+#include <type_traits>
+
 #if defined(__CUDACC__)
 #define FK_HOST_DEVICE __host__ __device__
 #else
@@ -224,6 +226,22 @@ FK_HOST_DEVICE inline T square_backward(T g, T x) {
 template <typename T>
 FK_HOST_DEVICE inline T reciprocal_backward(T g, T y) {  // from y
   return -g * y * y;
+}
+
+// Binary pow of two integers (host binary.cpp and binary.cu share it): x^y
+// exactly, by squaring, wrapping on overflow as torch's integer pow does (in
+// unsigned arithmetic: signed overflow is undefined); a negative exponent
+// gives 1 / x^|y| truncated: 1 for x = 1, +-1 for x = -1, else 0.
+template <typename T>
+FK_HOST_DEVICE inline T integer_pow(T x, T y) {
+  if (y < 0) return x == 1 ? T(1) : x == -1 ? (y % 2 ? T(-1) : T(1)) : T(0);
+  using U = std::make_unsigned_t<T>;
+  U base = static_cast<U>(x), r = 1;
+  for (; y > 0; y >>= 1) {
+    if (y & 1) r *= base;
+    base *= base;
+  }
+  return static_cast<T>(r);
 }
 
 }  // namespace fk::unary_formulas

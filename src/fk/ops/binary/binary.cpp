@@ -18,6 +18,7 @@
 #include "fk/ops/cpu/loops.h"
 #include "fk/ops/cuda_dispatch.h"
 #include "fk/ops/unary.h"
+#include "fk/ops/unary_formulas.h"
 #include "fk/ops/view.h"
 #include "fk/profile.h"
 
@@ -66,21 +67,6 @@ std::pair<DType, DType> result_types(BinaryOp op, DType a, DType b) {
   return {rt, compute_type(rt)};
 }
 
-// x^y exactly, by squaring, wrapping on overflow as torch's integer pow (in
-// unsigned arithmetic: signed overflow is undefined); a negative exponent
-// gives 1 / x^|y| truncated: 1 for x = 1, +-1 for x = -1, else 0.
-template <typename T>
-T integer_pow(T x, T y) {
-  if (y < 0) return x == 1 ? T(1) : x == -1 ? (y % 2 ? T(-1) : T(1)) : T(0);
-  using U = std::make_unsigned_t<T>;
-  U base = static_cast<U>(x), r = 1;
-  for (; y > 0; y >>= 1) {
-    if (y & 1) r *= base;
-    base *= base;
-  }
-  return static_cast<T>(r);
-}
-
 template <typename T>
 void arith_kernel(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b, double alpha) {
   auto run = [&](auto f) { cpu::map2<T, T, T>(out, a, b, f); };
@@ -101,7 +87,7 @@ void arith_kernel(BinaryOp op, Tensor& out, const Tensor& a, const Tensor& b, do
       break;
   }
   if constexpr (std::is_integral_v<T>) {
-    if (op == BinaryOp::Pow) return run([](T x, T y) { return integer_pow(x, y); });
+    if (op == BinaryOp::Pow) return run([](T x, T y) { return unary_formulas::integer_pow(x, y); });
   }
   if constexpr (!kComplex) {
     switch (op) {
