@@ -1,8 +1,11 @@
 #include "fk/random.h"
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "fk/parallel.h"
 #include "fk/profile.h"
@@ -82,7 +85,14 @@ Tensor uniform_impl(const char* op, const Dims& shape, double lo, double hi, con
   profile::OpScope scope(op);
   check_floating(op, o);
   FK_CHECK(lo < hi && std::isfinite(lo) && std::isfinite(hi), op, "finite bounds lo < hi",
-           "[" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
+           fmt::format("[{}, {})", lo, hi));
+  // hi - lo is the scale: past the generation type's range it is inf, and
+  // every draw came out one step below hi (torch refuses these too).
+  const double largest = o.dtype == DType::F64 ? std::numeric_limits<double>::max()
+                                               : std::numeric_limits<float>::max();
+  FK_CHECK(hi - lo <= largest && std::abs(lo) <= largest && std::abs(hi) <= largest, op,
+           fmt::format("bounds and a width hi - lo within {}'s range", name(o.dtype)),
+           fmt::format("[{}, {})", lo, hi));
   if (o.dtype == DType::F64) {
     Tensor t = empty(shape, {DType::F64});
     const double scale = hi - lo;
@@ -116,8 +126,7 @@ Tensor normal_impl(const char* op, const Dims& shape, double mean, double std,
   profile::OpScope scope(op);
   check_floating(op, o);
   FK_CHECK(std >= 0 && std::isfinite(std) && std::isfinite(mean), op,
-           "a finite mean and a finite std >= 0",
-           "mean " + std::to_string(mean) + ", std " + std::to_string(std));
+           "a finite mean and a finite std >= 0", fmt::format("mean {}, std {}", mean, std));
   if (o.dtype == DType::F64) {
     Tensor t = empty(shape, {DType::F64});
     // One block: two 64-bit uniforms -> one Box–Muller pair.

@@ -174,6 +174,14 @@ TEST(Random, OptionsAndErrors) {
   EXPECT_THROW(randperm(-1, {DType::I64}, &g), Error);
   EXPECT_THROW(randperm(3, {DType::F32}, &g), Error);
   EXPECT_THROW(rand({-1}, {}, &g), Error);
+  // A width past the generation type's range (every draw came out as one
+  // value), and bounds printed in full (1e-7 read 0.000000).
+  EXPECT_THROW(uniform({8}, -3e38, 3e38, {DType::F32}, &g), Error);
+  EXPECT_THROW(uniform({8}, 1e39, 2e39, {DType::F32}, &g), Error);
+  EXPECT_THROW(uniform({8}, -1e308, 1e308, {DType::F64}, &g), Error);
+  EXPECT_EQ(uniform({8}, -1e38, 1e38, {DType::F32}, &g).numel(), 8);
+  EXPECT_NE(test::error_of([&] { uniform({3}, 1e-7, 1e-8, {}, &g); }).find("1e-07"),
+            std::string::npos);
 }
 
 }  // namespace
