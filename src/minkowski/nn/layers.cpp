@@ -70,7 +70,8 @@ std::shared_ptr<Activation> make_leaky_relu(double slope) {
 }
 
 Dropout::Dropout(double p) : p_(p) {
-  FK_CHECK(p >= 0.0 && p < 1.0, "nn::Dropout", "p in [0, 1)", std::to_string(p));
+  // p = 1 drops everything (torch's); no 1 / (1 - p) is formed then.
+  FK_CHECK(p >= 0.0 && p <= 1.0, "nn::Dropout", "p in [0, 1]", std::to_string(p));
 }
 
 SparseTensor Dropout::forward(const SparseTensor& x) {

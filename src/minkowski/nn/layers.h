@@ -45,8 +45,9 @@ class Activation : public SparseModule {
 std::shared_ptr<Activation> make_relu();
 std::shared_ptr<Activation> make_leaky_relu(double slope = 0.01);
 
-// Zeroes each feature with probability p in train mode and scales the rest by
-// 1/(1-p); the identity in eval mode. The mask comes from fk's default generator.
+// Zeroes each feature with probability p in [0, 1] in train mode and scales
+// the rest by 1/(1-p) (p = 1: all zeros, as torch); the identity in eval mode.
+// The mask comes from fk's default generator.
 class Dropout : public SparseModule {
  public:
   explicit Dropout(double p = 0.5);

@@ -145,7 +145,10 @@ TEST(NnLayers, DropoutDropsInTrainModeOnly) {
   EXPECT_LT(zeros, 280);
   d.eval();
   EXPECT_EQ(d.forward(x).F().to_vector<double>(), x.F().to_vector<double>());
-  EXPECT_THROW(Dropout(1.0), fk::Error);
+  EXPECT_THROW(Dropout(1.5), fk::Error);
+  EXPECT_THROW(Dropout(-0.1), fk::Error);
+  const auto all = Dropout(1.0).forward(x).F().to_vector<double>();  // torch's: every one dropped
+  EXPECT_EQ(all, std::vector<double>(all.size(), 0.0));
 }
 
 // Broadcast's backward in f64 over both inputs, and its values against a
