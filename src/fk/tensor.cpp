@@ -39,10 +39,14 @@ Tensor make_tensor(std::shared_ptr<Storage> storage, DType dtype, const Dims& sh
   return Tensor(std::move(impl));
 }
 
+// A 0-d tensor has no dim to name (wrap_dim takes dim 0 of one, for
+// reductions: size(0) read past the shape).
 int64_t Tensor::size(int64_t d) const {
+  FK_CHECK(dim() > 0, "Tensor::size", "a tensor with at least one dim", "a 0-d tensor");
   return shape()[wrap_dim(d, dim(), "Tensor::size")];
 }
 int64_t Tensor::stride(int64_t d) const {
+  FK_CHECK(dim() > 0, "Tensor::stride", "a tensor with at least one dim", "a 0-d tensor");
   return strides()[wrap_dim(d, dim(), "Tensor::stride")];
 }
 

@@ -116,6 +116,8 @@ TEST(Tensor, ErrorsNameExpectedAndGiven) {
   EXPECT_THROW(t.t().view({6}), Error);  // non-contiguous view
   EXPECT_THROW(t.select(0, 2), Error);
   EXPECT_THROW(t.size(2), Error);
+  EXPECT_THROW(scalar_tensor(1.0).size(0), Error);  // a 0-d tensor has no dim 0
+  EXPECT_THROW(scalar_tensor(1.0).stride(-1), Error);
   EXPECT_THROW(t.data<double>(), Error);
   EXPECT_THROW(add(zeros({2, 3}), zeros({3, 2})), Error);
   EXPECT_THROW(zeros({2}).item(), Error);
