@@ -42,9 +42,9 @@ DType dtype_from_name(const std::string& s) {
   if (s == "complex64" || s == "cfloat") return DType::C64;
   if (s == "complex128" || s == "cdouble") return DType::C128;
   throw Error("dtype name",
-              "one of bool, i32, i64, f16, bf16, f32, f64, c64, c128 (or numpy's and torch's "
-              "names: int32, int64, float16, bfloat16, float32, float64, complex64, complex128, "
-              "int, long, half, float, double, cfloat, cdouble)",
+              "one of bool, i32, i64, f16, bf16, f32, f64, c64, c128 (or torch's names: int32, "
+              "int64, float16, bfloat16, float32, float64, complex64, complex128, int, long, "
+              "half, float, double, cfloat, cdouble)",
               "'" + s + "'");
 }
 

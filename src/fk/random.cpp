@@ -86,12 +86,17 @@ Tensor uniform_impl(const char* op, const Dims& shape, double lo, double hi, con
   check_floating(op, o);
   FK_CHECK(lo < hi && std::isfinite(lo) && std::isfinite(hi), op, "finite bounds lo < hi",
            fmt::format("[{}, {})", lo, hi));
-  // hi - lo is the scale: past the generation type's range it is inf, and
-  // every draw came out one step below hi (torch refuses these too).
-  const double largest = o.dtype == DType::F64 ? std::numeric_limits<double>::max()
-                                               : std::numeric_limits<float>::max();
-  FK_CHECK(hi - lo <= largest && std::abs(lo) <= largest && std::abs(hi) <= largest, op,
-           fmt::format("bounds and a width hi - lo within {}'s range", name(o.dtype)),
+  // hi - lo is the scale: past the range it is inf, and every draw came out
+  // one step below hi; bounds past the output dtype's range gave inf draws
+  // (torch refuses both). f32, f16 and bf16 draw in f32: its width too.
+  const double largest = o.dtype == DType::F64    ? std::numeric_limits<double>::max()
+                         : o.dtype == DType::F16  ? 65504.0
+                         : o.dtype == DType::BF16 ? 3.3895313892515355e38
+                                                  : std::numeric_limits<float>::max();
+  const bool f32_width =
+      o.dtype == DType::F64 || std::isfinite(static_cast<float>(hi) - static_cast<float>(lo));
+  FK_CHECK(hi - lo <= largest && std::abs(lo) <= largest && std::abs(hi) <= largest && f32_width,
+           op, fmt::format("bounds and a width hi - lo within {}'s range", name(o.dtype)),
            fmt::format("[{}, {})", lo, hi));
   if (o.dtype == DType::F64) {
     Tensor t = empty(shape, {DType::F64});

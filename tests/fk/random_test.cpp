@@ -180,6 +180,14 @@ TEST(Random, OptionsAndErrors) {
   EXPECT_THROW(uniform({8}, 1e39, 2e39, {DType::F32}, &g), Error);
   EXPECT_THROW(uniform({8}, -1e308, 1e308, {DType::F64}, &g), Error);
   EXPECT_EQ(uniform({8}, -1e38, 1e38, {DType::F32}, &g).numel(), 8);
+  // The width as f32 computes it (both bounds rounded first), and the output
+  // dtype's range for f16/bf16 (draws were inf).
+  EXPECT_THROW(uniform({8}, -1.6354387244816144e38, 1.7673847419036742e38, {DType::F32}, &g),
+               Error);
+  EXPECT_THROW(uniform({8}, 0, 1e5, {DType::F16}, &g), Error);
+  EXPECT_THROW(uniform({8}, -6e4, 6e4, {DType::F16}, &g), Error);
+  EXPECT_THROW(uniform({8}, 3e38, 3.4e38, {DType::BF16}, &g), Error);
+  EXPECT_EQ(uniform({8}, -3e4, 3e4, {DType::F16}, &g).numel(), 8);
   EXPECT_NE(test::error_of([&] { uniform({3}, 1e-7, 1e-8, {}, &g); }).find("1e-07"),
             std::string::npos);
 }

@@ -3,6 +3,7 @@
 // rules mirror src/fk/ops/copy.cpp: f16/bf16 always go through f32, complex ->
 // real keeps the real part, everything else is a static_cast.
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "fk/cuda/common.cuh"
@@ -17,6 +18,16 @@ template <typename R>
 inline constexpr bool kIsCx<Cx<R>> = true;
 template <typename T>
 inline constexpr bool kIsHalf = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+
+// The host's rule (copy.cpp): a floating value truncated toward zero where
+// the integer type holds it, else (NaN, inf, out of range) the type's lowest
+// value; CUDA's own conversion saturates (NaN -> 0), which the host does not.
+template <typename D, typename F>
+__device__ D to_integer(F v) {
+  constexpr D lowest = std::numeric_limits<D>::min();  // a constant: no host call on the device
+  constexpr F lo = static_cast<F>(lowest);
+  return v >= lo && v < -lo ? static_cast<D>(v) : lowest;
+}
 
 template <typename D, typename S>
 __device__ D convert(S v) {
@@ -35,7 +46,11 @@ __device__ D convert(S v) {
     }
   } else if constexpr (kIsCx<S>) {
     if constexpr (std::is_same_v<D, bool>) return v.re != 0 || v.im != 0;  // 1i is true
+    if constexpr (std::is_integral_v<D>) return to_integer<D>(v.re);
     return static_cast<D>(v.re);
+  } else if constexpr (std::is_integral_v<D> && !std::is_same_v<D, bool> &&
+                       std::is_floating_point_v<S>) {
+    return to_integer<D>(v);
   } else {
     return static_cast<D>(v);
   }

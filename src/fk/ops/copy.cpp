@@ -24,7 +24,7 @@ namespace {
 // A floating value as an integer type: truncated toward zero where it fits.
 // A NaN or a value out of range has no C++ conversion (undefined behaviour);
 // it gets the type's lowest value, what x86's conversion (and torch's CPU)
-// gives, now defined.
+// gives, now defined; the device (cuda/copy.cu) converts by the same rule.
 template <typename To, typename F>
 To to_integer(F v) {
   constexpr F lo = static_cast<F>(std::numeric_limits<To>::min());  // -2^31 / -2^63, exact

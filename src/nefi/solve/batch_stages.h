@@ -89,7 +89,7 @@ void run_stage_steps(Run& run, const Stage& stage, int index, std::vector<Proble
       keep = false;
     }
     if (!keep) {
-      cut_short = true;
+      cut_short = t + 1 < stage.steps;  // after the last step the stage is whole
       break;
     }
   }

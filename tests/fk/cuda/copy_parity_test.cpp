@@ -3,7 +3,9 @@
 // contiguous conversion, fills, and the fk ops that copy or make tensors.
 #include "parity.h"
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,6 +64,21 @@ OpCase convert_row(DType to) {
   };
 }
 
+// NaN, infinities and values past the integer range convert to its lowest
+// value on the device as on the host (CUDA's own conversion saturates).
+OpCase convert_specials_row(DType to) {
+  OpCase c = convert_row(to);
+  c.name = std::string("launch_convert_specials_to_") + name(to);
+  c.dtypes = {DType::F32, DType::F64};
+  c.inputs = [](DType dt) {
+    const double inf = std::numeric_limits<double>::infinity();
+    return Inputs{
+        from_vector(std::vector<double>{std::nan(""), inf, -inf, 3e9, -3e9, 1e19, 2.7, -2.7, -0.0})
+            .to(dt)};
+  };
+  return c;
+}
+
 // launch_fill over 33 elements that held 7 before.
 OpCase fill_row(const std::string& tag, double v) {
   return {
@@ -111,6 +128,8 @@ std::vector<OpCase> rows() {
   for (DType to : {DType::F16, DType::BF16, DType::F64, DType::I32, DType::C64}) {
     r.push_back(convert_row(to));
   }
+  r.push_back(convert_specials_row(DType::I32));
+  r.push_back(convert_specials_row(DType::I64));
   r.push_back(fill_row("0", 0.0));
   r.push_back(fill_row("2_5", 2.5));
   // Every other column of a [4, 6] buffer.
