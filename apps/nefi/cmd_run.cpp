@@ -183,7 +183,6 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
   // solve) does not cost the others: the run goes on, writes what finished,
   // records the error in metrics.json and then fails with it.
   std::map<std::string, std::string> failed;
-  std::string first_error;
   for (const auto& m : cfg.methods) {
     try {
       outs.push_back(inst->run(cfg.config, m, cfg.seed, solver_options(cfg, r, out, m, tty)));
@@ -191,7 +190,6 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
       if (tty) std::fprintf(stderr, "\r\033[K");
       if (cfg.methods.size() == 1) throw;
       failed[m] = e.what();
-      if (first_error.empty()) first_error = e.what();
       continue;
     }
     if (tty) std::fprintf(stderr, "\r\033[K");
@@ -201,8 +199,7 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
           std::fprintf(stderr, "%s stage %s: %s\n", m.c_str(), st.name.c_str(),
                        st.device_note.c_str());
   }
-  if (outs.empty()) {  // every method failed: their own errors
-    if (failed.size() == 1) throw fk::Error(first_error);
+  if (outs.empty()) {  // every method (two or more: one alone rethrows) failed
     std::string what;
     for (const auto& [m, e] : failed) what += (what.empty() ? "" : "; ") + m + ": " + e;
     throw fk::Error("every method failed (" + what + ")");

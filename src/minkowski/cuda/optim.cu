@@ -56,10 +56,9 @@ __global__ void adam_kernel(const AdamLaunch<T> a) {
   const AdamScalars& s = a.s;
   for (int64_t k = begin + threadIdx.x; k < end; k += blockDim.x) {
     double x = static_cast<double>(p[k]), grad = static_cast<double>(g[k]);
-    if (s.weight_decay == 0.0) {
-    } else if (s.decoupled) {
+    if (s.decoupled) {
       x = mul_rn(x, 1.0 - mul_rn(s.lr, s.weight_decay));
-    } else {
+    } else if (s.weight_decay != 0.0) {  // 0 * inf would be NaN, as on the host
       grad = grad + mul_rn(s.weight_decay, x);
     }
     m[k] = mul_rn(s.beta1, m[k]) + mul_rn(1.0 - s.beta1, grad);

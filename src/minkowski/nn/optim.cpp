@@ -169,10 +169,9 @@ void Adam::step() {
     double* m = buffer(i, "exp_avg").data<double>();
     double* v = buffer(i, "exp_avg_sq").data<double>();
     update(params_[i], [&](double p, double g, size_t k) {
-      if (o_.weight_decay == 0.0) {
-      } else if (o_.decoupled) {
+      if (o_.decoupled) {
         p *= 1.0 - lr_ * o_.weight_decay;
-      } else {
+      } else if (o_.weight_decay != 0.0) {  // 0 * inf would be NaN
         g += o_.weight_decay * p;
       }
       m[k] = o_.beta1 * m[k] + (1.0 - o_.beta1) * g;

@@ -71,7 +71,7 @@ fk::Tensor pool_features(const fk::Tensor& features, std::shared_ptr<const Kerne
 KernelRegion pooling_region(const KernelRegion& kernel, const std::vector<int32_t>& stride,
                             int dimension);
 
-// kernel through pooling_region.
+// Each reduces over pooling_region(kernel, stride).
 SparseTensor local_pooling(const SparseTensor& x, PoolingMode mode, const KernelRegion& kernel,
                            const std::vector<int32_t>& stride = {1});
 SparseTensor max_pooling(const SparseTensor& x, const KernelRegion& kernel,
