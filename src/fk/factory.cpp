@@ -77,15 +77,18 @@ void fill_(Tensor& t, c128 value) {
   }
   // A finite value past a float type's largest would be stored as inf (torch
   // refuses it too); infinities and NaN are values of every float type.
-  if (t.dtype() == DType::F16 || t.dtype() == DType::BF16 || t.dtype() == DType::F32) {
+  // A c64 holds two f32s: both parts are checked.
+  if (t.dtype() == DType::F16 || t.dtype() == DType::BF16 || t.dtype() == DType::F32 ||
+      t.dtype() == DType::C64) {
     const double largest = t.dtype() == DType::F16    ? 65504.0
                            : t.dtype() == DType::BF16 ? 3.3895313892515355e38
                                                       : 3.4028234663852886e38;
-    const double v = value.real();
-    FK_CHECK(
-        !std::isfinite(v) || std::abs(v) <= largest, "fill_",
-        fmt::format("a value {} holds (|v| <= {:g}, or an infinity)", name(t.dtype()), largest),
-        fmt::format("{}", v));
+    const bool two_parts = t.dtype() == DType::C64;
+    for (const double v : {value.real(), two_parts ? value.imag() : 0.0})
+      FK_CHECK(
+          !std::isfinite(v) || std::abs(v) <= largest, "fill_",
+          fmt::format("a value {} holds (|v| <= {:g}, or an infinity)", name(t.dtype()), largest),
+          fmt::format("{}", v));
   }
   if (t.device().is_cuda()) {
     t.bump_version();

@@ -554,6 +554,10 @@ TEST(Tensor, IntegerFillRefusesValuesTheTypeCannotHold) {
   EXPECT_EQ(full({1}, 1e6, {DType::BF16}).dtype(), DType::BF16);
   EXPECT_THROW(full({1}, 1e39, {DType::F32}), Error);
   EXPECT_THROW(full({1}, -1e39, {DType::BF16}), Error);
+  // A c64 holds two f32s: either part past f32's range was stored as inf.
+  EXPECT_THROW(full({1}, c128(1e39, 0), {DType::C64}), Error);
+  EXPECT_THROW(full({1}, c128(0, -1e39), {DType::C64}), Error);
+  EXPECT_EQ(full({1}, c128(1e39, -1e300), {DType::C128}).dtype(), DType::C128);
   // Arithmetic with such a scalar is not a fill: the scalar is the dtype's
   // value (inf past f16's range, 65504 just past it), as torch's x * 1e5.
   const Tensor h = from_vector(std::vector<double>{0, 1, -2}).to(DType::F16);

@@ -430,12 +430,16 @@ void backward_complex(UnaryOp op, Tensor& gx, const Tensor& g, const Tensor& x, 
   }
 }
 
+// On bool, torch's: sign stays bool, square and clamp (integer bounds) give
+// i64, neg, abs, relu and conj are refused, the rest compute in f32.
 DType result_dtype(UnaryOp op, DType in) {
-  if (is_integral(in)) {
-    FK_CHECK(op != UnaryOp::Conj || in != DType::Bool, name(op), "a numeric dtype", "bool");
-    if (keeps_integers(op) && in != DType::Bool) return in;
-    return DType::F32;
+  if (in == DType::Bool) {
+    FK_CHECK(op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Relu && op != UnaryOp::Conj,
+             name(op), "a numeric dtype", "bool");
+    if (op == UnaryOp::Sign) return DType::Bool;
+    return keeps_integers(op) ? DType::I64 : DType::F32;
   }
+  if (is_integral(in)) return keeps_integers(op) ? in : DType::F32;
   if (is_complex(in)) {
     FK_CHECK(accepts_complex(op), name(op), "a real dtype", name(in));
     return op == UnaryOp::Abs ? real_type(in) : in;
@@ -459,14 +463,19 @@ struct UnaryBackward : autograd::Node {
 
 // CUDA: one strided kernel; f16/bf16 are computed in f32 inside it.
 Tensor unary_forward_cuda(UnaryOp op, const Tensor& x_in, DType out_dtype, UnaryParams p) {
-  bool to_float = x_in.dtype() == DType::Bool || (is_integral(x_in.dtype()) && !keeps_integers(op));
-  Tensor x = to_float ? x_in.to(DType::F32) : x_in;
-  Tensor out = empty(x.shape(), {out_dtype, x.device()});
+  const DType in = x_in.dtype();
+  Tensor x = in == DType::Bool ? x_in.to(keeps_integers(op) ? DType::I64 : DType::F32)
+             : is_integral(in) && !keeps_integers(op) ? x_in.to(DType::F32)
+                                                      : x_in;
+  // The kernel writes x's dtype (a complex abs its real part); sign of a bool
+  // is computed in i64 and narrowed back.
+  const DType kernel_out = in == DType::Bool ? x.dtype() : out_dtype;
+  Tensor out = empty(x.shape(), {kernel_out, x.device()});
   cuda::launch_unary_strided(static_cast<int>(op), static_cast<int>(x.dtype()), x.data_ptr(),
                              out.data_ptr(), x.dim(), x.shape().data(), x.strides().data(),
                              out.strides().data(), p.a, p.b, cuda_ops::stream_of(x));
   cuda_ops::launched(x);
-  return out;
+  return kernel_out == out_dtype ? out : out.to(out_dtype);
 }
 
 Tensor unary_backward_cuda(UnaryOp op, const Tensor& grad, const Tensor& ref_in, UnaryParams p) {
@@ -489,7 +498,7 @@ Tensor unary_forward(UnaryOp op, const Tensor& x_in, UnaryParams p) {
   if (x_in.device().is_cuda()) return unary_forward_cuda(op, x_in, out_dtype, p);
   DType ct =
       compute_type(is_integral(x_in.dtype()) && !keeps_integers(op) ? out_dtype : x_in.dtype());
-  if (x_in.dtype() == DType::Bool) ct = DType::F32;
+  if (x_in.dtype() == DType::Bool) ct = keeps_integers(op) ? DType::I64 : DType::F32;
   Tensor x = x_in.dtype() == ct ? x_in : x_in.to(ct);
   DType out_ct = op == UnaryOp::Abs ? real_type(ct) : ct;
   Tensor out = empty(x.shape(), {out_ct, x.device()});

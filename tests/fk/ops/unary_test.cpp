@@ -168,7 +168,9 @@ TEST(Unary, AbsOfNegativeZeroIsPositive) {
 }
 
 // relu keeps a NaN (torch's max(x, 0)) in every floating dtype, split over
-// threads; its gradient there is 0, as torch's threshold_backward gives.
+// threads; its gradient there is 0, as nefi's fused layers have it (torch's
+// threshold_backward passes g; the loss is NaN either way, so is every
+// weight's gradient behind it).
 TEST(Unary, ReluKeepsNaN) {
   const test::ThreadCount threads(2);
   for (DType dt : {DType::F64, DType::F32, DType::F16, DType::BF16}) {
@@ -189,6 +191,23 @@ TEST(Unary, ReluKeepsNaN) {
     y.backward(ones_like(y));
     const std::vector<double> g = x.grad().to(DType::F64).to_vector<double>();
     for (size_t i = 0; i < v.size(); ++i) EXPECT_EQ(g[i], v[i] > 0 ? 1.0 : 0.0) << i;
+  }
+}
+
+// Bool inputs take torch's result dtypes: sign stays bool, square and clamp
+// give i64 (both gave f32), neg, abs and relu are refused, exp is f32.
+TEST(Unary, BoolInputsTakeTorchsResultDtypes) {
+  const Tensor b = from_vector(std::vector<double>{1, 0, 1}).to(DType::Bool);
+  EXPECT_EQ(sign(b).dtype(), DType::Bool);
+  EXPECT_EQ(sign(b).to_vector<double>(), (std::vector<double>{1, 0, 1}));
+  EXPECT_EQ(square(b).dtype(), DType::I64);
+  EXPECT_EQ(square(b).to_vector<double>(), (std::vector<double>{1, 0, 1}));
+  EXPECT_EQ(clamp(b, 0, 1).dtype(), DType::I64);
+  EXPECT_EQ(exp(b).dtype(), DType::F32);
+  for (auto f : {+[](const Tensor& t) { return neg(t); }, +[](const Tensor& t) { return abs(t); },
+                 +[](const Tensor& t) { return relu(t); }}) {
+    const std::string what = test::error_of([&] { f(b); });
+    EXPECT_NE(what.find("expected a numeric dtype, got bool"), std::string::npos) << what;
   }
 }
 

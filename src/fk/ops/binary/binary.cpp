@@ -286,11 +286,14 @@ BinaryGrads binary_backward(BinaryOp op, const Tensor& g, const Tensor& a, const
     case BinaryOp::Minimum: {
       const Tensor& x = a;
       const Tensor& y = b;
-      // Ties split the gradient evenly.
-      Tensor wa = where(op == BinaryOp::Maximum ? gt(x, y) : lt(x, y), scalar_like(g, 1.0),
-                        where(eq(x, y), scalar_like(g, 0.5), scalar_like(g, 0.0)));
-      if (need_a) ga = mul(g, wa);
-      if (need_b) gb = mul(g, sub(scalar_like(g, 1.0), wa));
+      // Ties split the gradient evenly; a side loses it only where the other
+      // side wins, so a NaN on either side (no order) sends it to both, as
+      // torch does.
+      const bool max = op == BinaryOp::Maximum;
+      const Tensor half = scalar_like(g, 0.5), zero = scalar_like(g, 0.0);
+      const Tensor tie = eq(x, y);
+      if (need_a) ga = where(tie, mul(g, half), where(max ? lt(x, y) : gt(x, y), zero, g));
+      if (need_b) gb = where(tie, mul(g, half), where(max ? gt(x, y) : lt(x, y), zero, g));
       break;
     }
     case BinaryOp::Atan2: {

@@ -20,7 +20,13 @@ namespace {
 // An in-place op writes self without recording a node, so under grad mode no
 // operand may need a gradient: self's history would go stale, and another
 // operand's gradient would silently be dropped. Under no_grad anything goes.
+// Self's elements must be distinct memory whatever the grad mode.
 void check_inplace(const char* op, std::initializer_list<const Tensor*> operands) {
+  const Tensor& self = **operands.begin();
+  FK_CHECK(!repeats_elements(self), op,
+           "a self whose elements are distinct memory (clone() an expanded tensor before "
+           "writing to it)",
+           "shape " + self.shape().str() + " with strides " + self.strides().str());
   if (!autograd::grad_enabled()) return;
   int i = 0;
   for (const Tensor* t : operands) {

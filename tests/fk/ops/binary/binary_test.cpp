@@ -74,6 +74,20 @@ TEST(Binary, MaximumTiesSplitGradient) {
   test::expect_close(b.grad(), {0.5, 1});
 }
 
+// A NaN has no order: both sides keep the gradient (torch's rule), where the
+// other side's 1 - w once took it all from the non-NaN side.
+TEST(Binary, MaximumAndMinimumSendANaNsGradientToBothSides) {
+  for (BinaryOp op : {BinaryOp::Maximum, BinaryOp::Minimum}) {
+    SCOPED_TRACE(name(op));
+    Tensor a = from_vector(std::vector<double>{NAN, 1, 2, 5}).set_requires_grad(true);
+    Tensor b = from_vector(std::vector<double>{1, NAN, 2, 4}).set_requires_grad(true);
+    sum(binary(op, a, b)).backward();
+    const double win = op == BinaryOp::Maximum ? 1 : 0;
+    test::expect_close(a.grad(), {1, 1, 0.5, win});
+    test::expect_close(b.grad(), {1, 1, 0.5, 1 - win});
+  }
+}
+
 // At a base of 0: no slope in the base for an exponent of 0, none in the
 // exponent for a base of 0 (the formulas read 0 * inf: NaN and -inf).
 TEST(Binary, PowGradientsAtAZeroBase) {

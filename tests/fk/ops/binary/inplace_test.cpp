@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../../test_util.h"
@@ -89,6 +90,27 @@ TEST(InPlace, SelfTakesResultsOfItsKindOrALowerOneAtAnyWidth) {
 // In-place ops record no node, so under grad mode every operand (not only
 // self) that requires grad is refused before self is written; under no_grad
 // they run and match the out-of-place op.
+// An expanded self repeats elements: every in-place op refuses it under its
+// own name, in and out of grad mode (the error once named copy_).
+TEST(InPlace, RefuseAnExpandedSelfUnderTheirOwnName) {
+  const Tensor x = from_vector(std::vector<double>{1, 2, 3});
+  for (bool grad : {true, false}) {
+    autograd::set_grad_enabled(grad);
+    Tensor e = from_vector(std::vector<double>{1, 2}).reshape({2, 1}).expand({2, 3});
+    const std::vector<std::pair<std::string, std::string>> errors = {
+        {"add_", test::error_of([&] { add_(e, x); })},
+        {"mul_", test::error_of([&] { mul_(e, 2.0); })},
+        {"lerp_", test::error_of([&] { lerp_(e, x, 0.5); })},
+        {"addcdiv_", test::error_of([&] { addcdiv_(e, x, x); })}};
+    for (const auto& [op, what] : errors) {
+      EXPECT_EQ(what.rfind(op + ":", 0), 0u) << what;
+      EXPECT_NE(what.find("distinct memory"), std::string::npos) << what;
+      EXPECT_NE(what.find("strides [1, 0]"), std::string::npos) << what;
+    }
+  }
+  autograd::set_grad_enabled(true);
+}
+
 TEST(InPlace, RefuseAnyOperandNeedingGradUnderGradMode) {
   const Tensor s = test::random_tensor({2, 3}, DType::F64, -1, 1, 1);
   const Tensor x = test::random_tensor({3}, DType::F64, 0.5, 2, 2);
