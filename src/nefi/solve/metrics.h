@@ -5,7 +5,8 @@
 //   a constant gt), at most kPsnrCap (an exact match, and anything within
 //   about 1e-5 of the range of it: a ranking never puts an exact match
 //   below a near one),
-//   relative_error = ||x - gt|| / ||gt||,
+//   relative_error = ||x - gt|| / ||gt|| (||x|| where gt is all zero: no
+//                    scale to divide by, and metrics.json holds no inf),
 //   ssim: Gaussian window of `win` taps (sigma 1.5, unit sum; win = min(7,
 //   the first two axis lengths) made odd), evaluated at the 'valid' positions
 //   only (where the whole window fits), K1 = 0.01, K2 = 0.03, constants

@@ -36,6 +36,9 @@ struct WeightedRowsBackward : fk::autograd::Node {
 fk::Tensor weighted_rows(const std::vector<fk::Tensor>& terms,
                          const std::vector<std::vector<double>>& w) {
   fk::profile::OpScope scope("weighted_rows");
+  FK_CHECK(!terms.empty() && terms[0].dim() == 1, "nefi::weighted_rows",
+           "a 1-D first term (one value per problem)",
+           terms.empty() ? std::string("no terms") : terms[0].shape().str());
   const int64_t n = terms[0].size(0);
   FK_CHECK(w.size() == terms.size(), "nefi::weighted_rows",
            std::to_string(terms.size()) + " weight rows", std::to_string(w.size()));

@@ -159,6 +159,18 @@ TEST(NefiBatchLosses, WeightedRowsGradientIsFiniteDifferences) {
     EXPECT_NE(std::string(e.what()).find("4 values and weights per term"), std::string::npos)
         << e.what();
   }
+  // A 0-d first term, or none, is named here (size(0) named Tensor::size).
+  for (const std::vector<fk::Tensor>& bad :
+       {std::vector<fk::Tensor>{fk::scalar_tensor(1.0)}, std::vector<fk::Tensor>{}}) {
+    try {
+      nefi::weighted_rows(bad, {});
+      FAIL() << "no error";
+    } catch (const fk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("nefi::weighted_rows: expected a 1-D first term"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace

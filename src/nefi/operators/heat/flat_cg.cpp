@@ -6,6 +6,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/profile.h"
+#include "nefi/operators/heat/inner_solvers.h"
 #include "nefi/real_dispatch.h"
 
 namespace nefi::heat {
@@ -167,6 +168,7 @@ int64_t run_cg(const CgBuffers<T>& c, const T* b, const T* s, double tol, int64_
                int64_t check_every) {
   auto [bb, rz] = cg_start(c, b, s);
   const double b_norm = std::sqrt(bb);
+  tol = cg_tolerance_floor(tol, fk::dtype_of<T>());
   if (b_norm == 0) {  // A is SPD: A x = 0 has the solution 0
     const int64_t n = c.L.nx * c.L.ny * c.L.nz;
     for (int64_t i = 0; i < n; ++i) c.x[i] = T(0);

@@ -72,7 +72,7 @@ struct HeatConfig {
   std::string stencil = "auto";   // flat | roll | auto
   std::string solver = "jacobi";  // jacobi | chebyshev | cg
   int64_t jacobi_iters = 50;      // K for jacobi and chebyshev
-  double cg_tol = 1e-6;           // relative residual
+  double cg_tol = 1e-6;           // relative residual (at least 8 eps of the dtype)
   int64_t cg_max_iter = 200;
   int64_t check_every = 1;              // cg: iterations between convergence checks
   std::string grad_mode = "adjoint";    // adjoint | checkpoint | autograd

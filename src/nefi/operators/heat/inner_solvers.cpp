@@ -84,6 +84,7 @@ fk::Tensor cg_solve(const Sweep& sweep, const HeatSystem& system, const fk::Tens
                     const fk::Tensor& x0, double tol, int64_t max_iter, int64_t check_every,
                     int64_t* iterations) {
   const double b_norm = std::sqrt(fk::sum(fk::mul(b, b)).item());
+  tol = cg_tolerance_floor(tol, b.dtype());
   int64_t it = 0;
   if (b_norm == 0) {  // A is SPD: the solution of A x = 0 is 0
     if (iterations) *iterations = 0;

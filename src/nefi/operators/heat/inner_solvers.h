@@ -9,7 +9,9 @@
 //              ω_k (S x_k − x_{k−1}); error ≤ 1/T_K(1/ρ) against ρ^K.
 //   cg:        Jacobi-preconditioned conjugate gradients, relative residual
 //              ‖r‖ ≤ cg_tol ‖b‖ checked every check_every iterations (the only
-//              host reads), at most cg_max_iter iterations.
+//              host reads), at most cg_max_iter iterations. A cg_tol under
+//              8 eps of the dtype is taken as 8 eps (cg_tolerance_floor).
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -44,6 +46,14 @@ fk::Tensor jacobi_solve(const Sweep& sweep, const fk::Tensor& c, const fk::Tenso
                         int64_t iters);
 fk::Tensor chebyshev_solve(const Sweep& sweep, const fk::Tensor& c, const fk::Tensor& x0,
                            const fk::Tensor& omega);
+// The relative residual CG aims for: at least 8 eps of the dtype. Below it
+// the recurrences run on past convergence until r.z and p.q underflow to 0,
+// and their 0 / 0 made the field NaN (cg_tol = 0 on grids with fewer cells
+// than cg_max_iter).
+inline double cg_tolerance_floor(double tol, fk::DType dtype) {
+  return std::max(tol, 8 * (dtype == fk::DType::F64 ? 2.220446049250313e-16 : 1.1920929e-07));
+}
+
 // `iterations` (optional) receives the iterations run.
 fk::Tensor cg_solve(const Sweep& sweep, const HeatSystem& system, const fk::Tensor& b,
                     const fk::Tensor& x0, double tol, int64_t max_iter, int64_t check_every,
