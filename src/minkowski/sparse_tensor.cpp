@@ -7,6 +7,7 @@
 #include "fk/ops/index.h"
 #include "fk/parallel.h"
 #include "fk/random.h"
+#include "minkowski/ops/max_order.h"
 #include "minkowski/ops/quantize_device.h"
 
 namespace minkowski {
@@ -88,7 +89,7 @@ fk::Tensor quantize_features(const fk::Tensor& features, const std::vector<int64
         int64_t r = inverse[i];
         for (int64_t x = 0; x < c; ++x) {
           int64_t& a = arg[r * c + x];
-          if (a < 0 || fp[i * c + x] > fp[a * c + x]) a = i;
+          if (a < 0 || replaces_max(fp[i * c + x], fp[a * c + x])) a = i;
         }
       }
       return fk::gather(features, 0, arg, fk::Dims{m, c});  // checked on the host, uploaded

@@ -1,6 +1,8 @@
 // SparseTensor construction, quantization, batching and feature replacement.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "fk/fk.h"
 #include "fk/test_util.h"
 #include "fk/thread_count.h"
@@ -31,6 +33,13 @@ TEST(MinkowskiQuantize, ModesOnHandComputedCase) {
   check(QuantizationMode::UnweightedSum, {4, -4, 8, -8, 5, -5});
   check(QuantizationMode::UnweightedAverage, {2, -2, 4, -4, 5, -5});
   check(QuantizationMode::MaxPool, {3, -1, 6, -2, 5, -5});
+  // A NaN in a later duplicate is the max (max_order.h): `>` dropped it.
+  fk::Tensor nan_f = d.f.clone();
+  fk::Tensor row = nan_f.select(0, 2);
+  fk::fill_(row, NAN);
+  const auto m = SparseTensor(nan_f, d.c, {1}, QuantizationMode::MaxPool).F().to_vector<double>();
+  EXPECT_TRUE(std::isnan(m[0]) && std::isnan(m[1]));
+  EXPECT_EQ(m[2], 6);
   SparseTensor x(d.f, d.c, {1}, QuantizationMode::FirstOccurrence);
   EXPECT_EQ(x.unique_index(), (std::vector<int64_t>{0, 1, 4}));
   EXPECT_EQ(x.inverse_mapping(), (std::vector<int64_t>{0, 1, 0, 1, 2}));

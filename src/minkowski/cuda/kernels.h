@@ -194,8 +194,9 @@ void launch_tile_slots(const uint64_t* sorted_mask, int64_t rows, int tile_rows,
 
 // Local pooling forward: output row o < n_out reduces src[in_rows[p]] over
 // its pairs p = out_pair[e], e in [out_begin[o], out_begin[o + 1]) (a
-// DeviceKernelMap's by_out). Max keeps the first of equal values and writes
-// the arg-max input row (argmax: Max only); a row without pairs gets 0 (-1).
+// DeviceKernelMap's by_out). Max keeps max_order.h's order (a NaN wins, the
+// first of equal values holds) and writes the arg-max input row (argmax: Max
+// only); a row without pairs gets 0 (-1).
 template <typename T>
 void launch_pool_forward(int mode, const T* src, int64_t cols, const int32_t* out_begin,
                          const int32_t* out_pair, const int32_t* in_rows, int64_t n_out, T* dst,

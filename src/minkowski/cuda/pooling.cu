@@ -7,6 +7,7 @@
 #include "fk/cuda/common.cuh"
 #include "minkowski/cuda/kernels.h"
 #include "minkowski/cuda/rounding.cuh"
+#include "minkowski/ops/max_order.h"
 
 namespace minkowski::cuda {
 
@@ -38,7 +39,7 @@ __global__ void pool_forward_kernel(int mode, const T* src, int64_t cols, const 
       const T v = src[i * cols + c];
       if (mode != kMax) {
         acc += v;
-      } else if (v > acc) {  // strictly greater: ties keep the first pair
+      } else if (replaces_max(v, acc)) {  // ties keep the first pair
         acc = v;
         arg = i;
       }
@@ -85,7 +86,7 @@ __global__ void group_partials_kernel(int mode, const T* a, const T* b, int64_t 
       const T v = b ? mul_rn(a[i * cols + c], b[i * cols + c]) : a[i * cols + c];
       if (mode != kMax) {
         acc += v;
-      } else if (v > acc) {
+      } else if (replaces_max(v, acc)) {
         acc = v;
         arg = i;
       }
@@ -113,7 +114,7 @@ __global__ void group_combine_kernel(int mode, const T* part, const int32_t* par
       const T v = part[j * cols + c];
       if (mode != kMax) {
         acc += v;
-      } else if (v > acc) {
+      } else if (replaces_max(v, acc)) {
         acc = v;
         arg = part_arg[j * cols + c];
       }

@@ -10,6 +10,7 @@
 #include "fk/parallel.h"
 #include "fk/profile.h"
 #include "minkowski/ops/feature_rows.h"
+#include "minkowski/ops/max_order.h"
 #include "minkowski/ops/pooling_device.h"
 
 namespace minkowski {
@@ -30,9 +31,10 @@ struct Source {
 };
 
 // acc = the reduction of the source's rows[0 .. n) (n >= 1), in row order;
-// Max keeps the first of equal values. Products are rounded before they are
-// added, in every clone (this file is built with -ffp-contract=off): the
-// device's kernel rounds them so too (pooling.cu, mul_rn).
+// Max keeps max_order.h's order (a NaN wins, ties keep the first). Products
+// are rounded before they are added, in every clone (this file is built with
+// -ffp-contract=off): the device's kernel rounds them so too (pooling.cu,
+// mul_rn).
 template <typename T, PoolingMode M, bool Product>
 [[gnu::always_inline]] inline void fold(const Source<T>& src, int64_t c, const int32_t* rows,
                                         int64_t n, T* __restrict acc, int32_t* __restrict amax) {
@@ -53,8 +55,9 @@ template <typename T, PoolingMode M, bool Product>
       for (int64_t x = 0; x < c; ++x) {
         // branch-free, unconditional stores (see pooling.cpp's reduce)
         const T av = acc[x], sv = s[x];
-        const int32_t take = -static_cast<int32_t>(sv > av);
-        acc[x] = av < sv ? sv : av;
+        const bool replace = replaces_max(sv, av);
+        const int32_t take = -static_cast<int32_t>(replace);
+        acc[x] = replace ? sv : av;
         amax[x] = (amax[x] & ~take) | (r & take);
       }
     } else {
@@ -115,7 +118,7 @@ void forward_impl(const Source<T>& src, int64_t c, const RowGroups& rg, T* out, 
       const T* s = part.data() + j * c;
       for (int64_t x = 0; x < c; ++x) {
         if constexpr (M == PoolingMode::Max) {
-          if (s[x] > d[x]) d[x] = s[x], a[x] = part_arg[j * c + x];
+          if (replaces_max(s[x], d[x])) d[x] = s[x], a[x] = part_arg[j * c + x];
         } else {
           d[x] += s[x];
         }

@@ -10,6 +10,7 @@
 #include "fk/profile.h"
 #include "minkowski/coords/block_schedule.h"
 #include "minkowski/ops/feature_rows.h"
+#include "minkowski/ops/max_order.h"
 #include "minkowski/ops/pooling_device.h"
 
 namespace minkowski {
@@ -52,8 +53,8 @@ template <typename T>
 }
 
 // Forward: dst[o] = reduction of src[i] over o's pairs, in pair (offset) order.
-// The first term is copied (no zeroing pass); Max keeps the first of equal
-// values (strictly greater replaces).
+// The first term is copied (no zeroing pass); Max keeps max_order.h's order
+// (a NaN wins, the first of equal values holds).
 template <typename T, PoolingMode M>
 [[gnu::always_inline]] inline void reduce(const RowRange<T>& r, int64_t r0, int64_t r1) {
   const int64_t c = r.channels;
@@ -84,8 +85,9 @@ template <typename T, PoolingMode M>
           // GCC emits masked stores (vmaskmovps), microcoded on AMD: max pooling
           // kernel 3 stride 2 on 100k x 64 f32 took ~10 ms instead of ~2.5.
           const T dv = d[x], sv = s[x];
-          const int32_t take = -static_cast<int32_t>(sv > dv);
-          d[x] = dv < sv ? sv : dv;
+          const bool replace = replaces_max(sv, dv);
+          const int32_t take = -static_cast<int32_t>(replace);
+          d[x] = replace ? sv : dv;
           a[x] = (a[x] & ~take) | (i & take);
         }
       } else {

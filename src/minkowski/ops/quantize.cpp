@@ -14,7 +14,10 @@
 namespace minkowski {
 
 namespace {
-// N x D -> int32 rows, floor(c / size) for real inputs.
+// N x D -> int32 rows, floor(c / size) for real inputs, the division in f32
+// for f32 (and f16/bf16) coordinates as MinkowskiEngine's numpy and torch
+// divisions are: points voxelized on a grid of that size (f32(k * 0.02)) land
+// in voxel k there, where an f64 division put a third of them in k - 1.
 std::vector<int32_t> floor_rows(const fk::Tensor& c, const std::vector<double>& size,
                                 const char* where) {
   FK_CHECK(c.defined() && c.dim() == 2 && c.size(1) >= 1, where, "coordinates of shape N x D",
@@ -26,13 +29,19 @@ std::vector<int32_t> floor_rows(const fk::Tensor& c, const std::vector<double>& 
   FK_CHECK(size.size() == 1 || static_cast<int64_t>(size.size()) == d, where,
            "a quantization size of 1 or " + std::to_string(d) + " values",
            std::to_string(size.size()) + " values");
-  for (double s : size) FK_CHECK(s > 0, where, "a positive quantization size", std::to_string(s));
+  for (double s : size)
+    FK_CHECK(s > 0 && std::isfinite(s), where, "a positive finite quantization size",
+             std::to_string(s));
+  const bool single = c.dtype() == fk::DType::F32 || fk::is_half(c.dtype());
   auto v = c.to_vector<double>();
   std::vector<int32_t> r(v.size());
   for (int64_t i = 0; i < n; ++i)
     for (int64_t a = 0; a < d; ++a) {
-      double q = std::floor(v[i * d + a] / size[size.size() == 1 ? 0 : a]);
-      FK_CHECK(std::abs(q) < 2147483647.0, where, "quantized coordinates within int32",
+      const double s = size[size.size() == 1 ? 0 : a];
+      const double q = single ? std::floor(static_cast<double>(static_cast<float>(v[i * d + a]) /
+                                                               static_cast<float>(s)))
+                              : std::floor(v[i * d + a] / s);
+      FK_CHECK(q >= -2147483648.0 && q <= 2147483647.0, where, "quantized coordinates within int32",
                std::to_string(q));
       r[i * d + a] = static_cast<int32_t>(q);
     }

@@ -24,10 +24,12 @@ inline constexpr int64_t kIgnoreLabel = -100;
 
 // coordinates: N x D (any real or integer dtype, CPU; a batch column, if
 // present, is just one more axis, use size 1 for it). quantization_size has 1
-// or D positive values. features: N x C or undefined, on the CPU or a CUDA
-// device (reduced there: quantize_features in sparse_tensor.h). Output rows follow the
-// first occurrence of each voxel in input order. seed: the draw of
-// RandomSubsample (subsample_rows in sparse_tensor.h).
+// or D positive finite values; f32, f16 and bf16 coordinates are divided in
+// f32 (as MinkowskiEngine divides f32 points), the others in f64. features:
+// N x C or undefined, on the CPU or a CUDA device (reduced there:
+// quantize_features in sparse_tensor.h). Output rows follow the first
+// occurrence of each voxel in input order. seed: the draw of RandomSubsample
+// (subsample_rows in sparse_tensor.h).
 //
 // labels: undefined, or N int32/int64 CPU values (one class per point, as in
 // MinkowskiEngine's sparse_quantize). A voxel whose points all carry one label

@@ -5,8 +5,8 @@
 //
 // Same choice as the CPU: each group's rows are walked in ascending order
 // (the groups' member lists are a counting sort on the host, uploaded per
-// call) by one device thread per (group, channel), a later row winning only
-// when strictly greater, so ties keep the first row. Comparisons in f32 (f64
+// call) by one device thread per (group, channel), a later row winning in
+// max_order.h's order (a NaN wins, ties keep the first row). Comparisons in f32 (f64
 // for f64 features; 16-bit features converted exactly), as the CPU's f64 ones
 // order the same values. The walk is pooling.cu's max-pooling kernel.
 //

@@ -5,6 +5,7 @@
 // (ties included). Also the mixed-device errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <random>
 #include <string>
@@ -123,6 +124,34 @@ TEST(MinkowskiCudaPoolingDispatch, MaxTiesPickTheCpusArgmax) {
   const GlobalPoolingResult gc = global_pool_forward(x.F(), rg, PoolingMode::Max);
   const GlobalPoolingResult gg = global_pool_forward(x.F().to(kGpu), rg, PoolingMode::Max);
   EXPECT_EQ(gg.argmax.to_vector<int32_t>(), gc.argmax.to_vector<int32_t>());
+}
+
+// NaNs in later rows: the device keeps max_order.h's order as the CPU does
+// (a NaN wins, the first one holds the arg-max), local, global and the
+// MaxPool quantization.
+TEST(MinkowskiCudaPoolingDispatch, MaxNaNsPickTheCpusArgmax) {
+  MK_SKIP_WITHOUT_GPU();
+  const SparseTensor x = cpu_input(1500, 6, 2, 7);
+  std::vector<double> v = x.F().to(fk::DType::F64).to_vector<double>();
+  for (size_t i = 5; i < v.size(); i += 37) v[i] = NAN;
+  const fk::Tensor f = fk::from_vector(v, x.F().shape()).to(x.F().dtype());
+  auto map = x.manager()->kernel_map(x.key(), x.manager()->stride(x.key(), {2, 2, 2}),
+                                     KernelRegion::cube({3}), false);
+  const PoolingResult c = pool_forward(f, *map, PoolingMode::Max);
+  const PoolingResult g = pool_forward(f.to(kGpu), *map, PoolingMode::Max);
+  EXPECT_EQ(g.argmax.to_vector<int32_t>(), c.argmax.to_vector<int32_t>());
+  EXPECT_TRUE(cuda_test::bitwise_equal(g.out, c.out));
+  const RowGroups rg = batch_groups(*x.manager()->map(x.key()), "test");
+  const GlobalPoolingResult gc = global_pool_forward(f, rg, PoolingMode::Max);
+  const GlobalPoolingResult gg = global_pool_forward(f.to(kGpu), rg, PoolingMode::Max);
+  EXPECT_EQ(gg.argmax.to_vector<int32_t>(), gc.argmax.to_vector<int32_t>());
+  EXPECT_TRUE(cuda_test::bitwise_equal(gg.out, gc.out));
+  // Every row twice: the MaxPool quantization's groups hold a row and its copy.
+  const fk::Tensor twice = fk::cat({x.C(), x.C()}, 0);
+  const fk::Tensor f2 = fk::cat({fk::mul(f, 0.5), f}, 0);
+  const SparseTensor qc(f2, twice, {1}, QuantizationMode::MaxPool);
+  const SparseTensor qg(f2.to(kGpu), twice.to(kGpu), {1}, QuantizationMode::MaxPool);
+  EXPECT_TRUE(cuda_test::bitwise_equal(qg.F(), qc.F()));
 }
 
 TEST(MinkowskiCudaPoolingDispatch, OtherDtypesFollowTheCpu) {

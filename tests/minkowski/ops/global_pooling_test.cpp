@@ -4,6 +4,8 @@
 // and the errors (empty item, empty tensor).
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "fk/fk.h"
 #include "fk/test_util.h"
 #include "minkowski/minkowski.h"
@@ -74,6 +76,35 @@ TEST(MinkowskiGlobalPooling, MaxTiesGoToTheFirstRow) {
   EXPECT_EQ(y.F().to_vector<double>(), (std::vector<double>{2, 7}));
   y.F().backward(fk::from_vector(std::vector<double>{1, 5}, fk::Dims{2, 1}));
   EXPECT_EQ(fg.grad().to_vector<double>(), (std::vector<double>{1, 5, 0, 0}));
+}
+
+// A NaN anywhere in a batch item is its max (torch's max: the reference's
+// default global max), also past the first 2048-row block, the first NaN
+// holding the arg-max; `>` alone kept a NaN only in an item's first row.
+TEST(MinkowskiGlobalPooling, MaxNaNWinsWhereverItSits) {
+  for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
+    SCOPED_TRACE(fk::name(dt));
+    Rows rows{{0, 3, 3}, {1, 0, 0}, {0, -1, 2}, {0, 5, -5}, {1, 1, 0}};
+    const fk::Tensor f =
+        fk::from_vector(std::vector<double>{2, 7, NAN, 4, NAN}, fk::Dims{5, 1}).to(dt);
+    const SparseTensor x(f, to_tensor(rows));
+    const auto y = global_max_pooling(x).F().to_vector<double>();
+    EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));
+    const RowGroups rg = batch_groups(*x.manager()->map(x.key()), "test");
+    EXPECT_EQ(global_pool_forward(f, rg, PoolingMode::Max).argmax.to_vector<int32_t>(),
+              (std::vector<int32_t>{2, 4}));
+    // One item of 5000 rows: the NaN sits in the second block.
+    Rows many;
+    for (int i = 0; i < 5000; ++i) many.push_back({0, i, 0});
+    std::vector<double> v(5000, 1.0);
+    v[3000] = NAN;
+    v[4000] = 2.0;
+    const auto big = global_max_pooling(SparseTensor(fk::from_vector(v, fk::Dims{5000, 1}).to(dt),
+                                                     to_tensor(many)))
+                         .F()
+                         .to_vector<double>();
+    EXPECT_TRUE(std::isnan(big[0]));
+  }
 }
 
 TEST(MinkowskiGlobalPoolingGrad, GradcheckEveryMode) {

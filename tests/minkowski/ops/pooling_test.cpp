@@ -156,6 +156,25 @@ TEST(MinkowskiPooling, MaxTiesGoToTheFirstOffset) {
   EXPECT_EQ(fg.grad().to_vector<double>(), (std::vector<double>{0, 0, 0, 20, 10, 0}));
 }
 
+// A NaN anywhere in a window is its max (torch's max_pool), the first NaN
+// holding the arg-max; `>` alone kept a NaN only in the first offset's row.
+// Offset order as above: row 2, row 1, row 0.
+TEST(MinkowskiPooling, MaxNaNWinsWhereverItSits) {
+  Rows rows{{0, 1, 1}, {0, 0, 1}, {0, 1, 0}};
+  for (fk::DType dt : {fk::DType::F64, fk::DType::F32}) {
+    SCOPED_TRACE(fk::name(dt));
+    const fk::Tensor f =
+        fk::from_vector(std::vector<double>{5, NAN, NAN, 9, 1, NAN}, fk::Dims{3, 2}).to(dt);
+    SparseTensor x(f, to_tensor(rows));
+    const auto y = max_pooling(x, KernelRegion::cube({2}), {2}).F().to_vector<double>();
+    EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));
+    auto kmap = x.manager()->kernel_map(x.key(), x.manager()->stride(x.key(), {2, 2}),
+                                        KernelRegion::cube({2}), false);
+    EXPECT_EQ(pool_forward(f, *kmap, PoolingMode::Max).argmax.to_vector<int32_t>(),
+              (std::vector<int32_t>{1, 2}));
+  }
+}
+
 TEST(MinkowskiPoolingGrad, GradcheckEveryMode) {
   Rows rows = random_rows(2, 14, 3, 1, 2, 5);
   fk::Tensor coords = to_tensor(rows);
