@@ -1,13 +1,15 @@
 """nefi's metrics on arrays of your own (the reference's ``nefi.metrics``):
 the definitions behind every run's metrics.json (mse, psnr, ssim, iou, ...),
 so a score computed here is the score a run reports; rmse, mae and dice are
-the usual definitions. Inputs are anything numpy reads, torch tensors too
-(on any device, requiring grad or not).
+the usual definitions. Inputs are real arrays of anything numpy reads,
+torch tensors too (on any device, requiring grad or not); complex ones are
+refused (score np.abs(z), or the parts, yourself).
 
 - ``mse``, ``rmse``, ``mae`` (optionally weighted by a mask), ``psnr``
   (10 log10(range^2 / mse), the range the ground truth's max - min (1 if
   that is 0) unless ``data_range`` is given; at most 99 dB, an exact
-  match's score), ``relative_error`` (||x - gt|| / ||gt||);
+  match's score), ``relative_error`` (||x - gt|| / ||gt||, or
+  ||x|| where gt is all zero);
 - ``ssim`` (7-tap Gaussian window, sigma 1.5, 'valid' positions; 1-D, 2-D, and
   3-D as the mean over slices along the last axis), ``masked_ssim``;
 - ``iou`` (of x > tau and gt > tau, tau = fraction * max(gt)), ``iou_above``
@@ -31,12 +33,20 @@ __all__ = ["mse", "rmse", "mae", "psnr", "relative_error", "ssim", "masked_ssim"
            "sliced_wasserstein", "swd", "edge_f1"]
 
 
-def _arr(x):
-    return np.ascontiguousarray(_values(x))  # a torch tensor on any device too
+def _arr(where, x):
+    """x as a C-contiguous float64 array of its own shape (a 0-d one stays
+    0-d: ascontiguousarray made it (1,)); a torch tensor on any device too;
+    complex values refused (scoring the real parts alone said a conjugate
+    was exact)."""
+    a = _values(x, where)
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
 def _pair(where, x, gt):
-    a, b = _arr(x), _arr(gt)
+    a, b = _arr(where, x), _arr(where, gt)
+    if a.ndim == 0 or b.ndim == 0:
+        raise Error(f"{where}: expected arrays of at least one axis, got shapes {a.shape} and "
+                    f"{b.shape}")
     if a.shape != b.shape or a.size == 0:
         raise Error(f"{where}: expected two non-empty arrays of one shape, got {a.shape} and "
                     f"{b.shape}")
@@ -46,7 +56,7 @@ def _pair(where, x, gt):
 def _weights(where, mask, shape):
     if mask is None:
         return None
-    w = _arr(mask)
+    w = _arr(where, mask)
     if w.shape != shape or not np.all(np.isfinite(w)) or np.any(w < 0) or not w.sum() > 0:
         raise Error(f"{where}: expected a mask of the arrays' shape {shape} with finite weights "
                     f">= 0 and some weight, got shape {w.shape}")
@@ -102,7 +112,7 @@ def masked_ssim(x, gt, mask, data_range=None):
     a, b = _pair("masked_ssim", x, gt)
     if data_range is not None:
         data_range = _number("masked_ssim", "data_range", data_range, 0)
-    return _m.masked_ssim(a, b, _arr(mask), data_range)
+    return _m.masked_ssim(a, b, _arr("masked_ssim", mask), data_range)
 
 
 def iou(x, gt, fraction=0.5):
@@ -133,7 +143,8 @@ def dice(x, gt, fraction=0.5):
 def peak_positions(x, threshold=0.05):
     """(row, col) of the local maxima of a 2-D map above threshold * max,
     strongest first."""
-    return _m.peak_positions(_arr(x), _number("peak_positions", "threshold", threshold))
+    return _m.peak_positions(_arr("peak_positions", x),
+                             _number("peak_positions", "threshold", threshold))
 
 
 def _positions(where, p):

@@ -20,6 +20,17 @@ from ._core import Error
 from ._core import nefi as _nefi
 
 
+def _real(where, name, v):
+    """v as a contiguous float64 array; complex values are refused by name
+    (a float64 cast kept the real part alone, with only numpy's warning)."""
+    if hasattr(v, "detach"):
+        v = v.detach().cpu().numpy()
+    a = np.asarray(v)
+    if np.iscomplexobj(a):
+        raise Error(f"{where}: expected a real {name}, got complex values")
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
 
 def _integer(where, name, value):
     """value as an int when it is a whole number (2 or 2.0); anything else
@@ -63,18 +74,24 @@ class Operator:
         out = tuple(self._core.output_shape(list(_shape("output_shape", shape))))
         return out[1:] if self.complex_out else out
 
-    def _stacked(self, g):
-        g = np.asarray(g)
-        return np.stack([g.real, g.imag], axis=-2) if self.complex_out else g
+    def _stacked(self, where, name, g):
+        """g as the core reads it: a complex output's real and imaginary
+        parts stacked; a real output's g must be real."""
+        if not self.complex_out:
+            return _real(where, name, g)
+        g = np.asarray(g.detach().cpu().numpy() if hasattr(g, "detach") else g)
+        return np.ascontiguousarray(np.stack([g.real, g.imag], axis=-2), dtype=np.float64)
 
     def __call__(self, x):
-        y = self._core.forward(np.ascontiguousarray(x, dtype=np.float64))
+        y = self._core.forward(_real(f"{self.kind}", "field", x))
         return y[..., 0, :] + 1j * y[..., 1, :] if self.complex_out else y
 
     def vjp(self, x, g):
         """g^T dF/dx at x (for complex outputs, the real part of F'(x)^H g)."""
-        return self._core.vjp(np.ascontiguousarray(x, dtype=np.float64),
-                              np.ascontiguousarray(self._stacked(g), dtype=np.float64))
+        where = f"{self.kind}.vjp"
+        return self._core.vjp(_real(where, "field", x),
+                              self._stacked(where, "output gradient (the operator's output is "
+                                            "real)", g))
 
     def adjoint(self, y, shape=None):
         """A^T y for a linear model (for fourier_sampling the zero-filled
@@ -93,12 +110,13 @@ class Operator:
         """The noise sigma of measured data (per real and imaginary part for
         k-space): from neighbouring samples, or the outer frequencies."""
         return self._core.estimate_noise(
-            np.ascontiguousarray(self._stacked(y), dtype=np.float64))
+            self._stacked(f"{self.kind}.estimate_noise", "measurement (the operator's output "
+                          "is real)", y))
 
 
 def sampling(mask):
     """The field's values where mask > 0, in C order (inpainting, sensors)."""
-    mask = np.asarray(mask, dtype=np.float64)
+    mask = _real("sampling", "mask", mask)
     return Operator(_nefi.sampling_operator(np.ascontiguousarray(mask)), mask.shape)
 
 
@@ -106,7 +124,7 @@ def fourier_sampling(mask, centered=False):
     """MRI: the orthonormal DFT over the field's axes at the frequencies
     where mask > 0, as complex values. The mask is in numpy.fft order (DC
     first), or with DC in the middle when ``centered`` (fftshift's order)."""
-    mask = np.asarray(mask, dtype=np.float64)
+    mask = _real("fourier_sampling", "mask", mask)
     if centered:
         mask = np.fft.ifftshift(mask)
     return Operator(_nefi.fourier_sampling_operator(np.ascontiguousarray(mask)), mask.shape,
@@ -269,6 +287,17 @@ def stack(parts, shape=None):
     if shape is None:
         raise Error("stack: expected the field's shape (no part knows it), got none")
     shape = _shape("stack", shape)
+    # Every part must take this field: one built for another grid failed
+    # only when the stack was called, after output_shape had answered.
+    for p in parts:
+        if p.shape is not None and tuple(p.shape) != shape:
+            raise Error(f"stack: expected parts for the field's shape {shape}, got {p.kind} for "
+                        f"{tuple(p.shape)}")
+        try:
+            p.output_shape(shape)
+        except Error as e:
+            raise Error(f"stack: expected parts that take a field of shape {shape}, got {p.kind}: "
+                        f"{e}") from None
     return Operator(_nefi.stack_operator([p._core for p in parts], list(shape)), shape)
 
 

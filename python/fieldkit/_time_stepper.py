@@ -37,12 +37,17 @@ def _whole_number(v):
     return math.isfinite(v) and v == int(v)
 
 
-def _values(x):
+def _values(x, where="TimeStepper"):
     """x's values as a float64 numpy array: a tensor (one that requires grad,
-    or on a device, too) or anything numpy reads."""
+    or on a device, too) or anything numpy reads. Complex values are refused
+    by `where` (the cast kept the real part alone, with only numpy's
+    warning)."""
     if hasattr(x, "detach"):
         x = x.detach().cpu().numpy()
-    return np.asarray(x, dtype=np.float64)
+    a = np.asarray(x)
+    if np.iscomplexobj(a):
+        raise Error(f"{where}: expected real values, got complex ones")
+    return np.asarray(a, dtype=np.float64)
 
 
 class TimeStepper:

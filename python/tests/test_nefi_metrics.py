@@ -112,6 +112,13 @@ def test_a_runs_metrics_are_these_scores():
     (lambda: M.gmsd(np.ones(4), np.ones(4)), "2-D arrays"),
     (lambda: M.edge_f1(np.ones((4, 4)), np.ones((4, 4))), "(nx, ny, nz)"),
     (lambda: M.swd(np.ones((4, 4)), np.ones((4, 4)), n_proj=0), "n_proj a whole number >= 1"),
+    # The imaginary parts were dropped (a conjugate scored as exact); a 0-d
+    # pair was scored as one-element arrays.
+    (lambda: M.mse(np.ones(3) + 1j, np.ones(3)), "mse: expected real values, got complex"),
+    (lambda: M.relative_error(np.ones(3), torch.ones(3, dtype=torch.cfloat)),
+     "relative_error: expected real values"),
+    (lambda: M.mse(np.ones(3), np.ones(3), mask=np.ones(3) * 1j), "mse: expected real values"),
+    (lambda: M.ssim(np.float64(1), np.float64(2)), "arrays of at least one axis, got shapes ()"),
 ])
 def test_bad_inputs_say_what_was_expected(call, message):
     with pytest.raises(fieldkit.Error, match=message.replace("(", r"\(").replace(")", r"\)")):

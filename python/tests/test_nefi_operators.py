@@ -445,6 +445,31 @@ def test_what_the_operator_hunt_found_is_refused_by_name():
     assert writable and not any(writable)
 
 
+def test_complex_values_and_misfit_parts_are_refused_by_name():
+    """A float64 cast kept a complex field's or gradient's real part alone
+    (numpy's warning the only sign); a stack part for another grid failed
+    only when called, after output_shape had answered."""
+    z = np.ones((4, 4)) + 1j
+    with pytest.raises(fieldkit.Error, match="fourier_sampling: expected a real field, got "
+                                             "complex"):
+        ops.fourier_sampling(np.ones((4, 4)))(z)
+    with pytest.raises(fieldkit.Error, match="sampling.vjp: expected a real output gradient"):
+        ops.sampling(np.ones((4, 4))).vjp(np.ones((4, 4)), np.ones(16) + 1j)
+    with pytest.raises(fieldkit.Error, match="sampling: expected a real mask"):
+        ops.sampling(z)
+    # A complex output's gradient is complex: taken.
+    assert ops.fourier_sampling(np.ones((4, 4))).vjp(np.ones((4, 4)), np.ones(16) + 1j).shape \
+        == (4, 4)
+    with pytest.raises(fieldkit.Error, match=r"stack: expected parts for the field's shape "
+                                             r"\(8, 8\), got fft_convolution for \(4, 4\)"):
+        ops.stack([ops.sampling(np.ones((8, 8))), ops.gaussian_blur((4, 4), 1.0)])
+    with pytest.raises(fieldkit.Error, match="stack: expected parts that take a field of shape "
+                                             r"\(8, 8\), got downsample"):
+        ops.stack([ops.sampling(np.ones((8, 8))), ops.downsample(2)])
+    assert ops.stack([ops.sampling(np.ones((8, 8))), ops.downsample((2, 2))]).output_shape(
+        (8, 8)) == (80,)
+
+
 def test_a_built_in_takes_a_measurement_up_to_axes_of_length_one():
     """As a Python model's output is taken: a (1, m) measurement (and its
     mask) of a built-in whose output is (m,) solves as the (m,) one does."""

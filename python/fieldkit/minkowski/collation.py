@@ -33,5 +33,10 @@ class SparseCollation:
                               f"limit_numpoints={self.limit_numpoints}")
                 break
             kept.append(sample)
+        if not kept:  # zip(*[]) once failed to unpack, naming nothing
+            raise ValueError(f"SparseCollation: expected a first sample of at most "
+                             f"limit_numpoints={self.limit_numpoints} points, got "
+                             f"{len(data[0][0]) if data else 0} points"
+                             + ("" if data else " (no samples)"))
         return batch_sparse_collate(kept, dtype=self.dtype, device=self.device)
 

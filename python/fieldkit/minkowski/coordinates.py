@@ -10,7 +10,7 @@ import torch
 from .._core import minkowski as _mk
 from . import backend_choices as choices
 from .backend_choices import set_coordinate_map_type  # noqa: F401  (the reference's place)
-from .functional import lend_streams, widened
+from .functional import lend_streams, resolved, widened
 
 CoordinateMapKey = _mk.MapKey
 
@@ -454,6 +454,8 @@ def _int_coordinates(c, warn=True):
     c = torch.as_tensor(c)
     if c.dtype == torch.int32:
         return c.contiguous()
+    if c.dtype == torch.bool or c.is_complex():
+        raise ValueError(f"expected integer or real coordinates, got {c.dtype}")
     if c.is_floating_point():
         if not bool(torch.isfinite(c).all()):
             raise ValueError("expected finite coordinates, got a NaN or an infinity")
@@ -461,18 +463,29 @@ def _int_coordinates(c, warn=True):
             warnings.warn(f"coordinates of dtype {c.dtype} are floored to int32 (quantize points "
                           "first: sparse_quantize, or a TensorField)", stacklevel=3)
         c = torch.floor(widened(c))  # f16 exactly in f32: torch < 2 has no CPU half floor
-    # In f64 (or the integers): f32 rounds int32's largest value up to 2^31.
-    exact = c.double() if c.is_floating_point() else c
+    # In f64 (or int64): f32 rounds int32's largest value up to 2^31, and an
+    # int16 tensor wraps int32's bounds to -1 and 0 (every value was refused).
+    exact = c.double() if c.is_floating_point() else c.long()
     if c.numel() and (exact.min() < _INT32.min or exact.max() > _INT32.max):
         raise ValueError(f"expected coordinates within int32, got values in "
                          f"[{int(exact.min())}, {int(exact.max())}]")
     return c.to(torch.int32).contiguous()
 
 
+def positive_stride(tensor_stride, where):
+    """tensor_stride as a list of ints, each >= 1 (a 0 divided the points
+    into NaNs, reported as non-finite coordinates)."""
+    ts = _axes(tensor_stride)
+    if not ts or min(ts) < 1:
+        raise ValueError(f"{where}: expected a tensor stride of ints >= 1, got {tensor_stride!r}")
+    return ts
+
+
 def quantize_points(points, tensor_stride):
     """Each point's voxel on the tensor-stride grid as int32 coordinates:
     floor(x / ts) * ts per spatial axis and the batch column rounded (a
     TensorField's quantization, as the reference's)."""
+    tensor_stride = positive_stride(tensor_stride, "quantize_points")
     if not points.is_floating_point():  # exact: f32 holds integers only up to 2^24
         c = points.to(torch.int64).clone()
         ts = torch.as_tensor(_axes(tensor_stride), dtype=torch.int64, device=c.device)
@@ -501,7 +514,17 @@ def batched_coordinates(coords, dtype=torch.int32, device=None):
     in column 0, on `device` (default the CPU). An integer dtype floors real
     coordinates; a floating dtype keeps them as they are (as the reference
     does: it floors only for an integer dtype)."""
-    coords = [torch.as_tensor(c) for c in coords]
+    coords = [resolved(torch.as_tensor(c)) for c in coords]
+    for b, c in enumerate(coords):
+        if c.dtype == torch.bool or c.is_complex():
+            raise ValueError(f"batched_coordinates: expected integer or real coordinates, got "
+                             f"{c.dtype} for sample {b}")
+        if c.dim() != 2:
+            raise ValueError(f"batched_coordinates: expected N_i x D coordinates, got shape "
+                             f"{tuple(c.shape)} for sample {b}")
+    # uint8/int8/int16 as int32, which the C++ batching takes (exactly).
+    coords = [c.to(torch.int32) if c.dtype in (torch.uint8, torch.int8, torch.int16) else c
+              for c in coords]
     if dtype.is_floating_point:
         return _real_batched_coordinates(coords, dtype, device)
     lend_streams(*coords)
@@ -532,11 +555,26 @@ def sparse_collate(coords, feats, labels=None, dtype=torch.int32, device=None):
     """Batches per-sample coordinates, features (and labels) into one
     coordinate tensor with a batch column and concatenated features, all on
     `device` (default: where the features are)."""
+    where = "sparse_collate"
+    coords, feats = list(coords), [torch.as_tensor(f) for f in feats]
+    labels = None if labels is None else [torch.as_tensor(l) for l in labels]
+    # Sample b's rows must line up across the lists: torch.cat alone paired
+    # one sample's coordinates with another's features without a word.
+    for name, items in (("feature", feats), ("label", labels)):
+        if items is None:
+            continue
+        if len(items) != len(coords):
+            raise ValueError(f"{where}: expected {len(coords)} {name} tensors (one per "
+                             f"coordinate tensor), got {len(items)}")
+        for b, (c, x) in enumerate(zip(coords, items)):
+            if x.dim() == 0 or len(x) != len(c):
+                raise ValueError(f"{where}: expected {len(c)} {name} rows for sample {b} (its "
+                                 f"coordinates'), got shape {tuple(x.shape)}")
     bc = batched_coordinates(coords, dtype=dtype, device=device)
-    bf = torch.cat([torch.as_tensor(f) for f in feats], 0).to(device)
+    bf = torch.cat(feats, 0).to(device)
     if labels is None:
         return bc, bf
-    return bc, bf, torch.cat([torch.as_tensor(l) for l in labels], 0).to(device)
+    return bc, bf, torch.cat(labels, 0).to(device)
 
 
 class SparseTensorOperationMode(enum.IntEnum):

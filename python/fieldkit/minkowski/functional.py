@@ -57,8 +57,22 @@ _grad_enabled = torch.is_grad_enabled
 def widened(t):
     """t in f32 when it is f16 or bf16: a sum over many rows in those loses
     digits (bf16 stops counting at 256) or overflows (f16 past 65504) where
-    the mean fits; the C++ kernels accumulate in f32 too."""
+    the mean fits; the C++ kernels accumulate in f32 too. Lazy negation and
+    conjugation are applied (resolved)."""
+    t = resolved(t)
     return t.float() if t.dtype in (torch.float16, torch.bfloat16) else t
+
+
+def resolved(t):
+    """t with torch's lazy negation and conjugation applied (a copy only where
+    one is set; anything but a tensor as it is): DLPack exports the memory as
+    it is, so z.conj().imag, a view marked negated, read as its negation."""
+    if isinstance(t, torch.Tensor):
+        if t.is_neg():
+            t = t.resolve_neg()
+        if t.is_conj():
+            t = t.resolve_conj()
+    return t
 
 
 class _NoGraph:
@@ -96,6 +110,7 @@ def _plain(t):
     """A one-use DLPack capsule viewing t (keep t itself for the backward);
     for a CUDA tensor, torch's current stream on its device is lent to fk
     first (forwards and backwards alike)."""
+    t = resolved(t)
     lend_streams(t)
     return _capsule(t)
 

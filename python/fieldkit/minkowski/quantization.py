@@ -7,7 +7,7 @@ import torch
 
 from .._core import minkowski as _mk
 from .coordinates import SparseTensorQuantizationMode as QMode, core_mode
-from .functional import MinkowskiDirectMaxPoolingFunction, lend_streams, widened
+from .functional import MinkowskiDirectMaxPoolingFunction, lend_streams, resolved, widened
 
 
 def _quantization_sizes(quantization_size):
@@ -36,6 +36,32 @@ def _whole(name, value, lo, hi, span):
     return int(v)
 
 
+_NARROW = (torch.uint8, torch.int8, torch.int16)
+
+
+def _widened_integers(t, what, wide):
+    """t with a narrow integer dtype (uint8, int8, int16) as `wide`, which the
+    C++ quantizer takes; bool and complex values are refused by name."""
+    if t.dtype == torch.bool or t.is_complex():
+        raise ValueError(f"sparse_quantize: expected real or integer {what}, got {t.dtype}")
+    return t.to(wide) if t.dtype in _NARROW else t
+
+
+def _quantize_device(device):
+    """sparse_quantize's device as a torch.device: 'cpu' or 'cuda' (an
+    index allowed), refused by name where torch has no CUDA device."""
+    try:
+        dev = torch.device(device)
+    except (TypeError, RuntimeError):
+        dev = None
+    if dev is None or dev.type not in ("cpu", "cuda"):
+        raise ValueError(f"sparse_quantize: expected device 'cpu' or 'cuda', got {device!r}")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"sparse_quantize: expected device 'cpu' or a CUDA device torch can "
+                         f"reach, got {device!r} (torch sees no CUDA device)")
+    return dev
+
+
 def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
                     return_index=False, return_inverse=False, return_maps_only=False,
                     quantization_size=None,
@@ -47,17 +73,43 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
     the unique index names). Returns what the
     reference returns: the coordinates, then features and labels when given,
     then the unique index and the inverse mapping when asked (or only those
-    two with return_maps_only). numpy inputs give numpy outputs."""
+    two with return_maps_only). numpy inputs give numpy outputs; torch
+    outputs are on `device` ('cpu' or 'cuda'), the features where they were
+    (differentiable, as the reference's features[unique_map]). Narrow integer
+    inputs (uint8 colours, int16 coordinates or labels) are widened for the
+    C++ quantizer: features come back in their dtype, labels too where it
+    holds ignore_label (int64 otherwise)."""
     as_numpy = isinstance(coordinates, np.ndarray)
-    c = torch.as_tensor(coordinates)
-    f = None if features is None else torch.as_tensor(features)
-    lab = None if labels is None else torch.as_tensor(labels)
+    dev = _quantize_device(device)
+    if return_inverse and not return_index and not return_maps_only:
+        raise ValueError("sparse_quantize: expected return_index=True with return_inverse=True "
+                         "(the reference's rule), got return_index=False")
+    c = _widened_integers(resolved(torch.as_tensor(coordinates)), "coordinates", torch.int32)
+    f = None if features is None else resolved(torch.as_tensor(features))
+    f_in = f
+    if f is not None:
+        f = _widened_integers(f, "features", torch.int32)
+    lab = None if labels is None else resolved(torch.as_tensor(labels))
+    lab_in = lab
+    if lab is not None:
+        lab = _widened_integers(lab, "labels", torch.int64)
     size = _quantization_sizes(quantization_size)
     lend_streams(c, f, lab)
     qc, qf, ql, unique, inverse = _mk.sparse_quantize(
         c, f, size, core_mode(quantization_mode), lab,
         _whole("ignore_label", ignore_label, -2 ** 63, 2 ** 63 - 1, "[-2^63, 2^63)"),
         _whole("seed", seed, 0, 2 ** 64 - 1, "[0, 2^64)"))
+    if f is not None:
+        if f_in.requires_grad:  # the same rows and reduction, recorded by torch
+            qf = _reduce_duplicates(f_in, unique.to(f_in.device), inverse.to(f_in.device),
+                                    QMode(quantization_mode))
+        qf = qf.to(f_in.dtype)
+    if lab is not None and lab_in.dtype != lab.dtype and \
+            torch.iinfo(lab_in.dtype).min <= ignore_label <= torch.iinfo(lab_in.dtype).max:
+        ql = ql.to(lab_in.dtype)
+    if not as_numpy:
+        qc, unique, inverse = qc.to(dev), unique.to(dev), inverse.to(dev)
+        ql = None if ql is None else ql.to(dev)
     if return_maps_only:
         out = [unique, inverse] if return_inverse else [unique]
     else:

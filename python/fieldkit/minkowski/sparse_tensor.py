@@ -9,6 +9,7 @@ from .quantization import _reduce_duplicates, _reduce_onto
 from .coordinates import (
     SparseTensorQuantizationMode as QMode,
     default_manager,
+    positive_stride,
     quantize_points,
     _axes,
     _int_coordinates,
@@ -123,9 +124,12 @@ class SparseTensor(_Tensor):
     def __init__(self, features, coordinates=None, tensor_stride=1, coordinate_map_key=None,
                  coordinate_manager=None, quantization_mode=QMode.RANDOM_SUBSAMPLE,
                  allocator_type=None, minkowski_algorithm=None, requires_grad=None, device=None):
-        if not isinstance(features, torch.Tensor) or features.dim() != 2:
-            raise ValueError("SparseTensor: expected 2-D features (N x C), got "
-                             f"{getattr(features, 'shape', type(features))}")
+        if not isinstance(features, torch.Tensor):
+            raise TypeError("SparseTensor: expected features as a torch.Tensor (N x C), got "
+                            f"{type(features).__name__} (torch.as_tensor converts numpy)")
+        if features.dim() != 2:
+            raise ValueError(f"SparseTensor: expected 2-D features (N x C), got shape "
+                             f"{tuple(features.shape)}")
         if device is not None:
             features = features.to(device)
         self.quantization_mode = QMode(quantization_mode)
@@ -382,15 +386,30 @@ class SparseTensor(_Tensor):
         from coordinates on this very map (the result has each input row's
         voxel coordinates, the reference's second form)."""
         if isinstance(X, TensorField):
-            return X._with(self._F[X.inverse_mapping(self._key)])
+            return X._with(self._F[self._field_rows(X, "slice")])
         inverse = self._input_rows(X, "slice")
         return self._at_input_rows(self._F[inverse], X)
+
+    def _field_rows(self, X, where):
+        """Each point of the field X's row of this tensor's map: X's own
+        quantization where X's manager holds the map, else each point's voxel
+        looked up by coordinate (a key names rows of its manager only: another
+        manager's map under the same key once gave its rows silently)."""
+        if X.coordinate_manager is self._manager:
+            return X.inverse_mapping(self._key)
+        rows = _rows_in_map(self.C, X._voxels(self._key.tensor_stride))
+        off = int((rows < 0).sum())
+        if off:
+            raise ValueError(f"{where}: expected every point of the field on a coordinate of this "
+                             f"tensor's map (of another coordinate manager), got {off} of "
+                             f"{len(rows)} points off it")
+        return rows.to(self._F.device)
 
     def cat_slice(self, X):
         """slice(X) with X's own features concatenated after (a SparseTensor
         X's brought to the same input rows)."""
         if isinstance(X, TensorField):
-            return X._with(torch.cat([self._F[X.inverse_mapping(self._key)], X.F], 1))
+            return X._with(torch.cat([self._F[self._field_rows(X, "cat_slice")], X.F], 1))
         inverse = self._input_rows(X, "cat_slice")
         return self._at_input_rows(torch.cat([self._F[inverse], X.F[inverse]], 1), X)
 
@@ -437,6 +456,10 @@ class TensorField(_Tensor):
             coordinates = coordinate_manager.get_coordinate_field(coordinate_field_map_key)
             field_key = coordinate_field_map_key
             tensor_stride = field_key.tensor_stride
+        if not isinstance(features, torch.Tensor):
+            raise TypeError("TensorField: expected features as a torch.Tensor (N x C), got "
+                            f"{type(features).__name__} (torch.as_tensor converts numpy)")
+        positive_stride(tensor_stride, "TensorField")
         coordinates = torch.as_tensor(coordinates)
         if features.dim() != 2 or coordinates.dim() != 2 or \
                 coordinates.shape[0] != features.shape[0]:

@@ -14,6 +14,7 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/ops/binary.h"
 #include "nefi/baselines/admm.h"
 #include "nefi/baselines/deep_decoder.h"
 #include "nefi/baselines/gaussian_splat.h"
@@ -431,11 +432,16 @@ class Deconvolution : public Instance {
     return {fk::from_vector(v, y.shape()), sd};
   }
 
+  // The prediction in the data's units (Poisson: counts, peak * (h * x) +
+  // background, as the trained methods' Nuisance gives them): data_fit
+  // compares it with the measurement.
   static void record(const DeconvolutionConfig& c, const Domain& domain, const fk::Tensor& x,
                      RunOutput& out) {
     out.reconstruction = x;
     out.result.fields["x"] = x;
-    out.result.prediction = FFTConvolution(c.inversion_psf, domain).apply(x);
+    const fk::Tensor blurred = FFTConvolution(c.inversion_psf, domain).apply(x);
+    out.result.prediction =
+        c.poisson ? fk::add(fk::mul(blurred, c.peak_counts), c.background_counts) : blurred;
   }
 
   // Wiener filtering with its SNR by the discrepancy principle.

@@ -1,0 +1,144 @@
+"""How inputs reach the C++ side: torch's lazy negation, narrow integer
+dtypes, f32 voxelization as the reference divides, sparse_collate's
+per-sample checks, the device argument of sparse_quantize, slicing through
+another manager's map, and the errors for what cannot be read."""
+import numpy as np
+import pytest
+import torch
+
+import fieldkit.minkowski as ME
+
+QMode = ME.SparseTensorQuantizationMode
+
+
+def coords_2d():
+    return torch.tensor([[0, 0, 0], [0, 1, 0], [0, 1, 1], [1, 0, 2], [1, 2, 2]],
+                        dtype=torch.int32)
+
+
+def test_a_lazily_negated_tensor_is_read_as_its_values():
+    # z.conj().imag only marks itself negated; DLPack exports the memory as
+    # it is, which read as -values in pooling, convolution and spmm.
+    z = torch.randn(5, 3, dtype=torch.cfloat, generator=torch.Generator().manual_seed(1))
+    f = z.conj().imag
+    assert f.is_neg()
+    plain = f.resolve_neg()
+    pool = ME.MinkowskiGlobalSumPooling()
+    assert torch.equal(pool(ME.SparseTensor(f, coords_2d())).F,
+                       pool(ME.SparseTensor(plain, coords_2d())).F)
+    conv = ME.MinkowskiConvolution(3, 2, kernel_size=3, dimension=2)
+    assert torch.equal(conv(ME.SparseTensor(f, coords_2d())).F,
+                       conv(ME.SparseTensor(plain, coords_2d())).F)
+    v = torch.tensor([1 + 2j, 3 + 4j]).conj().imag
+    out = ME.spmm(torch.tensor([0, 1]), torch.tensor([0, 1]), v, (2, 2), torch.eye(2))
+    assert out.diag().tolist() == [-2.0, -4.0]
+    q = ME.utils.sparse_quantize(coords_2d()[:, 1:], f, quantization_mode=QMode.FIRST_OCCURRENCE)
+    assert torch.equal(q[1], plain)
+
+
+def test_f32_points_voxelize_as_the_reference_divides():
+    # The reference floors coords / size in the points' own precision:
+    # f32(k * 0.02) / 0.02 is k there; an f64 division gave k - 1 for a
+    # third of them.
+    k = np.arange(2000)
+    pts = np.float32(k * 0.02)[:, None]
+    q = ME.utils.sparse_quantize(pts, quantization_size=0.02)
+    assert q[:, 0].tolist() == k.tolist()
+    assert ME.utils.sparse_quantize(np.float32([[0.7, 0.35]]), quantization_size=0.1).tolist() \
+        == [[7, 3]]
+    # f64 points divide in f64 (0.7 / 0.1 = 6.999...).
+    assert ME.utils.sparse_quantize(np.float64([[0.7, 0.35]]), quantization_size=0.1).tolist() \
+        == [[6, 3]]
+    with pytest.raises(ValueError, match="positive finite quantization size"):
+        ME.utils.sparse_quantize(pts, quantization_size=float("inf"))
+
+
+def test_narrow_integer_inputs_are_widened():
+    c16 = coords_2d().to(torch.int16)
+    # int16 compared against int32's bounds wrapped them: every value refused.
+    x = ME.SparseTensor(torch.ones(5, 1), c16)
+    assert torch.equal(x.C, coords_2d())
+    assert ME.batched_coordinates([c16[:, 1:], torch.tensor([[1, 2]], dtype=torch.uint8)]) \
+        .tolist()[-1] == [1, 1, 2]
+    colours = torch.tensor([[255, 0, 3], [7, 8, 9], [1, 1, 1]], dtype=torch.uint8)
+    pts = torch.tensor([[0, 0], [0, 0], [3, 1]], dtype=torch.int16)
+    labels = torch.tensor([4, 4, 9], dtype=torch.int16)
+    qc, qf, ql = ME.utils.sparse_quantize(pts, colours, labels,
+                                          quantization_mode=QMode.FIRST_OCCURRENCE)
+    assert qc.tolist() == [[0, 0], [3, 1]]
+    assert qf.dtype == torch.uint8 and qf.tolist() == [[255, 0, 3], [1, 1, 1]]
+    assert ql.dtype == torch.int16 and ql.tolist() == [4, 9]
+    for bad in (torch.ones(3, 2, dtype=torch.bool), torch.ones(3, 2, dtype=torch.cfloat)):
+        with pytest.raises(ValueError, match="integer or real coordinates"):
+            ME.SparseTensor(torch.ones(3, 1), bad)
+        with pytest.raises(ValueError, match="real or integer coordinates"):
+            ME.utils.sparse_quantize(bad)
+
+
+def test_sparse_quantize_keeps_the_features_differentiable():
+    f = torch.randn(5, 2, dtype=torch.float64, requires_grad=True)
+    pts = torch.tensor([[0, 0], [0, 0], [1, 1], [2, 2], [2, 2]])
+    for mode, want in ((QMode.UNWEIGHTED_AVERAGE, [0.5, 0.5, 1, 0.5, 0.5]),
+                       (QMode.UNWEIGHTED_SUM, [1.0] * 5),
+                       (QMode.FIRST_OCCURRENCE, [1, 0, 1, 1, 0])):
+        f.grad = None
+        _, qf = ME.utils.sparse_quantize(pts, f, quantization_mode=mode)
+        qf.sum().backward()
+        assert f.grad[:, 0].tolist() == want, mode
+
+
+def test_sparse_quantize_reads_its_device_and_return_flags():
+    pts = torch.tensor([[0, 0], [1, 1]])
+    with pytest.raises(ValueError, match="expected device 'cpu' or 'cuda', got 'bogus'"):
+        ME.utils.sparse_quantize(pts, device="bogus")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="sees no CUDA device"):
+            ME.utils.sparse_quantize(pts, device="cuda")
+    with pytest.raises(ValueError, match="return_index=True with return_inverse=True"):
+        ME.utils.sparse_quantize(pts, return_inverse=True)
+    unique, inverse = ME.utils.sparse_quantize(pts, return_inverse=True, return_maps_only=True)
+    assert unique.tolist() == [0, 1] and inverse.tolist() == [0, 1]
+
+
+def test_sparse_collate_checks_each_samples_rows():
+    a, b = torch.tensor([[1, 2], [3, 4], [5, 6]]), torch.tensor([[5, 6], [7, 8]])
+    with pytest.raises(ValueError, match="expected 3 feature rows for sample 0"):
+        ME.utils.sparse_collate([a, b], [torch.ones(2, 1), torch.ones(3, 1)])
+    with pytest.raises(ValueError, match="expected 2 feature tensors"):
+        ME.utils.sparse_collate([a, b], [torch.ones(3, 1)])
+    with pytest.raises(ValueError, match="expected 3 label rows for sample 0"):
+        ME.utils.sparse_collate([a, b], [torch.ones(3, 1), torch.ones(2, 1)],
+                                [torch.arange(4), torch.arange(2)])
+    big = [(torch.zeros(20, 2), torch.ones(20, 1), torch.zeros(20))]
+    with pytest.raises(ValueError, match="first sample of at most limit_numpoints=5 points, "
+                                         "got 20"):
+        with pytest.warns(UserWarning):
+            ME.utils.SparseCollation(limit_numpoints=5)(big)
+
+
+def test_slicing_through_another_managers_map_looks_up_each_voxel():
+    field = ME.TensorField(torch.arange(3.0)[:, None],
+                           torch.tensor([[0, 0.1, 0.2], [0, 1.3, 0.9], [0, 2.5, 0.2]]))
+    field.sparse()  # voxels (0, 0), (1, 0), (2, 0) under the key ts [1, 1]
+    # Another manager's map under the same key, its rows in another order:
+    # the field's cached rows once indexed it as if it were its own.
+    other = ME.SparseTensor(torch.tensor([[10.0], [20.0], [30.0]]),
+                            torch.tensor([[0, 2, 0], [0, 1, 0], [0, 0, 0]], dtype=torch.int32))
+    assert other.slice(field).F.flatten().tolist() == [30.0, 20.0, 10.0]
+    assert other.cat_slice(field).F.tolist() == [[30.0, 0.0], [20.0, 1.0], [10.0, 2.0]]
+    off = ME.SparseTensor(torch.tensor([[10.0], [20.0]]),
+                          torch.tensor([[0, 2, 0], [0, 1, 0]], dtype=torch.int32))
+    with pytest.raises(ValueError, match="got 1 of 3 points off it"):
+        off.slice(field)
+
+
+def test_what_cannot_be_features_or_strides_is_named():
+    with pytest.raises(TypeError, match="features as a torch.Tensor .N x C., got ndarray"):
+        ME.SparseTensor(np.ones((5, 1)), coords_2d())
+    with pytest.raises(TypeError, match="features as a torch.Tensor .N x C., got ndarray"):
+        ME.TensorField(np.ones((5, 1)), coords_2d().float())
+    with pytest.raises(ValueError, match="tensor stride of ints >= 1, got 0"):
+        ME.TensorField(torch.ones(5, 1), coords_2d().float(), tensor_stride=0)
+    field = ME.TensorField(torch.ones(5, 1), coords_2d().float())
+    with pytest.raises(ValueError, match="tensor stride of ints >= 1, got 0"):
+        field.sparse(tensor_stride=0)
