@@ -180,8 +180,11 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     if shape is None and native:
         shape = forward.shape
     elif shape is None:
-        shape = (np.asarray(forward).shape[1],) if hasattr(forward, "shape") and \
-            not callable(forward) else y.shape
+        matrix = hasattr(forward, "shape") and not callable(forward)
+        if matrix and np.ndim(forward) != 2:  # its columns are the field's cells
+            raise Error(f"from_forward: expected a matrix (2-D) or a callable as forward, got an "
+                        f"array of shape {np.shape(forward)}")
+        shape = (np.asarray(forward).shape[1],) if matrix else y.shape
     shape = tuple(int(s) for s in np.atleast_1d(shape))
     seed = _whole("from_forward", "seed", seed, 0, _SEED_MAX)
     # A built-in's output up to axes of length 1, as a Python model's is

@@ -17,11 +17,16 @@ def _stack_complex(y):
     return y.astype(np.float64)
 
 
-def check_output_shape(got, data_shape):
+def check_output_shape(got, data_shape, builtin=None):
     """A model's output must have the measurement's shape (complex values as
     (2, *shape)), up to axes of length 1: the same count in another layout
-    would be fitted scrambled."""
+    would be fitted scrambled. A built-in's output is right by construction:
+    there the measurement is named as what does not fit."""
     if [n for n in got if n != 1] != [n for n in data_shape if n != 1]:
+        if builtin is not None:
+            raise Error(f"from_forward: expected a measurement of the built-in {builtin}'s output "
+                        f"shape {tuple(got)} (complex values as real and imaginary parts, "
+                        f"stacked first), got {tuple(data_shape)}")
         raise Error(f"from_forward: expected forward to return the measurement's shape "
                     f"{tuple(data_shape)} (complex values as real and imaginary parts, stacked "
                     f"first), got {tuple(got)}")
@@ -277,6 +282,10 @@ class _Model:
         self._f = lambda x: (a @ x.ravel()).reshape(out)
         self._vjp = lambda x, g: np.real(a.conj().T @ np.ravel(g)).reshape(self.shape)
 
+    def _builtin_kind(self):
+        """The built-in operator's kind, None for the caller's own model."""
+        return self.native.kind if self.kind == "native" else None
+
     def check(self, data_shape, rng):
         """The dry run: shapes, finiteness, and the gradient against the model,
         at random fields inside each field's prior values (self.values)."""
@@ -286,7 +295,7 @@ class _Model:
         xs = [np.zeros(self.shape) if self.kind == "native" else self._dry_field(rng, v)
               for v in self.values]
         y = np.asarray(self.forward(xs))
-        check_output_shape(y.shape, data_shape)
+        check_output_shape(y.shape, data_shape, self._builtin_kind())
         if not np.all(np.isfinite(y)):
             where = "zero field" if self.kind == "native" else "random field within the prior"
             raise Error(f"from_forward: expected finite forward outputs on a {where}, got NaN "

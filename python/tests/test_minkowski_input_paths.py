@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+import fieldkit
 import fieldkit.minkowski as ME
 
 QMode = ME.SparseTensorQuantizationMode
@@ -142,3 +143,14 @@ def test_what_cannot_be_features_or_strides_is_named():
     field = ME.TensorField(torch.ones(5, 1), coords_2d().float())
     with pytest.raises(ValueError, match="tensor stride of ints >= 1, got 0"):
         field.sparse(tensor_stride=0)
+    # The 1x1 (matrix product) path named the weights for integer features.
+    conv = ME.MinkowskiConvolution(1, 2, kernel_size=1, dimension=2)
+    with pytest.raises(fieldkit.Error, match="expected f32, f64, f16 or bf16 features, got "
+                                             "torch.int64"):
+        conv(ME.SparseTensor(torch.ones(5, 1, dtype=torch.int64), coords_2d()))
+    # A fractional size was truncated, a one-entry size an IndexError.
+    for size in ((3.5, 4), (3,), (True, 2)):
+        with pytest.raises(ValueError, match="size as two whole numbers >= 0"):
+            ME.spmm(torch.tensor([0, 1]), torch.tensor([0, 1]), torch.ones(2), size, torch.eye(4))
+    assert ME.spmm(torch.tensor([0, 1]), torch.tensor([0, 1]), torch.ones(2), (3, 4.0),
+                   torch.eye(4)).shape == (3, 4)

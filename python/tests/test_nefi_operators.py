@@ -468,6 +468,15 @@ def test_complex_values_and_misfit_parts_are_refused_by_name():
         ops.stack([ops.sampling(np.ones((8, 8))), ops.downsample(2)])
     assert ops.stack([ops.sampling(np.ones((8, 8))), ops.downsample((2, 2))]).output_shape(
         (8, 8)) == (80,)
+    # A built-in's output is right by construction: the measurement is named
+    # (it said forward returned the wrong shape); a 1-D "matrix" was an
+    # IndexError.
+    with pytest.raises(fieldkit.Error, match=r"expected a measurement of the built-in sampling's "
+                                             r"output shape \(30,\).*got \(31,\)"):
+        nefi.from_forward(ops.sampling(np.ones(30)), np.ones(31), (30,))
+    with pytest.raises(fieldkit.Error, match=r"a matrix \(2-D\) or a callable as forward, got "
+                                             r"an array of shape \(4,\)"):
+        nefi.from_forward(np.ones(4), np.ones(3))
 
 
 def test_a_built_in_takes_a_measurement_up_to_axes_of_length_one():

@@ -98,6 +98,9 @@ class _ConvolutionBase(torch.nn.Module):
                 raise ValueError(f"{type(self).__name__}: expected {kernel.shape[-2]} input "
                                  f"channels, got {input._F.shape[1]}")
             f, w = autocast(input._F, kernel)
+            if not f.is_floating_point():  # named as the kernel-map path names it
+                raise Error(f"{type(self).__name__}: expected f32, f64, f16 or bf16 features, "
+                            f"got {f.dtype}")
             if w.dtype != f.dtype:  # as the kernel-map path refuses them (no silent casts)
                 raise Error(f"{type(self).__name__}: expected weights of the features' dtype "
                             f"{f.dtype}, got {w.dtype}")

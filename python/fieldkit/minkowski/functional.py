@@ -312,7 +312,22 @@ def _spmm_grads(ctx, grad_out, need_values, need_dense):
 
 def _coo(rows, cols, size):
     lend_streams(rows, cols)
-    return _mk.coo_list(rows, cols, [int(size[0]), int(size[1])])
+    return _mk.coo_list(rows, cols, _matrix_size(size))
+
+
+def _matrix_size(size):
+    """size as [rows, cols], two whole numbers >= 0 (3.5 was truncated to 3,
+    a one-entry size an IndexError)."""
+    try:
+        dims = [s.item() if hasattr(s, "item") else s for s in size]
+    except TypeError:
+        dims = None
+    if dims is None or len(dims) != 2 or not all(
+            isinstance(d, int) or (isinstance(d, float) and d.is_integer()) for d in dims) or \
+            any(isinstance(d, bool) or d < 0 for d in dims):
+        raise ValueError(f"spmm: expected size as two whole numbers >= 0 (rows, cols), got "
+                         f"{size!r}")
+    return [int(d) for d in dims]
 
 
 class MinkowskiSPMMFunction(torch.autograd.Function):
@@ -336,7 +351,7 @@ def average_values(rows, size, dtype, device=None):
     """1 / (entries in its row) for every entry of the list (spmm_average's A),
     on `device` (default: the rows')."""
     rows = torch.as_tensor(rows).long().to(device)
-    counts = torch.bincount(rows, minlength=int(size[0])).to(dtype)
+    counts = torch.bincount(rows, minlength=_matrix_size(size)[0]).to(dtype)
     return 1.0 / counts[rows]
 
 
