@@ -157,13 +157,18 @@ std::vector<Result> run_batch_stages(Run& run, const char* who, Finish&& finish)
     finish(b, final_domain, final_progress[b]);
     if (run.failed[b]) failed_list += (failed_list.empty() ? "" : ", ") + std::to_string(b);
   }
+  // Every problem's share of the whole run, finishing included: read once
+  // after the loop (read inside it, each index's share grew by its finish).
+  const double share = seconds_since(run.t_run) / static_cast<double>(n);
+  for (Result& r : run.results) r.total_s = share;
   FK_CHECK(failed_list.empty() || !run.opt.raise_on_error, who, "every problem solved",
            "problem(s) [" + failed_list +
                "] failed: " + run.errors[std::stoul(failed_list.substr(0, failed_list.find(',')))]);
   return std::move(run.results);
 }
 
-// The batch's part of problem b's result, after its final fields.
+// The batch's part of problem b's result, after its final fields (its
+// total_s is set once every problem is finished: run_batch_stages).
 template <class Run>
 void record_batch_result(Run& run, int64_t b) {
   Result& res = run.results[b];
@@ -178,7 +183,6 @@ void record_batch_result(Run& run, int64_t b) {
     }
   }
   res.error = run.errors[b];
-  res.total_s = seconds_since(run.t_run) / static_cast<double>(run.n);
 }
 
 // The NaN guard for problem b, whose loss `total` was not finite at step t:

@@ -71,4 +71,25 @@ TEST(RunFailedMethodCli, AFailedTrainingMethodIsNotTakenForADirectOne) {
   EXPECT_TRUE(std::filesystem::exists(dir / "wiener.npy"));
 }
 
+// Every one of several methods failing writes nothing and names each
+// method's error on one line.
+TEST(RunFailedMethodCli, EveryMethodFailingNamesEachAndWritesNothing) {
+  if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const auto nefi = fieldkit_test::sibling_binary("nefi");
+  const auto empty = nefi::test::fresh_dir("failed_every_empty");
+  std::filesystem::create_directories(empty);
+  const auto dir = nefi::test::fresh_dir("failed_every");
+  const auto res = fieldkit_test::run_cli(nefi,
+                                          "run deconvolution --smoke --smoke-steps 4 --no-plot "
+                                          "-m neural -m grid --resume " +
+                                              empty.string() + " --out " + dir.string(),
+                                          nefi::test::scratch());
+  EXPECT_EQ(res.status, 2) << res.err;
+  EXPECT_EQ(res.err.rfind("nefi: error: every method failed (", 0), 0u) << res.err;
+  for (const char* m : {"neural: nefi::load_checkpoint", "grid: nefi::load_checkpoint"})
+    EXPECT_NE(res.err.find(m), std::string::npos) << res.err;
+  EXPECT_EQ(res.err.find('\n'), res.err.size() - 1) << "one line: " << res.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "metrics.json"));
+}
+
 }  // namespace

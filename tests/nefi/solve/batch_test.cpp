@@ -58,6 +58,10 @@ void expect_batched_equals_sequential(const std::string& instance, std::vector<d
     SCOPED_TRACE("problem " + std::to_string(b));
     EXPECT_EQ(bat[b].batch_size, 3);
     expect_same_run(seq[b], bat[b], 1e-5);
+    // One share of the whole run each (read inside the finish loop, a later
+    // index's share once held the earlier finishes too).
+    EXPECT_GT(bat[b].total_s, 0.0);
+    EXPECT_EQ(bat[b].total_s, bat[0].total_s);
   }
 }
 
