@@ -26,6 +26,9 @@ struct AccumulateGrad : Node {
     auto impl = leaf.lock();
     if (!impl || !g[0].defined()) return {};
     Tensor var(impl);
+    // A leaf that stopped requiring grad after the graph was built takes
+    // none (torch's rule).
+    if (!var.requires_grad()) return {};
     Tensor gi = std::move(g[0]);
     if (gi.dtype() != var.dtype()) {
       if (is_complex(gi.dtype()) && !is_complex(var.dtype())) gi = gi.real();
@@ -85,6 +88,43 @@ struct Engine {
     std::vector<Tensor> buffer;  // gradients w.r.t. the node's outputs
   };
 
+  // Per visit: whether its outputs feed a captured edge, directly or through
+  // other nodes (a leaf's accumulator has no edges, so it never runs).
+  static std::vector<char> nodes_reaching(const std::vector<Visit>& visits,
+                                          const std::vector<int32_t>& edge_visits,
+                                          const std::vector<Edge>& captures) {
+    const size_t nv = visits.size();
+    std::vector<int> deps(nv);
+    std::vector<int32_t> order, ready;
+    for (size_t i = 0; i < nv; ++i) {
+      deps[i] = visits[i].deps;
+      if (deps[i] == 0) ready.push_back(static_cast<int32_t>(i));
+    }
+    while (!ready.empty()) {  // a topological order (Kahn's)
+      const int32_t i = ready.back();
+      ready.pop_back();
+      order.push_back(i);
+      const Visit& v = visits[static_cast<size_t>(i)];
+      for (size_t k = 0; k < v.node->next.size(); ++k) {
+        const int32_t j = edge_visits[v.first_edge + k];
+        if (j >= 0 && --deps[static_cast<size_t>(j)] == 0) ready.push_back(j);
+      }
+    }
+    std::vector<char> runs(nv, 0), feeds(nv, 0);  // feeds: a captured node, or one that runs
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const auto i = static_cast<size_t>(*it);
+      const Visit& v = visits[i];
+      for (size_t k = 0; k < v.node->next.size(); ++k) {
+        const int32_t j = edge_visits[v.first_edge + k];
+        if (j >= 0 && feeds[static_cast<size_t>(j)]) runs[i] = 1;
+      }
+      bool captured = false;
+      for (const Edge& e : captures) captured = captured || e.fn.get() == v.node;
+      feeds[i] = runs[i] || captured;
+    }
+    return runs;
+  }
+
   static std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
                                  bool retain_graph, const std::vector<Edge>* captures) {
     FK_CHECK(roots.size() == grads.size(), "backward", std::to_string(roots.size()) + " gradients",
@@ -107,6 +147,16 @@ struct Engine {
       FK_CHECK(g.device() == r.device(), "backward",
                "a gradient on the output's device " + r.device().str(),
                "one on " + g.device().str());
+      // In the output's dtype, as torch casts it: a bool gradient summed over
+      // two paths was an or (1 + 1 = 1), an f16 one lost digits, an f64 one
+      // for an f32 matmul failed inside its backward. Complex and real do not
+      // mix (an imaginary part would be dropped silently).
+      if (g.dtype() != r.dtype()) {
+        FK_CHECK(!is_complex(g.dtype()) && !is_complex(r.dtype()), "backward",
+                 std::string("a gradient of the output's dtype ") + name(r.dtype()),
+                 name(g.dtype()));
+        g = g.to(r.dtype());
+      }
       root_edges.push_back(edge_of(r));
       root_grads.push_back(g);
     }
@@ -139,6 +189,12 @@ struct Engine {
       }
     }
 
+    // With captures (autograd::grad), only nodes on a path to a captured
+    // edge run (torch's rule): another branch's nodes ran for nothing and,
+    // without retain_graph, freed what a later backward of it needed.
+    std::vector<char> runs;
+    if (captures) runs = nodes_reaching(visits, edge_visits, *captures);
+
     std::vector<Tensor> captured;
     if (captures) captured.resize(captures->size());
     auto add_to = [](Tensor& slot, const Tensor& g) { slot = slot.defined() ? add(slot, g) : g; };
@@ -154,11 +210,11 @@ struct Engine {
       if (visits[i].deps == 0) ready.push_back(static_cast<int32_t>(i));
     }
     while (!ready.empty()) {
-      Visit& v = visits[static_cast<size_t>(ready.back())];
+      const auto vi = static_cast<size_t>(ready.back());
+      Visit& v = visits[vi];
       ready.pop_back();
       Node* n = v.node;
       std::vector<Tensor> in = std::move(v.buffer);
-      bool leaf_sink = dynamic_cast<AccumulateGrad*>(n) != nullptr;
       if (captures) {
         for (size_t c = 0; c < captures->size(); ++c) {
           const Edge& e = (*captures)[c];
@@ -168,7 +224,7 @@ struct Engine {
       bool any = false;
       for (auto& g : in) any = any || g.defined();
       std::vector<Tensor> out;
-      if (any && !(captures && leaf_sink)) {
+      if (any && !(captures && !runs[vi])) {
         FK_CHECK(!n->released(), std::string("backward through ") + n->name(),
                  "a graph that still holds its saved tensors (pass retain_graph=true to "
                  "backward more than once)",

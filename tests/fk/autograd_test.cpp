@@ -1,5 +1,7 @@
 #include "fk/autograd.h"
 
+#include <cmath>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -93,6 +95,67 @@ TEST(Autograd, GradFunctionDoesNotTouchDotGrad) {
   test::expect_close(g[0], {3, 12});
   test::expect_close(g[1], {1, 2});
   EXPECT_FALSE(x.grad().defined());
+}
+
+// The gradient given to backward takes the output's dtype, as torch's: two
+// bool ones summed were an or (x.grad 1, not 2), two f16 ones lost a digit,
+// an f64 one for an f32 matmul failed inside its backward; complex for a
+// real output (its imaginary part would be dropped) is refused.
+TEST(Autograd, TheGivenGradientTakesTheOutputsDtype) {
+  Tensor x = from_vector(std::vector<double>{1, 2}).set_requires_grad(true);
+  Tensor a = mul(x, 1.0), b = mul(x, 1.0);
+  const Tensor t = from_vector(std::vector<double>{1, 1}).to(DType::Bool);
+  autograd::backward({a, b}, {t, t});
+  test::expect_close(x.grad(), {2, 2});
+  x.set_grad(Tensor());
+  a = mul(x, 1.0);
+  b = mul(x, 1.0);
+  autograd::backward({a, b}, {full({2}, 1025.0, {DType::F16}), full({2}, 1024.0, {DType::F16})});
+  test::expect_close(x.grad(), {2049, 2049});
+  Tensor w = ones({2, 2}, {DType::F32}).set_requires_grad(true);
+  Tensor m = matmul(w, ones({2, 2}, {DType::F32}));
+  m.backward(ones({2, 2}, {DType::F64}));
+  EXPECT_EQ(w.grad().dtype(), DType::F32);
+  test::expect_close(w.grad(), {2, 2, 2, 2});
+  Tensor y = mul(x, 2.0);
+  const std::string what = test::error_of([&] { y.backward(ones({2}, {DType::C128})); });
+  EXPECT_NE(what.find("expected a gradient of the output's dtype f64, got c128"), std::string::npos)
+      << what;
+}
+
+// grad() runs only the nodes on a path to its inputs: a shared node's other
+// branch is left with its saved tensors (it was run and freed, and a later
+// backward through it failed).
+TEST(Autograd, GradRunsOnlyThePathsToItsInputs) {
+  Tensor x = from_vector(std::vector<double>{1, 2}).set_requires_grad(true);
+  Tensor w = from_vector(std::vector<double>{0.5, 1.5}).set_requires_grad(true);
+  Tensor h = exp(w);
+  Tensor y = sum(mul(x, h));
+  Tensor z = sum(mul(h, h));
+  const auto g = autograd::grad({y}, {Tensor()}, {x});
+  test::expect_close(g[0], {std::exp(0.5), std::exp(1.5)}, 1e-12);
+  EXPECT_FALSE(w.grad().defined());
+  z.backward();  // exp's node was not run by grad(): still holds its output
+  test::expect_close(w.grad(), {2 * std::exp(1.0), 2 * std::exp(3.0)}, 1e-12);
+  // A non-leaf input: the nodes below it are not run either.
+  Tensor u = exp(w), v = mul(u, 3.0);
+  const auto gu = autograd::grad({sum(v)}, {Tensor()}, {u});
+  test::expect_close(gu[0], {3, 3});
+  sum(u).backward();
+  test::expect_close(w.grad(),
+                     {2 * std::exp(1.0) + std::exp(0.5), 2 * std::exp(3.0) + std::exp(1.5)}, 1e-12);
+}
+
+// A leaf that stops requiring grad after its graph was built takes no
+// gradient (torch's rule: it was accumulated regardless).
+TEST(Autograd, ALeafNoLongerRequiringGradTakesNone) {
+  Tensor x = from_vector(std::vector<double>{1, 2}).set_requires_grad(true);
+  Tensor p = from_vector(std::vector<double>{3, 4}).set_requires_grad(true);
+  Tensor y = sum(mul(x, p));
+  x.set_requires_grad(false);
+  y.backward();
+  EXPECT_FALSE(x.grad().defined());
+  test::expect_close(p.grad(), {1, 2});
 }
 
 // A node whose backward is itself a nested pass (autograd::grad) through a

@@ -430,13 +430,13 @@ void backward_complex(UnaryOp op, Tensor& gx, const Tensor& g, const Tensor& x, 
   }
 }
 
-// On bool, torch's: sign stays bool, square and clamp (integer bounds) give
-// i64, neg, abs, relu and conj are refused, the rest compute in f32.
+// On bool, torch's: sign and conj stay bool, square and clamp (integer
+// bounds) give i64, neg, abs and relu are refused, the rest compute in f32.
 DType result_dtype(UnaryOp op, DType in) {
   if (in == DType::Bool) {
-    FK_CHECK(op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Relu && op != UnaryOp::Conj,
-             name(op), "a numeric dtype", "bool");
-    if (op == UnaryOp::Sign) return DType::Bool;
+    FK_CHECK(op != UnaryOp::Neg && op != UnaryOp::Abs && op != UnaryOp::Relu, name(op),
+             "a numeric dtype", "bool");
+    if (op == UnaryOp::Sign || op == UnaryOp::Conj) return DType::Bool;
     return keeps_integers(op) ? DType::I64 : DType::F32;
   }
   if (is_integral(in)) return keeps_integers(op) ? in : DType::F32;

@@ -194,11 +194,14 @@ TEST(Unary, ReluKeepsNaN) {
   }
 }
 
-// Bool inputs take torch's result dtypes: sign stays bool, square and clamp
-// give i64 (both gave f32), neg, abs and relu are refused, exp is f32.
+// Bool inputs take torch's result dtypes: sign and conj stay bool (conj was
+// refused), square and clamp give i64 (both gave f32), neg, abs and relu are
+// refused, exp is f32.
 TEST(Unary, BoolInputsTakeTorchsResultDtypes) {
   const Tensor b = from_vector(std::vector<double>{1, 0, 1}).to(DType::Bool);
   EXPECT_EQ(sign(b).dtype(), DType::Bool);
+  EXPECT_EQ(conj(b).dtype(), DType::Bool);
+  EXPECT_EQ(conj(b).to_vector<double>(), (std::vector<double>{1, 0, 1}));
   EXPECT_EQ(sign(b).to_vector<double>(), (std::vector<double>{1, 0, 1}));
   EXPECT_EQ(square(b).dtype(), DType::I64);
   EXPECT_EQ(square(b).to_vector<double>(), (std::vector<double>{1, 0, 1}));
