@@ -5,6 +5,7 @@ operator), and the dry run that checks it before anything is solved."""
 import numpy as np
 
 from ._core import Error
+from ._host import host_array
 from . import _operators
 from ._time_stepper import TimeStepper
 
@@ -192,7 +193,7 @@ class _Model:
         torch = _torch()
         with torch.no_grad():
             _, y = self._torch_call(xs, False)
-        return y.detach().cpu().numpy()
+        return host_array(y)
 
     def _torch_vjp(self, xs, g):
         torch = _torch()
@@ -203,7 +204,7 @@ class _Model:
                         "output without a gradient")
         grads = torch.autograd.grad(y, ts + self.params,
                                     torch.from_numpy(np.asarray(g)).to(y.dtype), allow_unused=True)
-        out = [np.zeros(self.shape) if gx is None else gx.detach().cpu().numpy()
+        out = [np.zeros(self.shape) if gx is None else host_array(gx)
                for gx in grads[:len(ts)]]
         self._param_grads = [np.zeros(tuple(p.shape)) if gp is None else
                              gp.detach().cpu().numpy().astype(np.float64)

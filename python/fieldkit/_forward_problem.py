@@ -7,6 +7,7 @@ import os
 import numpy as np
 
 from ._core import Error
+from ._host import host_array
 from . import _operators
 
 
@@ -16,7 +17,7 @@ def _real_values(where, name, v):
     imaginary part dropped); a torch tensor (one that requires grad too) is
     taken by value."""
     if hasattr(v, "detach"):
-        v = v.detach().cpu().numpy()
+        v = host_array(v)
     a = np.asarray(v)
     if np.iscomplexobj(a):
         raise Error(f"{where}: expected a real {name}, got complex values")

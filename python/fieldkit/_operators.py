@@ -18,13 +18,14 @@ import numpy as np
 
 from ._core import Error
 from ._core import nefi as _nefi
+from ._host import host_array
 
 
 def _real(where, name, v):
     """v as a contiguous float64 array; complex values are refused by name
     (a float64 cast kept the real part alone, with only numpy's warning)."""
     if hasattr(v, "detach"):
-        v = v.detach().cpu().numpy()
+        v = host_array(v)
     a = np.asarray(v)
     if np.iscomplexobj(a):
         raise Error(f"{where}: expected a real {name}, got complex values")
@@ -79,7 +80,7 @@ class Operator:
         parts stacked; a real output's g must be real."""
         if not self.complex_out:
             return _real(where, name, g)
-        g = np.asarray(g.detach().cpu().numpy() if hasattr(g, "detach") else g)
+        g = np.asarray(host_array(g) if hasattr(g, "detach") else g)
         return np.ascontiguousarray(np.stack([g.real, g.imag], axis=-2), dtype=np.float64)
 
     def __call__(self, x):

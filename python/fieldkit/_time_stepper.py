@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ._core import Error
+from ._host import host_array
 
 
 def _torch():
@@ -43,7 +44,7 @@ def _values(x, where="TimeStepper"):
     by `where` (the cast kept the real part alone, with only numpy's
     warning)."""
     if hasattr(x, "detach"):
-        x = x.detach().cpu().numpy()
+        x = host_array(x)
     a = np.asarray(x)
     if np.iscomplexobj(a):
         raise Error(f"{where}: expected real values, got complex ones")

@@ -35,6 +35,13 @@ def test_a_lazily_negated_tensor_is_read_as_its_values():
     assert out.diag().tolist() == [-2.0, -4.0]
     q = ME.utils.sparse_quantize(coords_2d()[:, 1:], f, quantization_mode=QMode.FIRST_OCCURRENCE)
     assert torch.equal(q[1], plain)
+    x = ME.SparseTensor(torch.ones(4, 1), torch.tensor([[0, 0, 0], [0, 1, 0], [0, 0, 1],
+                                                        [0, 1, 1]], dtype=torch.int32))
+    s = torch.tensor([[0, -0.25j, -0.5j]]).conj().imag  # (0, 0.25, 0.5), marked negated
+    mgr, key = x.coordinate_manager, x.coordinate_map_key
+    got, want = mgr.interpolation_map_weight(key, s), \
+        mgr.interpolation_map_weight(key, s.resolve_neg())
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
 
 
 def test_f32_points_voxelize_as_the_reference_divides():
@@ -47,6 +54,11 @@ def test_f32_points_voxelize_as_the_reference_divides():
     assert q[:, 0].tolist() == k.tolist()
     assert ME.utils.sparse_quantize(np.float32([[0.7, 0.35]]), quantization_size=0.1).tolist() \
         == [[7, 3]]
+    # numpy points by a size per axis divide in f64, as the reference's
+    # np.array(sizes) promotes them; torch points by one stay f32.
+    assert len(ME.utils.sparse_quantize(pts, quantization_size=[0.02])) == \
+        len(np.unique(np.floor(pts.astype(np.float64) / 0.02)))
+    assert len(ME.utils.sparse_quantize(torch.from_numpy(pts), quantization_size=[0.02])) == 2000
     # f64 points divide in f64 (0.7 / 0.1 = 6.999...).
     assert ME.utils.sparse_quantize(np.float64([[0.7, 0.35]]), quantization_size=0.1).tolist() \
         == [[6, 3]]
@@ -68,6 +80,9 @@ def test_narrow_integer_inputs_are_widened():
                                           quantization_mode=QMode.FIRST_OCCURRENCE)
     assert qc.tolist() == [[0, 0], [3, 1]]
     assert qf.dtype == torch.uint8 and qf.tolist() == [[255, 0, 3], [1, 1, 1]]
+    # A sum or mean of narrow integers stays int32 (200 + 200 wrapped to 144).
+    qs = ME.utils.sparse_quantize(pts, colours, quantization_mode=QMode.UNWEIGHTED_SUM)[1]
+    assert qs.dtype == torch.int32 and qs.tolist() == [[262, 8, 12], [1, 1, 1]]
     assert ql.dtype == torch.int16 and ql.tolist() == [4, 9]
     for bad in (torch.ones(3, 2, dtype=torch.bool), torch.ones(3, 2, dtype=torch.cfloat)):
         with pytest.raises(ValueError, match="integer or real coordinates"):
@@ -86,6 +101,22 @@ def test_sparse_quantize_keeps_the_features_differentiable():
         _, qf = ME.utils.sparse_quantize(pts, f, quantization_mode=mode)
         qf.sum().backward()
         assert f.grad[:, 0].tolist() == want, mode
+
+
+def test_max_pooling_sends_a_nan_maxs_gradient_to_its_row():
+    # The arg-max compared values == max, which a NaN never is: its gradient
+    # was lost (torch.max and the C++ pooling send it to the first NaN).
+    f = torch.tensor([[1.0], [float("nan")], [2.0]], requires_grad=True)
+    _, q = ME.utils.sparse_quantize(torch.zeros(3, 2), f, quantization_mode=QMode.MAX_POOL)
+    assert torch.isnan(q).all()
+    q.sum().backward()
+    assert f.grad.flatten().tolist() == [0.0, 1.0, 0.0]
+
+
+def test_torch_features_of_numpy_points_stay_torch():
+    f = torch.randn(3, 2, requires_grad=True)
+    c, q = ME.utils.sparse_quantize(np.zeros((3, 2)), f)
+    assert isinstance(c, np.ndarray) and isinstance(q, torch.Tensor) and q.requires_grad
 
 
 def test_sparse_quantize_reads_its_device_and_return_flags():

@@ -479,6 +479,23 @@ def test_complex_values_and_misfit_parts_are_refused_by_name():
         nefi.from_forward(np.ones(4), np.ones(3))
 
 
+def test_a_lazily_negated_tensor_is_read_as_its_values():
+    """z.conj().imag only marks itself negated: .numpy() refused it, and a
+    conjugated complex tensor got torch's error instead of the refusal of
+    complex values."""
+    torch = pytest.importorskip("torch")
+    z = torch.randn(16, dtype=torch.cdouble, generator=torch.Generator().manual_seed(2))
+    x = z.conj().imag
+    assert x.is_neg()
+    plain = x.resolve_neg().numpy()
+    assert nefi.metrics.mse(x, plain) == 0.0
+    op = ops.sampling(np.ones(16))
+    assert np.array_equal(op(x), plain)
+    assert np.array_equal(op.vjp(x, x), op.vjp(plain, plain))
+    with pytest.raises(fieldkit.Error, match="mse: expected real values, got complex"):
+        nefi.metrics.mse(z.conj(), plain)
+
+
 def test_a_built_in_takes_a_measurement_up_to_axes_of_length_one():
     """As a Python model's output is taken: a (1, m) measurement (and its
     mask) of a built-in whose output is (m,) solves as the (m,) one does."""

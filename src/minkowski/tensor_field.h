@@ -13,8 +13,10 @@
 // the map, its inverse mapping and every kernel map are the host path's; an
 // invalid row is the same fk::Error.
 //
-// sparse() voxelizes the points (voxel = floor(x / voxel_size) per axis, the
-// batch column is rounded; with a tensor stride t the voxel is then
+// sparse() voxelizes the points (voxel = floor(x / voxel_size) per axis, in
+// f64 whatever the points' dtype: sparse_quantize divides f32 points in f32,
+// as MinkowskiEngine's, so the two may differ by a voxel at grid-aligned f32
+// points; the batch column is rounded; with a tensor stride t the voxel is then
 // floor(voxel / t) * t and the map has stride t), inserts the voxels as a map
 // in a CoordinateManager through SparseTensor's constructor (so rows follow
 // the first occurrence of each voxel in input order, deterministically) and

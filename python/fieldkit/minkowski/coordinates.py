@@ -265,7 +265,7 @@ class CoordinateManager(_mk.CoordinateManager):
             raise ValueError(f"{where}: expected float samples of shape Q x {self.dimension + 1}, "
                              f"got {samples.dtype} {tuple(samples.shape)}")
         f = torch.zeros(self.size(key), 0, dtype=samples.dtype)
-        coo, weights = _mk.interpolation_weights(self, key, f, samples.detach().cpu(),
+        coo, weights = _mk.interpolation_weights(self, key, f, resolved(samples.detach()).cpu(),
                                                  _mk.InterpolationMode.MULTILINEAR)
         at = samples.device
         return (coo.cols().long().to(at), coo.rows().long().to(at),

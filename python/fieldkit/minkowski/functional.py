@@ -459,9 +459,13 @@ class MinkowskiDirectMaxPoolingFunction(torch.autograd.Function):
         c, p = in_feat.shape[1], in_rows.numel()
         values = in_feat.detach()[in_rows]
         out = _scatter(in_feat.new_zeros(out_nrows, c), out_rows, values, "amax", False)
-        # The arg-max: the first pair (in the order given) that reaches its row's max.
+        # The arg-max: the first pair (in the order given) that reaches its row's
+        # max; a NaN max is reached by the first NaN (NaN != NaN lost its
+        # gradient, which the C++ pooling and torch.max send to that row).
         pair = torch.arange(p, device=in_feat.device)[:, None].expand(-1, c)
-        candidate = torch.where(values == out[out_rows], pair, torch.full_like(pair, p))
+        best = out[out_rows]
+        hit = (values == best) | (torch.isnan(values) & torch.isnan(best))
+        candidate = torch.where(hit, pair, torch.full_like(pair, p))
         first = _scatter(torch.full((out_nrows, c), p, dtype=torch.long, device=in_feat.device),
                          out_rows, candidate, "amin", True)
         found = first < p

@@ -75,10 +75,13 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
     then the unique index and the inverse mapping when asked (or only those
     two with return_maps_only). numpy inputs give numpy outputs; torch
     outputs are on `device` ('cpu' or 'cuda'), the features where they were
-    (differentiable, as the reference's features[unique_map]). Narrow integer
+    (differentiable, as the reference's features[unique_map]; torch features
+    of numpy points stay torch). f32 points are divided in f32, by a size per
+    axis of numpy points in f64, as the reference divides. Narrow integer
     inputs (uint8 colours, int16 coordinates or labels) are widened for the
-    C++ quantizer: features come back in their dtype, labels too where it
-    holds ignore_label (int64 otherwise)."""
+    C++ quantizer: features come back in their dtype (int32 for a sum or a
+    mean, which would wrap), labels too where it holds ignore_label (int64
+    otherwise)."""
     as_numpy = isinstance(coordinates, np.ndarray)
     dev = _quantize_device(device)
     if return_inverse and not return_index and not return_maps_only:
@@ -94,6 +97,10 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
     if lab is not None:
         lab = _widened_integers(lab, "labels", torch.int64)
     size = _quantization_sizes(quantization_size)
+    if as_numpy and c.is_floating_point() and _per_axis(quantization_size):
+        # The reference divides numpy points by np.array(sizes), an f64
+        # array: f64 division there (f32 points by a scalar stay f32).
+        c = c.double()
     lend_streams(c, f, lab)
     qc, qf, ql, unique, inverse = _mk.sparse_quantize(
         c, f, size, core_mode(quantization_mode), lab,
@@ -103,7 +110,11 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
         if f_in.requires_grad:  # the same rows and reduction, recorded by torch
             qf = _reduce_duplicates(f_in, unique.to(f_in.device), inverse.to(f_in.device),
                                     QMode(quantization_mode))
-        qf = qf.to(f_in.dtype)
+        # A narrow integer sum or mean stays int32 (uint8 200 + 200 wrapped
+        # to 144); the modes that pick a row give the features' own dtype.
+        if f_in.dtype not in _NARROW or QMode(quantization_mode) not in (
+                QMode.UNWEIGHTED_SUM, QMode.UNWEIGHTED_AVERAGE):
+            qf = qf.to(f_in.dtype)
     if lab is not None and lab_in.dtype != lab.dtype and \
             torch.iinfo(lab_in.dtype).min <= ignore_label <= torch.iinfo(lab_in.dtype).max:
         ql = ql.to(lab_in.dtype)
@@ -122,9 +133,18 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
             out.append(unique)
         if return_inverse:
             out.append(inverse)
-    if as_numpy:
-        out = [o.numpy() for o in out]
+    if as_numpy:  # torch features stay torch (the reference's features[unique_map])
+        keep = None if isinstance(features, np.ndarray) else qf
+        out = [o if o is keep else o.numpy() for o in out]
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def _per_axis(quantization_size):
+    """Whether the size was given one per axis (a sequence, array or tensor
+    of one or more values), as the reference tells the forms apart."""
+    if quantization_size is None or np.isscalar(quantization_size):
+        return False
+    return np.ndim(quantization_size) > 0
 
 
 def _reduce_duplicates(features, unique, inverse, mode):

@@ -38,9 +38,11 @@ std::vector<int32_t> floor_rows(const fk::Tensor& c, const std::vector<double>& 
   for (int64_t i = 0; i < n; ++i)
     for (int64_t a = 0; a < d; ++a) {
       const double s = size[size.size() == 1 ? 0 : a];
-      const double q = single ? std::floor(static_cast<double>(static_cast<float>(v[i * d + a]) /
-                                                               static_cast<float>(s)))
-                              : std::floor(v[i * d + a] / s);
+      // A size f32 cannot hold (1e-46 is 0 there, 1e39 inf) divides in f64.
+      const float sf = static_cast<float>(s);
+      const double q = single && std::isnormal(sf)
+                           ? std::floor(static_cast<double>(static_cast<float>(v[i * d + a]) / sf))
+                           : std::floor(v[i * d + a] / s);
       FK_CHECK(q >= -2147483648.0 && q <= 2147483647.0, where, "quantized coordinates within int32",
                std::to_string(q));
       r[i * d + a] = static_cast<int32_t>(q);

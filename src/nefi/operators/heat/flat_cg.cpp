@@ -182,6 +182,10 @@ int64_t run_cg(const CgBuffers<T>& c, const T* b, const T* s, double tol, int64_
       fk::profile::OpScope scope("heat_cg_apply");
       pq = apply_a(c.q, c.p, c.w, c.d, c.L);
     }
+    // Between checks (check_every > 1) CG runs on past convergence until
+    // r.z and p.q underflow to 0, and 0 / 0 made the field NaN: x has
+    // converged there (a NaN still spreads).
+    if (pq == 0 || rz == 0) break;
     const auto [rz_next, rr] = cg_update(c, T(rz / pq));
     if ((it % check_every == 0 || it == max_iter) && std::sqrt(rr) <= tol * b_norm) break;
     cg_direction(c, T(rz_next / rz));

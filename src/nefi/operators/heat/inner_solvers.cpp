@@ -1,6 +1,7 @@
 #include "nefi/operators/heat/inner_solvers.h"
 
 #include <cmath>
+#include <limits>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -95,10 +96,20 @@ fk::Tensor cg_solve(const Sweep& sweep, const HeatSystem& system, const fk::Tens
   fk::Tensor z = fk::mul(r, system.inv_diag);
   fk::Tensor p = z;
   fk::Tensor rz = fk::sum(fk::mul(r, z));
+  // Between checks (check_every > 1) CG runs on past convergence until r.z
+  // and p.q underflow to 0, and 0 / 0 made the field NaN: a denominator
+  // raised to the dtype's smallest normal makes that step 0 instead (x stays
+  // converged, a NaN still spreads, the gradient stays finite).
+  const fk::Tensor tiny = fk::scalar_like(
+      rz, b.dtype() == fk::DType::F64 ? std::numeric_limits<double>::min()
+                                      : static_cast<double>(std::numeric_limits<float>::min()));
+  const auto ratio = [&](const fk::Tensor& num, const fk::Tensor& den) {
+    return fk::div(num, fk::maximum(den, tiny));
+  };
   while (it < max_iter) {
     ++it;
     const fk::Tensor q = apply_system(system, sweep, p);
-    const fk::Tensor a = fk::div(rz, fk::sum(fk::mul(p, q)));
+    const fk::Tensor a = ratio(rz, fk::sum(fk::mul(p, q)));
     x = fk::add(x, fk::mul(a, p));
     r = fk::sub(r, fk::mul(a, q));
     if (it % check_every == 0 || it == max_iter) {
@@ -107,7 +118,7 @@ fk::Tensor cg_solve(const Sweep& sweep, const HeatSystem& system, const fk::Tens
     }
     z = fk::mul(r, system.inv_diag);
     const fk::Tensor rz_next = fk::sum(fk::mul(r, z));
-    p = fk::add(z, fk::mul(fk::div(rz_next, rz), p));
+    p = fk::add(z, fk::mul(ratio(rz_next, rz), p));
     rz = rz_next;
   }
   if (iterations) *iterations = it;
