@@ -409,7 +409,8 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
     > 0 adds ``hessian``: the training loss's Hessian in the field's
     parameters at the same point, its ``hessian`` largest and smallest
     eigenvalues by ``hessian_iter`` Lanczos steps and their ``condition``
-    (``nefi diagnose --hessian K``; with ``solve`` the method's own problem
+    (inf where not positive definite, as hessian_spectrum's; null in the
+    .json; ``nefi diagnose --hessian K``; with ``solve`` the method's own problem
     is trained in this process, on the config's run.device, the field back
     on the CPU after, so that its parameters are at hand).
 

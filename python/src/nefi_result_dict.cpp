@@ -78,6 +78,9 @@ nb::dict diagnostics_dict(const nefi::diagnostics::Diagnostics& d, const std::st
   nb::dict sens = nb::cast<nb::dict>(j["sensitivity"]);
   sens["map"] = to_numpy(fk::from_vector(d.probes.sensitivity, d.field_shape));
   if (out.empty()) sens.attr("pop")("file");  // no sensitivity.npy written
+  // The Hessian's condition as hessian_spectrum gives it: inf where it is
+  // not positive definite (JSON, and so the file, holds null there).
+  if (d.hessian) nb::cast<nb::dict>(j["hessian"])["condition"] = d.hessian->condition;
   j["report"] = nefi::diagnostics::diagnostics_md(d);
   if (!out.empty()) {
     nefi::bench::prepare_out_dir(out, "diagnose out");

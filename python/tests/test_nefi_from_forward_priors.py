@@ -223,3 +223,43 @@ def test_the_dry_run_draws_each_field_within_its_prior():
     with pytest.raises(fieldkit.Error, match="prior of field 'c'"):
         nefi.from_forward(two, np.ones(2 * n), shape=(n,), vjp=two_vjp, noise=1e-3,
                           prior={"D": "positive", "c": "wiggly"})
+
+
+def test_the_head_scale_search_calls_the_model_on_the_priors_values_only():
+    """A model defined only where a nonnegative prior puts the field (a square
+    root that raises below 0): the head-scale search stepped below 0, the
+    refused steps left a scale of 0.1 and the fit underfit (chi 4.7)."""
+    n = 32
+    gt = np.zeros(n)
+    gt[8:14] = 1
+    y = np.sqrt(gt) + 0.01 * np.random.default_rng(0).standard_normal(n)
+    calls = []
+
+    def forward(x):
+        x = np.ravel(x)
+        calls.append(x.min())
+        if x.min() < 0:
+            raise ValueError("negative input")
+        return np.sqrt(x)
+
+    def vjp(x, g):
+        return 0.5 / np.sqrt(np.maximum(np.ravel(x), 1e-12)) * g
+
+    p = nefi.from_forward(forward, y, vjp=vjp, shape=(n,), prior="nonnegative", noise=0.01)
+    assert p.head_scale == pytest.approx(1.0)
+    assert min(calls) >= 0
+
+
+def test_diagnose_gives_the_hessians_condition_as_hessian_spectrum_does():
+    """Not positive definite: inf from both (diagnose's came through its JSON
+    as None)."""
+    shape = (12, 12)
+    op = nefi.operators.gaussian_blur(shape, 1.0)
+    gt = np.zeros(shape)
+    gt[3:7, 4:9] = 1
+    y = op(gt) + 0.01 * np.random.default_rng(0).standard_normal(shape)
+    p = nefi.from_forward(op, y, noise=0.01, prior="nonnegative")
+    spectrum = p.hessian_spectrum(k=2, n_iter=6)
+    diagnosed = p.diagnose(hessian=2, hessian_iter=6, plot=False)["hessian"]
+    assert diagnosed["condition"] == spectrum["condition"]
+    assert isinstance(diagnosed["condition"], float)

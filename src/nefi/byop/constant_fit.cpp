@@ -12,6 +12,7 @@
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
 #include "fk/ops/reduce.h"
+#include "fk/ops/unary.h"
 
 namespace nefi {
 
@@ -297,7 +298,7 @@ bool takes_scale(const PriorSpec& prior) {
 // its best): the step's largest |z|, 0 where none lowers the misfit.
 double steepest_departure(const Operator& op, const ConstantFields& k, const Weighted& d,
                           const FieldMap& at, const std::vector<fk::Tensor>& grads, size_t i,
-                          double m0) {
+                          double m0, bool nonnegative) {
   std::vector<double> dir = supported(k, i, grads[i].to_vector<double>());  // M g
   double peak = 0;
   for (double v : dir) peak = std::max(peak, std::abs(v));
@@ -309,6 +310,9 @@ double steepest_departure(const Operator& op, const ConstantFields& k, const Wei
     const double t = std::pow(10.0, e / 2.0);
     FieldMap moved = at;
     moved[k.names[i]] = fk::add(at.at(k.names[i]), fk::mul(step, t));
+    if (nonnegative)  // the prior's values only, as the dry run calls the model
+      moved[k.names[i]] =
+          fk::clamp(moved[k.names[i]], 0.0, std::numeric_limits<double>::infinity());
     double m = std::numeric_limits<double>::infinity();
     try {
       if (const std::vector<double> y = prediction(op, moved); !y.empty()) m = d.misfit(y);
@@ -343,7 +347,7 @@ std::vector<fk::Tensor> misfit_gradient_at(const Operator& op, const ConstantFie
 
 Departures departure_scales(const Operator& op, const ConstantFields& k, const Weighted& d,
                             const std::vector<double>& c, double sigma,
-                            const std::vector<bool>& scaled) {
+                            const std::vector<bool>& scaled, const std::vector<bool>& nonnegative) {
   Departures out;
   out.values.assign(k.names.size(), 0.0);
   if (std::none_of(scaled.begin(), scaled.end(), [](bool b) { return b; })) return out;
@@ -362,7 +366,9 @@ Departures departure_scales(const Operator& op, const ConstantFields& k, const W
     }
     const std::vector<fk::Tensor> grads = misfit_gradient_at(op, k, d, c);
     for (size_t i = 0; i < k.names.size(); ++i)
-      if (scaled[i]) out.values[i] = steepest_departure(op, k, d, at, grads, i, d.misfit(y0));
+      if (scaled[i])
+        out.values[i] = steepest_departure(op, k, d, at, grads, i, d.misfit(y0),
+                                           !nonnegative.empty() && nonnegative[i]);
   } catch (const fk::Error& e) {
     out.values.assign(k.names.size(), 0.0);
     out.failure = e.what();
@@ -374,9 +380,12 @@ HeadScales head_scales(const Operator& op, const ConstantFields& k, const Weight
                        const std::vector<double>& c, double sigma,
                        const std::vector<PriorSpec>& priors, const std::vector<double>& given) {
   HeadScales out;
-  std::vector<bool> scaled;
-  for (const PriorSpec& pr : priors) scaled.push_back(takes_scale(pr) && !pr.scale);
-  const Departures step = given.empty() ? departure_scales(op, k, d, c, sigma, scaled)
+  std::vector<bool> scaled, nonnegative;
+  for (const PriorSpec& pr : priors) {
+    scaled.push_back(takes_scale(pr) && !pr.scale);
+    nonnegative.push_back(pr.head == "nonnegative");
+  }
+  const Departures step = given.empty() ? departure_scales(op, k, d, c, sigma, scaled, nonnegative)
                                         : Departures{std::vector<double>(c.size(), 0.0), ""};
   const std::string how = !step.failure.empty() ? "none: the fit failed, " + step.failure
                           : op.linear() ? "CGLS, at most " + std::to_string(kDepartureIterations) +

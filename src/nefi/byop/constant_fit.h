@@ -75,9 +75,13 @@ struct Departures {
   std::vector<double> values;
   std::string failure;
 };
+// nonnegative[i] (empty: none): field i's prior keeps it >= 0, and the
+// nonlinear model's steps are clipped there (a model defined only on the
+// prior's values was called below 0, refused, and the scale fell).
 Departures departure_scales(const Operator& op, const ConstantFields& k, const Weighted& d,
                             const std::vector<double>& c, double sigma,
-                            const std::vector<bool>& scaled);
+                            const std::vector<bool>& scaled,
+                            const std::vector<bool>& nonnegative = {});
 
 // What each field's head spans (auto_problem.h's head): the prior's
 // scale(v), else `given` (a batch's shared start; empty: none), else the

@@ -150,6 +150,7 @@ struct DeconvolutionConfig {
   TVOptions tv;
   double tv_weight = 0, l1 = 0;
   double wiener_snr = 0, wiener_tau = 0;
+  WienerBoundary wiener_boundary = WienerBoundary::kReflect;
   AdmmOptions admm;
 
   static DeconvolutionConfig from(const Params& p);
@@ -248,6 +249,9 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   c.l1 = weight_key(p, "l1");
   c.wiener_snr = p.d("wiener_snr");
   c.wiener_tau = p.d("wiener_tau");
+  c.wiener_boundary = p.choice("wiener_boundary", {"reflect", "periodic"}) == "periodic"
+                          ? WienerBoundary::kPeriodic
+                          : WienerBoundary::kReflect;
   FK_CHECK(c.wiener_snr >= 0 && std::isfinite(c.wiener_snr), "config key 'wiener_snr'",
            "an SNR >= 0 (0: by the discrepancy principle)", Params::render(c.wiener_snr));
   FK_CHECK(c.wiener_tau > 0 && std::isfinite(c.wiener_tau), "config key 'wiener_tau'",
@@ -322,6 +326,8 @@ class Deconvolution : public Instance {
     p.declare("grid_lr", 5e-2, "learning rate of the grid baseline");
     p.declare("wiener_snr", 0.0, "Wiener SNR (0: discrepancy principle)");
     p.declare("wiener_tau", 1.0, "discrepancy factor tau");
+    p.declare("wiener_boundary", std::string("reflect"),
+              "Wiener's boundary: reflect (the data mirrored: no jump at the faces) | periodic");
     p.declare("dd_width", int64_t{64}, "deep decoder channels");
     p.declare("dd_stages", int64_t{5}, "deep decoder stages");
     p.declare("dd_lr", 2e-2, "deep decoder learning rate");
@@ -452,8 +458,8 @@ class Deconvolution : public Instance {
              "a noise level for its discrepancy principle (config key 'noise_std' > 0, or "
              "run.noise_std for measured data) or a fixed SNR (config key 'wiener_snr' > 0)",
              "noise level 0");
-    const WienerResult w =
-        wiener_deconvolve(y, c.inversion_psf, domain, sd, c.wiener_tau, c.wiener_snr);
+    const WienerResult w = wiener_deconvolve(y, c.inversion_psf, domain, sd, c.wiener_tau,
+                                             c.wiener_snr, c.wiener_boundary);
     record(c, domain, w.x, out);
     out.metrics["wiener_snr"] = w.snr;
   }

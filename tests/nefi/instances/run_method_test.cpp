@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "fk/factory.h"
 #include "fk/thread_count.h"
@@ -94,6 +95,26 @@ TEST(NefiRunMethod, DefaultSolveIsSolveAndRecord) {
   nefi::solve_and_record(std::move(s.problem), s.curriculum, 1, so, direct);
   EXPECT_EQ(out.reconstruction.to_vector<double>(), direct.reconstruction.to_vector<double>());
   EXPECT_EQ(out.metrics, toy->evaluate(c.config, direct));
+}
+
+// Curriculum overrides are the instance's own solver's (as nefi bench has
+// them): the grid baseline keeps its curriculum, the neural field takes them.
+TEST(NefiRunMethod, CurriculumOverridesLeaveTheBaselinesAlone) {
+  const fk::test::ThreadCount one_thread(1);
+  const nefi::RunConfig c = nefi::load_run_config_file(nefi::test::config_path("toy1d_smoke.yaml"));
+  const auto toy = nefi::find_instance("toy1d");
+  nefi::SolverOptions plain;
+  plain.max_total_steps = 20;
+  nefi::SolverOptions ema = plain;
+  ema.curriculum.ema = 0.99;
+  for (const char* method : {"grid", "neural"}) {
+    const auto a = toy->run(c.config, method, 1, plain).reconstruction.to_vector<double>();
+    const auto b = toy->run(c.config, method, 1, ema).reconstruction.to_vector<double>();
+    if (std::string(method) == "grid")
+      EXPECT_EQ(a, b);
+    else
+      EXPECT_NE(a, b);
+  }
 }
 
 // toy1d with a stage after its solve that records what it was given: the
