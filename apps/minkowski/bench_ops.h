@@ -14,8 +14,8 @@
 // plus a value per entry) and, for max, the arg-max rows (4 bytes per
 // element). Data read twice or write-allocate
 // traffic are not counted, as STREAM does not count them. Each timed run
-// starts from cold caches (a buffer larger than the L3 is read first),
-// triad passes included.
+// starts from cold caches (a buffer of twice the L3, sysconf's, is read
+// first), triad passes included.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,9 +28,9 @@ struct BenchOpsOptions {
   int channels = 64;
   std::string dtype = "f32";
   std::vector<int> threads{1, 2};
-  int repeats = 5;          // timed runs per measurement (the best is reported)
-  int64_t triad_mib = 16;   // per triad array (48 MiB a pass, from cold caches)
-  int64_t evict_mib = 128;  // read before each timed run (0: warm caches)
+  int repeats = 5;         // timed runs per measurement (the best is reported)
+  int64_t triad_mib = 16;  // per triad array (48 MiB a pass, from cold caches)
+  int64_t evict_mib = -1;  // read before each timed run (0: warm; -1: 2 x L3, >= 128)
   std::string json;
 };
 

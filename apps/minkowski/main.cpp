@@ -67,8 +67,9 @@ Commands add_bench_commands(CLI::App& bench, Options& opt, Commands c) {
       ->check(CLI::Range(1, 10000));
   ops->add_option("--triad-mib", oo.triad_mib, "MiB per stream triad array")
       ->check(CLI::Range(1, 65536));
-  ops->add_option("--evict-mib", oo.evict_mib, "MiB read before each timed run (0: warm)")
-      ->check(CLI::Range(0, 65536));
+  ops->add_option("--evict-mib", oo.evict_mib,
+                  "MiB read before each timed run (0: warm; -1: twice the L3, at least 128)")
+      ->check(CLI::Range(-1, 65536));
   ops->add_option("--json", oo.json, "also write the results as JSON to this file");
   CLI::App* bench_train = bench.add_subcommand("train", "MinkUNet training step timing");
   bench_train->add_option("--variant", bto.variant,

@@ -1,6 +1,7 @@
 #include "fk/memory.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <iterator>
 #include <map>
@@ -38,8 +39,11 @@ size_t block_size(size_t n) {
 // Small blocks: one free list per class, exact reuse. Large blocks: the
 // smallest free one that holds the request and wastes at most a quarter of
 // it (best fit), its size remembered while it is live, the free ones
-// bounded (kLargeCacheFloor above), the largest returned to the system
-// first.
+// bounded (kLargeCacheFloor above), the one freed longest ago returned to
+// the system first: returning the largest unmapped a block a loop reuses
+// every step while one-off buffers freed once stayed (a convolution's
+// staging page-faulted back in on every call after a benchmark's sgemm
+// operands were freed).
 class CpuCachingAllocator {
  public:
   void* allocate(size_t n) {
@@ -76,11 +80,12 @@ class CpuCachingAllocator {
       return;
     }
     const size_t size = live_large_.extract(p).mapped();  // allocate lent every large block
-    large_.emplace(size, p);
+    const uint64_t seq = next_seq_++;
+    freed_order_.emplace(seq, large_.emplace(size, FreeBlock{p, seq}));
     cached_large_ += size;
     live_large_bytes_ -= size;
     const size_t limit = std::max(kLargeCacheFloor, large_high_water_);
-    while (cached_large_ > limit) release(std::prev(large_.end()));
+    while (cached_large_ > limit) release(freed_order_.begin()->second);
   }
 
   MemoryStats stats() {
@@ -108,9 +113,10 @@ class CpuCachingAllocator {
   void* reuse_large(size_t b) {
     const auto it = large_.lower_bound(b);
     if (it == large_.end() || it->first > b + b / 4) return nullptr;
-    void* p = it->second;
+    void* p = it->second.p;
     lend_large(p, it->first);
     cached_large_ -= it->first;
+    freed_order_.erase(it->second.seq);
     large_.erase(it);
     return p;
   }
@@ -119,10 +125,16 @@ class CpuCachingAllocator {
     live_large_bytes_ += size;
     large_high_water_ = std::max(large_high_water_, live_large_bytes_);
   }
-  void release(std::multimap<size_t, void*>::iterator it) {
-    std::free(it->second);
+  struct FreeBlock {
+    void* p;
+    uint64_t seq;  // when it was freed: its key in freed_order_
+  };
+  using FreeLarge = std::multimap<size_t, FreeBlock>;
+  void release(FreeLarge::iterator it) {
+    std::free(it->second.p);
     stats_.reserved -= static_cast<int64_t>(it->first);
     cached_large_ -= it->first;
+    freed_order_.erase(it->second.seq);
     large_.erase(it);
   }
   void empty_locked() {
@@ -137,7 +149,9 @@ class CpuCachingAllocator {
 
   std::mutex mu_;
   std::vector<void*> small_[kNumSmallClasses];
-  std::multimap<size_t, void*> large_;            // free: size -> block
+  FreeLarge large_;                                      // free: size -> block
+  std::map<uint64_t, FreeLarge::iterator> freed_order_;  // large_'s blocks, oldest first
+  uint64_t next_seq_ = 0;
   std::unordered_map<void*, size_t> live_large_;  // handed out: block -> size
   size_t cached_large_ = 0;                       // bytes in large_
   size_t live_large_bytes_ = 0;                   // bytes in live_large_

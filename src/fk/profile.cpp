@@ -33,6 +33,27 @@ TraceBuffer& trace_buffer() {
   return *b;
 }
 
+// Peaks a scope's reset discarded. The allocator keeps one peak per device,
+// which every ProfileScope resets: a scope opened inside another wiped the
+// outer's peak (a stage's inside a whole solve's). Each reset records the
+// peak it drops, at the resetting scope's start; a scope's peak is the
+// allocator's and every peak dropped after it started. Starts are unique
+// and increasing, so a scope never reads the peak its own reset dropped.
+// Kept as a stack of decreasing peaks (a later, larger one makes the
+// earlier smaller ones moot), so it stays short.
+struct DroppedPeaks {
+  std::mutex mu;
+  int64_t last_start_ns = 0;
+  std::map<int, std::vector<std::pair<int64_t, int64_t>>> by_device;  // (start, peak)
+};
+DroppedPeaks& dropped_peaks() {
+  static auto* d = new DroppedPeaks();
+  return *d;
+}
+int device_key(Device d) {
+  return d.is_cpu() ? -1 : d.index;
+}
+
 }  // namespace
 
 Counters& counters() {
@@ -128,6 +149,14 @@ std::string Report::str() const {
 
 ProfileScope::ProfileScope(Device device)
     : device_(device), start_(counters()), start_ns_(now_ns()) {
+  DroppedPeaks& d = dropped_peaks();
+  std::lock_guard<std::mutex> lock(d.mu);
+  start_ns_ = std::max(start_ns_, d.last_start_ns + 1);
+  d.last_start_ns = start_ns_;
+  auto& stack = d.by_device[device_key(device_)];
+  const int64_t dropped = memory_stats(device_).peak;
+  while (!stack.empty() && stack.back().second <= dropped) stack.pop_back();
+  stack.emplace_back(start_ns_, dropped);
   reset_peak_memory(device_);
 }
 
@@ -140,6 +169,14 @@ Report ProfileScope::report() const {
   r.counts.syncs = c.syncs - start_.syncs;
   r.wall_ms = (now_ns() - start_ns_) / 1e6;
   r.peak_bytes = memory_stats(device_).peak;
+  DroppedPeaks& d = dropped_peaks();
+  std::lock_guard<std::mutex> lock(d.mu);
+  const auto& stack = d.by_device[device_key(device_)];
+  // The first entry dropped after this scope started holds the largest of them.
+  const auto later =
+      std::upper_bound(stack.begin(), stack.end(), start_ns_,
+                       [](int64_t t, const std::pair<int64_t, int64_t>& e) { return t < e.first; });
+  if (later != stack.end()) r.peak_bytes = std::max(r.peak_bytes, later->second);
   return r;
 }
 

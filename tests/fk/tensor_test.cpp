@@ -180,6 +180,28 @@ TEST(Memory, LargeBlocksAreReusedByBestFitAndTheirCacheIsBounded) {
   EXPECT_EQ(memory_stats().reserved, base);
 }
 
+// Over the bound, the block freed longest ago goes back to the system: two
+// one-off buffers freed once stay out of a loop's way. Returning the
+// largest first unmapped one of the loop's two blocks on every step (each
+// step a fresh allocation), while the one-off blocks stayed cached.
+TEST(Memory, TheBlockFreedLongestAgoIsReleasedFirst) {
+  empty_cache();
+  {  // 2 x 36 MiB live once: the bound is 72 MiB
+    Tensor a = empty({int64_t{9} << 20}), b = empty({int64_t{9} << 20});
+  }
+  { Tensor a = empty({int64_t{7} << 19}), b = empty({int64_t{7} << 19}); }  // 2 x 14 MiB, once
+  // The first step may miss once (a 36 MiB block was older than the 14s);
+  // after it the one-off blocks are the oldest, and every step hits both.
+  { Tensor a = empty({int64_t{9} << 20}), b = empty({int64_t{9} << 20}); }
+  const MemoryStats before = memory_stats();
+  for (int step = 0; step < 4; ++step) {
+    Tensor a = empty({int64_t{9} << 20}), b = empty({int64_t{9} << 20});
+  }
+  EXPECT_EQ(memory_stats().cache_hits - before.cache_hits, 8);
+  EXPECT_EQ(memory_stats().reserved, before.reserved);
+  empty_cache();
+}
+
 TEST(Knobs, RegistryParsesAndRejects) {
   static Knob k("FK_TEST_KNOB", KnobType::Int, "3", "a knob for tests", KnobRead::PerCall);
   EXPECT_EQ(k.as_int(), 3);
@@ -429,6 +451,25 @@ TEST(Profile, PeakMemoryOfTheScope) {
   EXPECT_GE(r.peak_bytes, before + bytes);
   EXPECT_LT(r.peak_bytes, before + 2 * bytes);  // one tensor, not two
   EXPECT_NE(r.str().find("peak 4.0"), std::string::npos) << r.str();
+}
+
+// A scope opened inside another keeps the outer's peak: its reset of the
+// allocator's one peak wiped what the outer had seen (100 MiB read as 0).
+TEST(Profile, ANestedScopeKeepsTheOutersPeak) {
+  const int64_t before = memory_stats().allocated;
+  const int64_t bytes = int64_t{100} << 20;
+  profile::ProfileScope outer;
+  { Tensor t = empty({bytes / 4}, {DType::F32}); }
+  int64_t inner_peak = 0;
+  {
+    profile::ProfileScope inner;
+    Tensor small = empty({1024}, {DType::F32});
+    inner_peak = inner.report().peak_bytes;
+  }
+  EXPECT_LT(inner_peak, before + bytes);  // the inner scope's own peak: not the outer's
+  EXPECT_GE(outer.report().peak_bytes, before + bytes);
+  profile::ProfileScope later;  // a scope opened after both reads only its own
+  EXPECT_LT(later.report().peak_bytes, before + bytes);
 }
 
 // Event totals: calls and total time by name, and self time with the events

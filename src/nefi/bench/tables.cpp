@@ -27,7 +27,7 @@ const std::vector<std::pair<std::string, std::string>> kCostColumns{
     {"time_s", "time (s)"},
     {"ms_per_step", "ms/step"},
     {"steps", "steps"},
-    {"peak_mem_mb", "peak mem (MB)"}};
+    {"peak_mem_mb", "peak mem (MiB)"}};
 
 double value(const Row& r, const std::string& column) {
   if (!r.error.empty()) return kNaN;
