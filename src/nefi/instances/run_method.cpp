@@ -43,10 +43,6 @@ void finish_solved_output(const Instance& instance, const Params& p, const Inver
 SolverOptions method_options(const Instance& instance, const std::string& method,
                              const Field& field, SolverOptions so) {
   if (method != default_method(instance) && !field.has_device_path()) so.device = fk::kCPU;
-  // Curriculum overrides (curriculum.*, optim.ema, optim.betas) are the
-  // instance's own solver's, as nefi bench applies them: baselines keep
-  // their curricula (nefi run once changed the grid baseline's too).
-  if (method != default_method(instance)) so.curriculum = {};
   return so;
 }
 

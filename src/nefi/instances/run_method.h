@@ -40,9 +40,9 @@ void finish_solved_output(const Instance& instance, const Params& p, const Inver
 // The options `method` solves `field` with: `so`, on the CPU for a method
 // other than the instance's own whose field has no device path
 // (Field::has_device_path; every field kind nefi makes has one, so only a
-// field of a caller's own falls back), and without so.curriculum's overrides
-// for a method other than the instance's own (baselines keep their
-// curricula, as in nefi bench).
+// field of a caller's own falls back). so.curriculum's overrides apply to
+// every method a run solves (the caller chose them); nefi bench's protocol
+// gives them to the instance's own solver only (campaign.h).
 SolverOptions method_options(const Instance& instance, const std::string& method,
                              const Field& field, SolverOptions so);
 
