@@ -93,6 +93,8 @@ void check_inputs(const fk::Tensor& y, const Domain& domain, const AdmmOptions& 
   FK_CHECK(opt.tv >= 0, "admm tv", "a weight >= 0", std::to_string(opt.tv));
   FK_CHECK(opt.mu > 0, "admm mu", "a penalty > 0", std::to_string(opt.mu));
   FK_CHECK(opt.max_iters >= 1, "admm iterations", ">= 1", std::to_string(opt.max_iters));
+  FK_CHECK(opt.max_adaptations >= 0, "admm max_adaptations", ">= 0",
+           std::to_string(opt.max_adaptations));
   FK_CHECK(opt.tol > 0, "admm tol", "a tolerance > 0", std::to_string(opt.tol));
   FK_CHECK(opt.lo < opt.hi, "admm box", "lo < hi",
            std::to_string(opt.lo) + " >= " + std::to_string(opt.hi));
@@ -213,6 +215,7 @@ AdmmResult admm_tv_deconvolve(const fk::Tensor& y_in, const PsfFunction& psf, co
     HtY.data<fk::c128>()[k] *= std::conj(H.data<fk::c128>()[k]);
   AdmmState st(g, y, opt.lo, opt.hi);
   double mu = opt.mu;
+  int adaptations = 0;
   AdmmResult res;
   for (int it = 1; it <= opt.max_iters; ++it) {
     st.update_x(H, HtY, mu);
@@ -223,7 +226,8 @@ AdmmResult admm_tv_deconvolve(const fk::Tensor& y_in, const PsfFunction& psf, co
       res.converged = true;
       break;
     }
-    if (opt.adaptive && (r > 10 * s || s > 10 * r)) {
+    if (opt.adaptive && adaptations < opt.max_adaptations && (r > 10 * s || s > 10 * r)) {
+      ++adaptations;
       const double f = r > 10 * s ? 2.0 : 0.5;
       mu *= f;
       st.rescale_duals(f);

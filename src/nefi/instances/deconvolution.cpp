@@ -249,7 +249,13 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   c.l1 = weight_key(p, "l1");
   c.wiener_snr = p.d("wiener_snr");
   c.wiener_tau = p.d("wiener_tau");
-  c.wiener_boundary = p.choice("wiener_boundary", {"reflect", "periodic"}) == "periodic"
+  // auto: reflect where the PSF is even along each axis (mirrored data are
+  // then the same blur of the mirrored scene), periodic for an oblique
+  // motion blur (mirrored, its copies are blurred by the mirrored PSF the
+  // filter does not model: 30 degrees lost 1.4 dB on phantom, 6 on dots).
+  const std::string boundary = p.choice("wiener_boundary", {"auto", "reflect", "periodic"});
+  const bool even_psf = c.psf != "motion" || std::remainder(c.motion_angle, 90.0) == 0.0;
+  c.wiener_boundary = boundary == "periodic" || (boundary == "auto" && !even_psf)
                           ? WienerBoundary::kPeriodic
                           : WienerBoundary::kReflect;
   FK_CHECK(c.wiener_snr >= 0 && std::isfinite(c.wiener_snr), "config key 'wiener_snr'",
@@ -326,8 +332,9 @@ class Deconvolution : public Instance {
     p.declare("grid_lr", 5e-2, "learning rate of the grid baseline");
     p.declare("wiener_snr", 0.0, "Wiener SNR (0: discrepancy principle)");
     p.declare("wiener_tau", 1.0, "discrepancy factor tau");
-    p.declare("wiener_boundary", std::string("reflect"),
-              "Wiener's boundary: reflect (the data mirrored: no jump at the faces) | periodic");
+    p.declare("wiener_boundary", std::string("auto"),
+              "Wiener's boundary: auto (reflect for a PSF even along each axis, else periodic) | "
+              "reflect (the data mirrored: no jump at the faces) | periodic");
     p.declare("dd_width", int64_t{64}, "deep decoder channels");
     p.declare("dd_stages", int64_t{5}, "deep decoder stages");
     p.declare("dd_lr", 2e-2, "deep decoder learning rate");
@@ -472,6 +479,7 @@ class Deconvolution : public Instance {
     out.metrics["admm_iterations"] = a.iterations;
     out.metrics["admm_objective"] = a.objective.back();
     out.metrics["admm_mu"] = a.mu;
+    out.metrics["admm_converged"] = a.converged ? 1.0 : 0.0;
   }
 
   static InverseProblem problem(const DeconvolutionConfig& c, const std::string& method,
