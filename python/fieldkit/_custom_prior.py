@@ -8,6 +8,7 @@ import numpy as np
 from ._forward_model import _torch
 from ._core import Error
 from ._core import nefi as _nefi
+from ._host import host_array
 
 _registered = set()
 
@@ -71,7 +72,7 @@ def register_prior(name, penalty, grad=None):
             raise Error(f"register_prior: expected prior {name!r} to depend on the field "
                         "through torch operations, got a value without a gradient")
         (g,) = torch.autograd.grad(v, t)
-        return float(v.detach()), g.detach().cpu().numpy()
+        return float(v.detach()), host_array(g)
 
     _nefi.register_prior(name, call)
     _registered.add(name)

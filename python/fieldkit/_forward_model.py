@@ -207,7 +207,7 @@ class _Model:
         out = [np.zeros(self.shape) if gx is None else host_array(gx)
                for gx in grads[:len(ts)]]
         self._param_grads = [np.zeros(tuple(p.shape)) if gp is None else
-                             gp.detach().cpu().numpy().astype(np.float64)
+                             host_array(gp).astype(np.float64)
                              for p, gp in zip(self.params, grads[len(ts):])]
         return self._packed(out)
 

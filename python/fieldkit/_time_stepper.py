@@ -270,7 +270,7 @@ class TimeStepper:
             for t in parts:
                 v = next(found) if t.requires_grad else None
                 lam.append(torch.zeros_like(t) if t.requires_grad and v is None else v)
-        self.param_grads = [v.detach().cpu().numpy().astype(np.float64) for v in pgrad]
+        self.param_grads = [host_array(v).astype(np.float64) for v in pgrad]
         if isinstance(field, dict):
-            return {k: v.cpu().numpy() for k, v in zip(field, grad)}
-        return grad[0].cpu().numpy()
+            return {k: host_array(v) for k, v in zip(field, grad)}
+        return host_array(grad[0])

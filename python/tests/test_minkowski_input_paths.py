@@ -54,16 +54,35 @@ def test_f32_points_voxelize_as_the_reference_divides():
     assert q[:, 0].tolist() == k.tolist()
     assert ME.utils.sparse_quantize(np.float32([[0.7, 0.35]]), quantization_size=0.1).tolist() \
         == [[7, 3]]
-    # numpy points by a size per axis divide in f64, as the reference's
-    # np.array(sizes) promotes them; torch points by one stay f32.
-    assert len(ME.utils.sparse_quantize(pts, quantization_size=[0.02])) == \
-        len(np.unique(np.floor(pts.astype(np.float64) / 0.02)))
-    assert len(ME.utils.sparse_quantize(torch.from_numpy(pts), quantization_size=[0.02])) == 2000
     # f64 points divide in f64 (0.7 / 0.1 = 6.999...).
     assert ME.utils.sparse_quantize(np.float64([[0.7, 0.35]]), quantization_size=0.1).tolist() \
         == [[6, 3]]
     with pytest.raises(ValueError, match="positive finite quantization size"):
         ME.utils.sparse_quantize(pts, quantization_size=float("inf"))
+
+
+def test_every_form_of_size_divides_as_the_reference_does():
+    # The reference floors numpy points / np.array(sizes) (numpy's promotion:
+    # f64 for Python floats, f32 for an f32 array), torch points /
+    # torch.Tensor(sizes) (f32 sizes, so f64 points divide by rounded ones),
+    # and points / a scalar in the points' own precision.
+    k = np.random.default_rng(0).integers(0, 1000, (3000, 3))
+    pts = (k * 0.1).astype(np.float32)
+    first = QMode.FIRST_OCCURRENCE
+
+    def voxels(c, s):
+        q, _, inv = ME.utils.sparse_quantize(c, quantization_size=s, return_index=True,
+                                             return_inverse=True, quantization_mode=first)
+        return np.asarray(q)[np.asarray(inv)]
+
+    for s in ([0.1] * 3, np.array([0.1] * 3, np.float32), np.array([0.1] * 3)):
+        want = np.floor(pts / np.array([v for v in s])).astype(np.int32)
+        np.testing.assert_array_equal(voxels(pts, s), want)
+    for c in (torch.from_numpy(pts), torch.from_numpy(k * 0.1)):
+        want = (c / torch.Tensor([0.1] * 3)).floor().int().numpy()
+        np.testing.assert_array_equal(voxels(c, [0.1] * 3), want)
+        np.testing.assert_array_equal(voxels(c, 0.1), (c / 0.1).floor().int().numpy())
+    np.testing.assert_array_equal(voxels(pts, 0.1), np.floor(pts / 0.1).astype(np.int32))
 
 
 def test_narrow_integer_inputs_are_widened():

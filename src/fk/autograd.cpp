@@ -152,7 +152,7 @@ struct Engine {
       // for an f32 matmul failed inside its backward. Complex and real do not
       // mix (an imaginary part would be dropped silently).
       if (g.dtype() != r.dtype()) {
-        FK_CHECK(!is_complex(g.dtype()) && !is_complex(r.dtype()), "backward",
+        FK_CHECK(is_complex(g.dtype()) == is_complex(r.dtype()), "backward",
                  std::string("a gradient of the output's dtype ") + name(r.dtype()),
                  name(g.dtype()));
         g = g.to(r.dtype());

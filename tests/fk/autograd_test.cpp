@@ -121,6 +121,10 @@ TEST(Autograd, TheGivenGradientTakesTheOutputsDtype) {
   const std::string what = test::error_of([&] { y.backward(ones({2}, {DType::C128})); });
   EXPECT_NE(what.find("expected a gradient of the output's dtype f64, got c128"), std::string::npos)
       << what;
+  // Complex of another precision is cast, as torch does.
+  Tensor z = test::random_complex({2}).to(DType::C64).set_requires_grad(true);
+  mul(z, 2.0).backward(ones({2}, {DType::C128}));
+  EXPECT_EQ(z.grad().dtype(), DType::C64);
 }
 
 // grad() runs only the nodes on a path to its inputs: a shared node's other

@@ -97,10 +97,8 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
     if lab is not None:
         lab = _widened_integers(lab, "labels", torch.int64)
     size = _quantization_sizes(quantization_size)
-    if as_numpy and c.is_floating_point() and _per_axis(quantization_size):
-        # The reference divides numpy points by np.array(sizes), an f64
-        # array: f64 division there (f32 points by a scalar stay f32).
-        c = c.double()
+    if c.is_floating_point() and _per_axis(quantization_size):
+        c, size = _as_the_reference_divides(c, quantization_size, as_numpy)
     lend_streams(c, f, lab)
     qc, qf, ql, unique, inverse = _mk.sparse_quantize(
         c, f, size, core_mode(quantization_mode), lab,
@@ -137,6 +135,24 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
         keep = None if isinstance(features, np.ndarray) else qf
         out = [o if o is keep else o.numpy() for o in out]
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def _as_the_reference_divides(c, quantization_size, as_numpy):
+    """(points, sizes) so that the C++ floor(c / size), in f32 for f32
+    points and in f64 otherwise, is the reference's for a size per axis: it
+    divides numpy points by np.array(sizes) (f64 for Python floats, the
+    array's own dtype for an array: numpy's promotion) and torch points by
+    torch.Tensor(sizes) (f32 values: f64 points then divide in f64 by the
+    f32-rounded sizes). A scalar size divides in the points' precision, which
+    the C++ side does as it is."""
+    if as_numpy:
+        sizes = np.array([s for s in quantization_size])
+        dtype = np.result_type(c.numpy().dtype if c.device.type == "cpu" else np.float32,
+                               sizes.dtype)
+        values = [float(s) for s in sizes.astype(dtype)]
+        return (c.double() if dtype == np.float64 else c.float()), values
+    sizes = torch.tensor([float(s) for s in quantization_size], dtype=torch.float32)
+    return c, [float(s) for s in sizes]
 
 
 def _per_axis(quantization_size):
