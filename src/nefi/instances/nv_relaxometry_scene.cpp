@@ -80,7 +80,8 @@ std::vector<Source> draw_scene(const SceneSpec& spec, int64_t n, double z0_px, u
   FK_CHECK(false, "config key 'scene'",
            "a class whose sources fit the grid (n, margin_z0, separations)",
            spec.count + "/" + spec.separation + ": no placement of " + std::to_string(k) +
-               " sources found");
+               " sources found on the " + std::to_string(n) + "^2 grid (a larger n, e.g. --set n=" +
+               std::to_string(2 * n) + ", or a smaller margin_z0 leaves room)");
   return {};
 }
 

@@ -65,6 +65,17 @@ TEST(NefiNVRelaxometry, ScenesHonourTheirClass) {
         ASSERT_EQ(again.size(), s.size());
         for (size_t k = 0; k < s.size(); ++k) EXPECT_EQ(again[k].i, s[k].i);
       }
+  // A grid too small for its class says so and how to make room.
+  spec.count = "many";
+  spec.separation = "far";
+  try {
+    nefi::nv::draw_scene(spec, 12, z0_px, 0);
+    FAIL() << "no error";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("on the 12^2 grid (a larger n, e.g. --set n=24"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // The data are F3 plus noise of noise_std times the dynamic range; noiseless
