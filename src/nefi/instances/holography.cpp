@@ -34,6 +34,7 @@ constexpr const char* kHoloDataTag = "angular-spectrum-2x-float64";
 
 struct HolographyConfig {
   int64_t n = 0, supersample = 0, gs_iterations = 0;
+  bool gs_sequential = true;  // else the planes' estimates averaged
   double pixel = 0, phase_amplitude = 0, noise_std = 0, phase_bound = 0;
   std::vector<double> distances;
   PropagationOptions prop;
@@ -76,6 +77,7 @@ struct HolographyConfig {
              std::to_string(c.phase_bound));
     c.noise_std = noise_std_key(p);
     c.gs_iterations = p.i("gs_iterations");
+    c.gs_sequential = p.choice("gs_variant", {"sequential", "averaged"}) == "sequential";
     FK_CHECK(c.gs_iterations >= 1 && c.gs_iterations <= 100000, "config key 'gs_iterations'",
              "an iteration count in [1, 100000]", std::to_string(c.gs_iterations));
     c.scene = p.choice("scene", {"smooth_phase", "cells"});
@@ -181,6 +183,9 @@ class Holography : public Instance {
     declare_curriculum_keys(p, {150, 250}, 1e-2);
     p.declare("grid_lr_mult", 10.0, "grid baseline lr = lr x this");
     p.declare("gs_iterations", int64_t{100}, "Gerchberg-Saxton iterations");
+    p.declare("gs_variant", std::string("sequential"),
+              "Gerchberg-Saxton over the planes: sequential (the object constraint after each "
+              "plane) | averaged (after each sweep, of the planes' estimates)");
     return p;
   }
 
@@ -230,28 +235,47 @@ class Holography : public Instance {
   }
 
   // Multi-plane Gerchberg-Saxton: at each plane keep the phase, impose the
-  // measured amplitude, propagate back; average the planes' estimates and
-  // keep the object's modulus exp(-absorption).
+  // measured amplitude, propagate back, and keep the object's modulus
+  // exp(-absorption): after each plane (sequential, the classic multi-plane
+  // form), or once per sweep on the planes' estimates averaged.
   static void gerchberg_saxton(const HolographyConfig& c, const HolographyOperator& op,
                                const Measurement& meas, RunOutput& out) {
     const int64_t n = c.n, m = n * n, nd = static_cast<int64_t>(c.distances.size());
     const auto I = meas.data.to_vector<double>();
     const auto h = op.domain().spacing();
     const double mod = std::exp(-c.absorption);
-    Field2 t(m, mod);
+    // The estimate lives on the operator's padded grid, propagated there
+    // without padding (periodic on it, the operator's transfer function):
+    // a round trip is then the identity, where padding and cropping at
+    // every propagation drifted (more iterations scored worse). The
+    // measured amplitude is imposed in the window only.
+    const int64_t big = n * c.prop.pad_factor, off = (big - n) / 2;
+    PropagationOptions periodic = c.prop;
+    periodic.pad_factor = 1;
+    auto window = [&](int64_t k) {  // the padded grid's index of window cell k
+      return (k / n + off) * big + (k % n + off);
+    };
+    Field2 t(big * big, mod);
     for (int64_t it = 0; it < c.gs_iterations; ++it) {
-      Field2 acc(m, 0.0);
+      Field2 acc(big * big, 0.0);
       for (int64_t d = 0; d < nd; ++d) {
-        Field2 u = propagate(t, 1, n, n, h, c.distances[d], c.prop);
-        for (int64_t k = 0; k < m; ++k)
-          u[k] = std::polar(std::sqrt(std::max(I[d * m + k], 0.0)), std::arg(u[k]));
-        const Field2 back = propagate(u, 1, n, n, h, -c.distances[d], c.prop);
-        for (int64_t k = 0; k < m; ++k) acc[k] += back[k];
+        Field2 u = propagate(t, 1, big, big, h, c.distances[d], periodic);
+        for (int64_t k = 0; k < m; ++k) {
+          std::complex<double>& v = u[window(k)];
+          v = std::polar(std::sqrt(std::max(I[d * m + k], 0.0)), std::arg(v));
+        }
+        const Field2 back = propagate(u, 1, big, big, h, -c.distances[d], periodic);
+        if (c.gs_sequential) {
+          for (size_t k = 0; k < t.size(); ++k) t[k] = std::polar(mod, std::arg(back[k]));
+        } else {
+          for (size_t k = 0; k < t.size(); ++k) acc[k] += back[k];
+        }
       }
-      for (int64_t k = 0; k < m; ++k) t[k] = std::polar(mod, std::arg(acc[k]));
+      if (!c.gs_sequential)
+        for (size_t k = 0; k < t.size(); ++k) t[k] = std::polar(mod, std::arg(acc[k]));
     }
     std::vector<double> phi(m);
-    for (int64_t k = 0; k < m; ++k) phi[k] = std::arg(t[k]);
+    for (int64_t k = 0; k < m; ++k) phi[k] = std::arg(t[window(k)]);
     subtract_mean(phi);
     out.reconstruction = fk::from_vector(phi, {n, n});
     out.result.fields["x"] = out.reconstruction;
