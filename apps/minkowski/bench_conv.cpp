@@ -347,7 +347,9 @@ void write_json(const BenchConvOptions& o, const nlohmann::json& j) {
   if (o.json.empty()) return;
   std::ofstream out(o.json);
   if (!out) throw std::runtime_error("cannot write " + o.json);
-  out << j.dump(2) << "\n";
+  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  out.close();
+  if (out.fail()) throw std::runtime_error("cannot write " + o.json + " (a failed write)");
 }
 
 // Several widths: the ladder only (f32, C_in = C_out = each width).

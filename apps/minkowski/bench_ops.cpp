@@ -327,7 +327,11 @@ int bench_ops(const BenchOpsOptions& given) {
                    {"ops", ops}};
   std::ofstream out(o.json);
   if (!out) throw std::runtime_error("cannot write " + o.json);
-  out << j.dump(2) << "\n";
+  // A path that is not UTF-8 (the scene's) is written with replacement
+  // characters, not refused after the whole benchmark ran.
+  out << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  out.close();
+  if (out.fail()) throw std::runtime_error("cannot write " + o.json + " (a failed write)");
   return 0;
 }
 

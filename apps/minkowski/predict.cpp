@@ -70,6 +70,8 @@ void write_ply(const std::string& path, const data::PointCloud& cloud,
     out << cloud.xyz[3 * i] << ' ' << cloud.xyz[3 * i + 1] << ' ' << cloud.xyz[3 * i + 2] << ' '
         << c[0] << ' ' << c[1] << ' ' << c[2] << ' ' << predicted[i] << '\n';
   }
+  out.close();  // a full disk cut the file mid-line under a header of every vertex
+  FK_CHECK(!out.fail(), "minkowski predict --ply", "a successful write", "'" + path + "'");
 }
 
 // The checkpoint's model tensors: a best.ckpt as saved, or the model part

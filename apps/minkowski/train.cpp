@@ -302,6 +302,7 @@ int train(const TrainOptions& options) {
     log << epoch + 1 << ',' << loss_sum / o.steps_per_epoch << ',' << c.miou() << ','
         << c.accuracy() << ',' << opt->lr() << ',' << points / secs << ',' << skipped << '\n';
     log.flush();
+    FK_CHECK(!log.fail(), "minkowski train", "a successful write", "'" + o.out + "/log.csv'");
     write_learning_curves(o.out + "/log.csv", o.out + "/curves.png",
                           "minkowski train: " + network_name(network_choice(o)) + ", " +
                               std::to_string(o.classes) + " classes, " + o.precision);

@@ -37,6 +37,8 @@ int profile_batched(const Instance& inst, const Params& config, const Opts& o) {
     std::ofstream f(o.json, std::ios::app);
     FK_CHECK(f.good(), "--json", "a writable file", "'" + o.json + "'");
     f << bench::batch_profile_json_line(rep) << "\n";
+    f.close();
+    FK_CHECK(!f.fail(), "--json", "a successful write", "'" + o.json + "'");
   }
   return 0;
 }
@@ -132,6 +134,8 @@ Command add_profile(CLI::App& app, const Context&) {
                                               : is_file          ? o->instance
                                                                  : "";
               f << bench::profile_json_line(rep, config_path, o->sets) << "\n";
+              f.close();
+              FK_CHECK(!f.fail(), "--json", "a successful write", "'" + o->json + "'");
             }
             return 0;
           }};

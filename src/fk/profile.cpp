@@ -100,6 +100,8 @@ void export_chrome_trace(const std::string& path) {
                      e.name, e.tid, e.start_ns / 1e3, e.dur_ns / 1e3);
   }
   f << "\n],\"displayTimeUnit\":\"ns\"}\n";
+  f.close();  // a full disk cut the trace at a buffer's length, unseen
+  if (f.fail()) throw Error("export_chrome_trace", "a successful write", "'" + path + "'");
 }
 
 std::vector<EventTotal> event_totals() {

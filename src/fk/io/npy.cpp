@@ -374,7 +374,10 @@ void write_npy(const std::string& path, const Tensor& t) {
   f.write(reinterpret_cast<const char*>(preamble), sizeof preamble);
   f << header;
   if (c.nbytes() > 0) f.write(static_cast<const char*>(c.data_ptr()), c.nbytes());
-  FK_CHECK(f.good(), where, "a successful write", path);
+  // Closed before the check: a small file's bytes are still buffered until
+  // then, and a full disk failed them unseen (a 0-byte .npy, exit 0).
+  f.close();
+  FK_CHECK(!f.fail(), where, "a successful write", path);
 }
 
 }  // namespace fk

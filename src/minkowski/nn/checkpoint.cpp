@@ -96,7 +96,20 @@ std::pair<std::string, fk::Tensor> read_entry(Reader& r, const std::string& path
 
 }  // namespace
 
+static void write_tensors(const std::string& path, const NamedTensors& tensors);
+
+// Written to path.tmp and renamed: a write that fails (a full disk) or a
+// kill keeps the previous checkpoint whole, where truncating it in place
+// lost the last good last.ckpt.
 void save_tensors(const std::string& path, const NamedTensors& tensors) {
+  const std::string tmp = path + ".tmp";
+  write_tensors(tmp, tensors);
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  FK_CHECK(!ec, "save checkpoint", "a successful write", "'" + path + "': " + ec.message());
+}
+
+static void write_tensors(const std::string& path, const NamedTensors& tensors) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   FK_CHECK(out.good(), "save checkpoint", "a writable path", "'" + path + "'");
   out.write(kMagic, sizeof(kMagic));
@@ -111,8 +124,8 @@ void save_tensors(const std::string& path, const NamedTensors& tensors) {
     const fk::Tensor host = t.detach().to(fk::kCPU).contiguous();
     if (host.numel() > 0) out.write(static_cast<const char*>(host.data_ptr()), host.nbytes());
   }
-  out.flush();
-  FK_CHECK(out.good(), "save checkpoint", "all bytes written", "a write error on '" + path + "'");
+  out.close();
+  FK_CHECK(!out.fail(), "save checkpoint", "all bytes written", "a write error on '" + path + "'");
 }
 
 NamedTensors read_tensors(const std::string& path) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include <yaml-cpp/yaml.h>
 
@@ -68,20 +69,44 @@ void check_keys(const YAML::Node& n, const std::string& path, const std::string&
 
 // yaml-cpp keeps both copies of a key written twice, and which one a reader
 // sees depends on how it reads the map (indexing: the first; iterating: the
-// last): refused, naming the key and where it sits.
-void refuse_duplicate_keys(const YAML::Node& node, const std::string& path, const std::string& at) {
+// last): refused, naming the key and where it sits. An alias is a reference
+// to its anchor's node: one inside itself (`&a [*a]`) recursed until the
+// stack overflowed, and nested aliases (a "billion laughs") made a tree of
+// 2^40 nodes; each node is checked once, and a cycle is refused.
+struct YamlWalk {
+  std::vector<YAML::Node> open, checked;
+  static bool holds(const std::vector<YAML::Node>& nodes, const YAML::Node& n) {
+    return std::any_of(nodes.begin(), nodes.end(), [&](const YAML::Node& m) { return m.is(n); });
+  }
+};
+
+void refuse_duplicate_keys(const YAML::Node& node, const std::string& path, const std::string& at,
+                           YamlWalk& walk) {
+  if (!node.IsMap() && !node.IsSequence()) return;
+  FK_CHECK(!YamlWalk::holds(walk.open, node), "config file " + path,
+           "no alias inside the node it names",
+           "one" + (at.empty() ? std::string(" at the top level") : " in " + at));
+  if (YamlWalk::holds(walk.checked, node)) return;
+  walk.open.push_back(node);
   if (node.IsMap()) {
     std::set<std::string> seen;
     for (const auto& kv : node) {
       const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "(a non-scalar key)";
       FK_CHECK(seen.insert(key).second, "config file " + path, "each key once in a mapping",
                "'" + key + "' twice" + (at.empty() ? " at the top level" : " in " + at));
-      refuse_duplicate_keys(kv.second, path, at.empty() ? key : at + "." + key);
+      refuse_duplicate_keys(kv.second, path, at.empty() ? key : at + "." + key, walk);
     }
-  } else if (node.IsSequence()) {
+  } else {
     for (size_t i = 0; i < node.size(); ++i)
-      refuse_duplicate_keys(node[i], path, at + "[" + std::to_string(i) + "]");
+      refuse_duplicate_keys(node[i], path, at + "[" + std::to_string(i) + "]", walk);
   }
+  walk.open.pop_back();
+  walk.checked.push_back(node);
+}
+
+void refuse_duplicate_keys(const YAML::Node& node, const std::string& path, const std::string& at) {
+  YamlWalk walk;
+  refuse_duplicate_keys(node, path, at, walk);
 }
 
 YAML::Node load_yaml_file(const std::string& path) {

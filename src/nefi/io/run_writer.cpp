@@ -14,10 +14,21 @@
 namespace nefi {
 namespace {
 
+// The text whole or an error: a full disk once left a 0-byte metrics.json
+// and exit 0. Written to a temporary name and renamed, so a failure (or a
+// kill) leaves no half file under the real name.
 void write_text(const std::string& path, const std::string& text) {
-  std::ofstream f(path);
-  FK_CHECK(f.good(), "nefi::write_run_dir", "a writable path", path);
-  f << text;
+  const std::string part = path + ".part";
+  {
+    std::ofstream f(part);
+    FK_CHECK(f.good(), "nefi::write_run_dir", "a writable path", path);
+    f << text;
+    f.close();
+    FK_CHECK(!f.fail(), "nefi::write_run_dir", "a successful write", path);
+  }
+  std::error_code ec;
+  std::filesystem::rename(part, path, ec);
+  FK_CHECK(!ec, "nefi::write_run_dir", "a successful write", path + ": " + ec.message());
 }
 
 // A run written into the folder of an earlier one replaces that run's
@@ -53,6 +64,9 @@ void clear_earlier_run(const std::string& dir, const RunConfig& cfg) {
     if (fs::equivalent(p, cfg.data, ec) || fs::equivalent(p, cfg.mask, ec)) continue;
     fs::remove(p, ec);
   }
+  // The earlier run's metrics.json goes first too: a rewrite that fails
+  // part way left it, complete-looking, beside this run's config and fields.
+  fs::remove(metrics, ec);
 }
 
 }  // namespace
