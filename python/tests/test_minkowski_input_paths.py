@@ -75,14 +75,19 @@ def test_every_form_of_size_divides_as_the_reference_does():
                                              return_inverse=True, quantization_mode=first)
         return np.asarray(q)[np.asarray(inv)]
 
-    for s in ([0.1] * 3, np.array([0.1] * 3, np.float32), np.array([0.1] * 3)):
-        want = np.floor(pts / np.array([v for v in s])).astype(np.int32)
-        np.testing.assert_array_equal(voxels(pts, s), want)
-    for c in (torch.from_numpy(pts), torch.from_numpy(k * 0.1)):
-        want = (c / torch.Tensor([0.1] * 3)).floor().int().numpy()
-        np.testing.assert_array_equal(voxels(c, [0.1] * 3), want)
-        np.testing.assert_array_equal(voxels(c, 0.1), (c / 0.1).floor().int().numpy())
-    np.testing.assert_array_equal(voxels(pts, 0.1), np.floor(pts / 0.1).astype(np.int32))
+    sizes = ([0.1] * 3, np.array([0.1] * 3, np.float32), np.array([0.1] * 3),
+             np.array([0.1] * 3, np.float16), 0.1, np.float32(0.1), np.float16(0.1))
+    for points in (pts, k.astype(np.int16), k.astype(np.int32), pts.astype(np.float16)):
+        for s in sizes:
+            quotient = points / (np.array([v for v in s]) if np.ndim(s) else s)
+            np.testing.assert_array_equal(voxels(points, s), np.floor(quotient).astype(np.int32))
+    for c in (torch.from_numpy(pts), torch.from_numpy(k * 0.1), torch.from_numpy(k).int(),
+              torch.from_numpy(pts).bfloat16()):
+        want = (c / torch.Tensor([0.3] * 3)).floor().int().numpy()
+        np.testing.assert_array_equal(voxels(c, [0.3] * 3), want)
+        np.testing.assert_array_equal(voxels(c, 0.3), torch.floor(c / 0.3).int().numpy())
+    with pytest.raises(ValueError, match="one number per axis, got an array of shape .1, 3."):
+        ME.utils.sparse_quantize(pts, quantization_size=np.float32([[0.1] * 3]))
 
 
 def test_narrow_integer_inputs_are_widened():

@@ -23,6 +23,23 @@ def _quantization_sizes(quantization_size):
                          f"number per axis, got {quantization_size!r}") from None
 
 
+def _checked_sizes(quantization_size, dims):
+    """The sizes as a list, refused by name unless positive, finite and one
+    value or one per axis (a 2-D array was a raw TypeError)."""
+    if quantization_size is not None and np.ndim(quantization_size) > 1:
+        raise ValueError(f"sparse_quantize: expected quantization_size as a number or one number "
+                         f"per axis, got an array of shape {np.shape(quantization_size)}")
+    size = _quantization_sizes(quantization_size)
+    for s in size:
+        if not (np.isfinite(s) and s > 0):
+            raise ValueError(f"sparse_quantize: expected a positive finite quantization size, "
+                             f"got {s}")
+    if dims and len(size) not in (1, dims):
+        raise ValueError(f"sparse_quantize: expected a quantization size of 1 or {dims} values, "
+                         f"got {len(size)} values")
+    return size
+
+
 def _whole(name, value, lo, hi, span):
     """sparse_quantize's `name` as an int in [lo, hi] (`span` says it):
     2 or 2.0 (a 0-d array or tensor too), never a truncated 1.5, a bool or a
@@ -76,8 +93,9 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
     two with return_maps_only). numpy inputs give numpy outputs; torch
     outputs are on `device` ('cpu' or 'cuda'), the features where they were
     (differentiable, as the reference's features[unique_map]; torch features
-    of numpy points stay torch). f32 points are divided in f32, by a size per
-    axis of numpy points in f64, as the reference divides. Narrow integer
+    of numpy points stay torch). The division is the reference's own (numpy's
+    or torch's promotion of the points and the size), so each point lands in
+    the reference's voxel. Narrow integer
     inputs (uint8 colours, int16 coordinates or labels) are widened for the
     C++ quantizer: features come back in their dtype (int32 for a sum or a
     mean, which would wrap), labels too where it holds ignore_label (int64
@@ -96,9 +114,15 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
     lab_in = lab
     if lab is not None:
         lab = _widened_integers(lab, "labels", torch.int64)
-    size = _quantization_sizes(quantization_size)
-    if c.is_floating_point() and _per_axis(quantization_size):
-        c, size = _as_the_reference_divides(c, quantization_size, as_numpy)
+    size = _checked_sizes(quantization_size, c.shape[1] if c.dim() == 2 else 0)
+    if quantization_size is not None and c.dim() == 2 and len(c):
+        points = resolved(torch.as_tensor(coordinates))
+        if points.dtype == torch.bool or points.is_complex():
+            raise ValueError(f"sparse_quantize: expected real or integer coordinates, got "
+                             f"{points.dtype}")
+        c = torch.as_tensor(_reference_floor(coordinates if as_numpy else points,
+                                             quantization_size, as_numpy))
+        size = [1.0]  # divided already
     lend_streams(c, f, lab)
     qc, qf, ql, unique, inverse = _mk.sparse_quantize(
         c, f, size, core_mode(quantization_mode), lab,
@@ -137,22 +161,28 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def _as_the_reference_divides(c, quantization_size, as_numpy):
-    """(points, sizes) so that the C++ floor(c / size), in f32 for f32
-    points and in f64 otherwise, is the reference's for a size per axis: it
-    divides numpy points by np.array(sizes) (f64 for Python floats, the
-    array's own dtype for an array: numpy's promotion) and torch points by
-    torch.Tensor(sizes) (f32 values: f64 points then divide in f64 by the
-    f32-rounded sizes). A scalar size divides in the points' precision, which
-    the C++ side does as it is."""
-    if as_numpy:
-        sizes = np.array([s for s in quantization_size])
-        dtype = np.result_type(c.numpy().dtype if c.device.type == "cpu" else np.float32,
-                               sizes.dtype)
-        values = [float(s) for s in sizes.astype(dtype)]
-        return (c.double() if dtype == np.float64 else c.float()), values
-    sizes = torch.tensor([float(s) for s in quantization_size], dtype=torch.float32)
-    return c, [float(s) for s in sizes]
+def _reference_floor(coordinates, quantization_size, as_numpy):
+    """floor(coordinates / quantization_size) computed as the reference
+    computes it, so that every point lands in its voxel: numpy points divided
+    by np.array(sizes) for a size per axis, by the scalar otherwise (numpy's
+    promotion: f32 points by a Python float stay f32, int16 points by an f32
+    array are f32, f16 by f16 f16); torch points by torch.Tensor(sizes) (f32
+    values) or by the scalar (torch's promotion: integers divide in f32, f16
+    and bf16 in their own). A result in the caller's library, floored."""
+    q = quantization_size
+    if _per_axis(q):
+        if as_numpy:
+            sizes = q.detach().cpu().numpy() if isinstance(q, torch.Tensor) else \
+                np.array([s for s in q])
+            return np.floor(coordinates / sizes)
+        sizes = torch.tensor([float(s) for s in q], dtype=torch.float32,
+                             device=coordinates.device)
+        return torch.floor(coordinates / sizes)
+    if float(q) == 1:  # the reference skips the division
+        return coordinates
+    if as_numpy:  # the scalar as given: numpy's promotion reads its type
+        return np.floor(coordinates / q)
+    return torch.floor(coordinates / (q.item() if hasattr(q, "item") else q))
 
 
 def _per_axis(quantization_size):
