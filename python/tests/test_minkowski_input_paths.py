@@ -92,6 +92,11 @@ def test_every_form_of_size_divides_as_the_reference_does():
 
 def test_narrow_integer_inputs_are_widened():
     c16 = coords_2d().to(torch.int16)
+    # A size of 1 is not divided by: the widened coordinates go on (the raw
+    # int16 ones reached the C++ quantizer, which takes no int16).
+    for size in (1, 1.0, None):
+        assert ME.utils.sparse_quantize(c16[:, 1:], quantization_size=size).tolist() == \
+            ME.utils.sparse_quantize(coords_2d()[:, 1:]).tolist()
     # int16 compared against int32's bounds wrapped them: every value refused.
     x = ME.SparseTensor(torch.ones(5, 1), c16)
     assert torch.equal(x.C, coords_2d())

@@ -120,8 +120,10 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
         if points.dtype == torch.bool or points.is_complex():
             raise ValueError(f"sparse_quantize: expected real or integer coordinates, got "
                              f"{points.dtype}")
-        c = torch.as_tensor(_reference_floor(coordinates if as_numpy else points,
-                                             quantization_size, as_numpy))
+        floored = _reference_floor(coordinates if as_numpy else points, quantization_size,
+                                   as_numpy)
+        if floored is not None:
+            c = torch.as_tensor(floored)
         size = [1.0]  # divided already
     lend_streams(c, f, lab)
     qc, qf, ql, unique, inverse = _mk.sparse_quantize(
@@ -168,7 +170,8 @@ def _reference_floor(coordinates, quantization_size, as_numpy):
     promotion: f32 points by a Python float stay f32, int16 points by an f32
     array are f32, f16 by f16 f16); torch points by torch.Tensor(sizes) (f32
     values) or by the scalar (torch's promotion: integers divide in f32, f16
-    and bf16 in their own). A result in the caller's library, floored."""
+    and bf16 in their own). A result in the caller's library, floored; None
+    for a size of 1, which the reference does not divide by."""
     q = quantization_size
     if _per_axis(q):
         if as_numpy:
@@ -179,7 +182,7 @@ def _reference_floor(coordinates, quantization_size, as_numpy):
                              device=coordinates.device)
         return torch.floor(coordinates / sizes)
     if float(q) == 1:  # the reference skips the division
-        return coordinates
+        return None
     if as_numpy:  # the scalar as given: numpy's promotion reads its type
         return np.floor(coordinates / q)
     return torch.floor(coordinates / (q.item() if hasattr(q, "item") else q))

@@ -13,6 +13,7 @@
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/io/temporary_path.h"
 #include "fk/shape.h"
 
 namespace minkowski::nn {
@@ -102,10 +103,16 @@ static void write_tensors(const std::string& path, const NamedTensors& tensors);
 // kill keeps the previous checkpoint whole, where truncating it in place
 // lost the last good last.ckpt.
 void save_tensors(const std::string& path, const NamedTensors& tensors) {
-  const std::string tmp = path + ".tmp";
-  write_tensors(tmp, tensors);
+  const std::string tmp = fk::temporary_path(path);
   std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
+  try {
+    write_tensors(tmp, tensors);
+    std::filesystem::rename(tmp, path, ec);
+  } catch (...) {
+    std::filesystem::remove(tmp, ec);
+    throw;
+  }
+  if (ec) std::filesystem::remove(tmp, ec);
   FK_CHECK(!ec, "save checkpoint", "a successful write", "'" + path + "': " + ec.message());
 }
 

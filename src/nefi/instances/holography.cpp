@@ -237,7 +237,10 @@ class Holography : public Instance {
   // Multi-plane Gerchberg-Saxton: at each plane keep the phase, impose the
   // measured amplitude, propagate back, and keep the object's modulus
   // exp(-absorption): after each plane (sequential, the classic multi-plane
-  // form), or once per sweep on the planes' estimates averaged.
+  // form), or once per sweep on the planes' estimates averaged. Outside the
+  // window the estimate is free: held to the operator's padding of the
+  // window it scored better on the smoke (cells seed 0: 29.5 against 25.9
+  // dB) but worse on the full preset (seed 0: 19.3 against 24.7).
   static void gerchberg_saxton(const HolographyConfig& c, const HolographyOperator& op,
                                const Measurement& meas, RunOutput& out) {
     const int64_t n = c.n, m = n * n, nd = static_cast<int64_t>(c.distances.size());
@@ -256,8 +259,9 @@ class Holography : public Instance {
       return (k / n + off) * big + (k % n + off);
     };
     Field2 t(big * big, mod);
+    Field2 acc;
     for (int64_t it = 0; it < c.gs_iterations; ++it) {
-      Field2 acc(big * big, 0.0);
+      if (!c.gs_sequential) acc.assign(big * big, 0.0);
       for (int64_t d = 0; d < nd; ++d) {
         Field2 u = propagate(t, 1, big, big, h, c.distances[d], periodic);
         for (int64_t k = 0; k < m; ++k) {

@@ -8,6 +8,7 @@
 
 #include "fk/error.h"
 #include "fk/io/npy.h"
+#include "fk/io/temporary_path.h"
 #include "nefi/diagnostics/data_fit.h"
 #include "nefi/io/run_figures.h"
 
@@ -18,16 +19,23 @@ namespace {
 // and exit 0. Written to a temporary name and renamed, so a failure (or a
 // kill) leaves no half file under the real name.
 void write_text(const std::string& path, const std::string& text) {
-  const std::string part = path + ".part";
+  const std::string part = fk::temporary_path(path);
+  std::error_code ec;
+  bool written = false;
   {
     std::ofstream f(part);
-    FK_CHECK(f.good(), "nefi::write_run_dir", "a writable path", path);
-    f << text;
-    f.close();
-    FK_CHECK(!f.fail(), "nefi::write_run_dir", "a successful write", path);
+    if (f.good()) {
+      f << text;
+      f.close();
+      written = !f.fail();
+    }
   }
-  std::error_code ec;
-  std::filesystem::rename(part, path, ec);
+  if (written) std::filesystem::rename(part, path, ec);
+  if (!written || ec) {
+    std::error_code ignored;
+    std::filesystem::remove(part, ignored);  // no half file left beside the run
+  }
+  FK_CHECK(written, "nefi::write_run_dir", "a successful write", path);
   FK_CHECK(!ec, "nefi::write_run_dir", "a successful write", path + ": " + ec.message());
 }
 

@@ -11,6 +11,7 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/io/temporary_path.h"
 
 namespace nefi {
 namespace {
@@ -185,7 +186,8 @@ void save_checkpoint(const std::string& path, const Checkpoint& ck) {
                      {"tensors", describe(lbfgs)}};
   }
   const std::string header = full.dump();
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = fk::temporary_path(path);
+  bool written = false;
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     FK_CHECK(f.good(), "nefi::save_checkpoint", "a writable path", path);
@@ -202,10 +204,15 @@ void save_checkpoint(const std::string& path, const Checkpoint& ck) {
       }
     put(f, payload);
     f.close();  // the last buffered bytes fail only here on a full disk
-    FK_CHECK(!f.fail(), "nefi::save_checkpoint", "a successful write", path);
+    written = !f.fail();
   }
   std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
+  if (written) std::filesystem::rename(tmp, path, ec);
+  if (!written || ec) {
+    std::error_code ignored;
+    std::filesystem::remove(tmp, ignored);
+  }
+  FK_CHECK(written, "nefi::save_checkpoint", "a successful write", path);
   FK_CHECK(!ec, "nefi::save_checkpoint", "a renamable temporary file", tmp + ": " + ec.message());
 }
 
