@@ -19,17 +19,12 @@ import numpy as np
 from ._core import Error
 from ._core import nefi as _nefi
 from ._host import host_array
+from ._time_stepper import _values
 
 
 def _real(where, name, v):
-    """v as a contiguous float64 array; complex values are refused by name
-    (a float64 cast kept the real part alone, with only numpy's warning)."""
-    if hasattr(v, "detach"):
-        v = host_array(v)
-    a = np.asarray(v)
-    if np.iscomplexobj(a):
-        raise Error(f"{where}: expected a real {name}, got complex values")
-    return np.ascontiguousarray(a, dtype=np.float64)
+    """v as a contiguous float64 array; complex values are refused by name."""
+    return np.ascontiguousarray(_values(v, where, f"a real {name}"))
 
 
 

@@ -38,16 +38,16 @@ def _whole_number(v):
     return math.isfinite(v) and v == int(v)
 
 
-def _values(x, where="TimeStepper"):
+def _values(x, where="TimeStepper", what="real values"):
     """x's values as a float64 numpy array: a tensor (one that requires grad,
     or on a device, too) or anything numpy reads. Complex values are refused
-    by `where` (the cast kept the real part alone, with only numpy's
-    warning)."""
+    by `where`, naming `what` was expected (the cast kept the real part
+    alone, with only numpy's warning)."""
     if hasattr(x, "detach"):
         x = host_array(x)
     a = np.asarray(x)
     if np.iscomplexobj(a):
-        raise Error(f"{where}: expected real values, got complex ones")
+        raise Error(f"{where}: expected {what}, got complex values")
     return np.asarray(a, dtype=np.float64)
 
 

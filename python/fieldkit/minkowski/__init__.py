@@ -24,15 +24,14 @@ from .coordinates import (
     MinkowskiAlgorithm,
     SparseTensorOperationMode,
     SparseTensorQuantizationMode,
-    batched_coordinates,
     clear_global_coordinate_manager,
     convert_to_int_list,
     global_coordinate_manager,
     set_global_coordinate_manager,
     set_sparse_tensor_operation_mode,
     sparse_tensor_operation_mode,
-    sparse_collate,
 )
+from .collation import batched_coordinates, sparse_collate
 from .quantization import sparse_quantize
 from .sparse_tensor import SparseTensor, TensorField
 from .determinism import sorted_coordinates

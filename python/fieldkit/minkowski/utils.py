@@ -1,6 +1,6 @@
 """``ME.utils``: the input-building helpers under the reference's module path."""
-from .collation import SparseCollation, batch_sparse_collate
-from .coordinates import batched_coordinates, sparse_collate, unique_coordinate_map
+from .collation import SparseCollation, batch_sparse_collate, batched_coordinates, sparse_collate
+from .coordinates import unique_coordinate_map
 from .determinism import is_deterministic, set_deterministic, sorted_coordinates
 from .diagnostics import gradcheck, summary
 from .hashing import fnv_hash_vec, ravel_hash_vec
