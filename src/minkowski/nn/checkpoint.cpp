@@ -97,28 +97,32 @@ std::pair<std::string, fk::Tensor> read_entry(Reader& r, const std::string& path
 
 }  // namespace
 
-static void write_tensors(const std::string& path, const NamedTensors& tensors);
+static void write_tensors(const std::string& path, const std::string& named,
+                          const NamedTensors& tensors);
 
 // Written to path.tmp and renamed: a write that fails (a full disk) or a
 // kill keeps the previous checkpoint whole, where truncating it in place
 // lost the last good last.ckpt.
 void save_tensors(const std::string& path, const NamedTensors& tensors) {
+  fk::remove_stale_temporaries(path);
   const std::string tmp = fk::temporary_path(path);
-  std::error_code ec;
+  std::error_code ec, ignored;
   try {
-    write_tensors(tmp, tensors);
+    write_tensors(tmp, path, tensors);
     std::filesystem::rename(tmp, path, ec);
   } catch (...) {
-    std::filesystem::remove(tmp, ec);
+    std::filesystem::remove(tmp, ignored);
     throw;
   }
-  if (ec) std::filesystem::remove(tmp, ec);
+  if (ec) std::filesystem::remove(tmp, ignored);
   FK_CHECK(!ec, "save checkpoint", "a successful write", "'" + path + "': " + ec.message());
 }
 
-static void write_tensors(const std::string& path, const NamedTensors& tensors) {
+// Writes `path`; errors name `named`, the file the caller means.
+static void write_tensors(const std::string& path, const std::string& named,
+                          const NamedTensors& tensors) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  FK_CHECK(out.good(), "save checkpoint", "a writable path", "'" + path + "'");
+  FK_CHECK(out.good(), "save checkpoint", "a writable path", "'" + named + "'");
   out.write(kMagic, sizeof(kMagic));
   put(out, kCheckpointVersion);
   put(out, static_cast<uint32_t>(tensors.size()));
@@ -132,7 +136,7 @@ static void write_tensors(const std::string& path, const NamedTensors& tensors) 
     if (host.numel() > 0) out.write(static_cast<const char*>(host.data_ptr()), host.nbytes());
   }
   out.close();
-  FK_CHECK(!out.fail(), "save checkpoint", "all bytes written", "a write error on '" + path + "'");
+  FK_CHECK(!out.fail(), "save checkpoint", "all bytes written", "a write error on '" + named + "'");
 }
 
 NamedTensors read_tensors(const std::string& path) {

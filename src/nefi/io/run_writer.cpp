@@ -19,12 +19,14 @@ namespace {
 // and exit 0. Written to a temporary name and renamed, so a failure (or a
 // kill) leaves no half file under the real name.
 void write_text(const std::string& path, const std::string& text) {
+  fk::remove_stale_temporaries(path);
   const std::string part = fk::temporary_path(path);
   std::error_code ec;
-  bool written = false;
+  bool opened = false, written = false;
   {
     std::ofstream f(part);
-    if (f.good()) {
+    opened = f.good();
+    if (opened) {
       f << text;
       f.close();
       written = !f.fail();
@@ -35,6 +37,7 @@ void write_text(const std::string& path, const std::string& text) {
     std::error_code ignored;
     std::filesystem::remove(part, ignored);  // no half file left beside the run
   }
+  FK_CHECK(opened, "nefi::write_run_dir", "a writable path", path);
   FK_CHECK(written, "nefi::write_run_dir", "a successful write", path);
   FK_CHECK(!ec, "nefi::write_run_dir", "a successful write", path + ": " + ec.message());
 }

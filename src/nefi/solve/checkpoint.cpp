@@ -186,6 +186,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& ck) {
                      {"tensors", describe(lbfgs)}};
   }
   const std::string header = full.dump();
+  fk::remove_stale_temporaries(path);
   const std::string tmp = fk::temporary_path(path);
   bool written = false;
   {
@@ -213,7 +214,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& ck) {
     std::filesystem::remove(tmp, ignored);
   }
   FK_CHECK(written, "nefi::save_checkpoint", "a successful write", path);
-  FK_CHECK(!ec, "nefi::save_checkpoint", "a renamable temporary file", tmp + ": " + ec.message());
+  FK_CHECK(!ec, "nefi::save_checkpoint", "a successful write", path + ": " + ec.message());
 }
 
 Checkpoint load_checkpoint(const std::string& path) {

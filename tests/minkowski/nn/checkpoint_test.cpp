@@ -12,7 +12,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include <sys/wait.h>
+
 #include "fk/fk.h"
+#include "fk/io/temporary_path.h"
 #include "fk/test_util.h"
 #include "minkowski/nn/minkunet.h"
 #include "minkowski/nn/resnet.h"
@@ -118,6 +121,39 @@ TEST(NnCheckpoint, TruncatedFileNamesWhereItEnds) {
     EXPECT_NE(e.find("truncated"), std::string::npos) << keep << ": " << e;
   }
   std::remove(path.c_str());
+}
+
+// A checkpoint is written to a temporary and renamed: a rename that fails
+// (the path a non-empty directory) is an error naming the checkpoint (a
+// cleared error code once returned as if saved), no temporary is left, and a
+// temporary of a process that no longer runs is removed by the next save.
+TEST(NnCheckpoint, AFailedSaveSaysSoAndLeavesNoTemporary) {
+  namespace fs = std::filesystem;
+  MinkUNet a(tiny_unet());
+  const fs::path dir = temp_path("save_dir");
+  fs::remove_all(dir);
+  fs::create_directories(dir / "last.ckpt" / "x");
+  const std::string e = error_of([&] { save_state(a, (dir / "last.ckpt").string()); });
+  EXPECT_NE(e.find("save checkpoint: expected a successful write, got '" +
+                   (dir / "last.ckpt").string() + "'"),
+            std::string::npos)
+      << e;
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+  // A temporary of a finished process (a child that exited) goes at the next save.
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  const fs::path ok = dir / "ok.ckpt";
+  const fs::path stale =
+      dir / ("ok.ckpt.tmp." + fk::host_tag() + "." + std::to_string(child) + ".0");
+  std::ofstream(stale) << "half";
+  const fs::path mine = fk::temporary_path(ok.string());
+  std::ofstream(mine) << "in flight";
+  save_state(a, ok.string());
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(mine));  // this process's own: not stale
+  fs::remove_all(dir);
 }
 
 TEST(NnCheckpoint, ForeignWrongVersionAndTrailingBytesAreErrors) {
