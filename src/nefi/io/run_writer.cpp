@@ -42,6 +42,23 @@ void write_text(const std::string& path, const std::string& text) {
   FK_CHECK(!ec, "nefi::write_run_dir", "a successful write", path + ": " + ec.message());
 }
 
+// An array whole or an error, as write_text: a kill while a field was
+// written left a half .npy under its real name.
+void write_npy_whole(const std::string& path, const fk::Tensor& t) {
+  fk::remove_stale_temporaries(path);
+  const std::string part = fk::temporary_path(path);
+  std::error_code ec, ignored;
+  try {
+    fk::write_npy(part, t);
+    std::filesystem::rename(part, path, ec);
+  } catch (const fk::Error&) {
+    std::filesystem::remove(part, ignored);
+    throw fk::Error("nefi::write_run_dir", "a successful write", path);
+  }
+  if (ec) std::filesystem::remove(part, ignored);
+  FK_CHECK(!ec, "nefi::write_run_dir", "a successful write", path + ": " + ec.message());
+}
+
 // A run written into the folder of an earlier one replaces that run's
 // outputs: files this run may not write again (another method's field, a
 // ground truth or a figure it has none of) would otherwise sit beside its
@@ -134,7 +151,7 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
     }
     m["stage_results"] = stages;
     j["methods"][o.method] = m;
-    fk::write_npy(dir + "/" + o.method + ".npy", o.reconstruction);
+    write_npy_whole(dir + "/" + o.method + ".npy", o.reconstruction);
     // history.csv: the first method's; another method's: history-<method>.csv.
     if (!r.history.rows.empty()) {
       write_text(dir + (history_written ? "/history-" + o.method + ".csv" : "/history.csv"),
@@ -143,8 +160,8 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
     }
   }
   if (!failed.empty()) j["failed_methods"] = failed;
-  if (outs.front().gt.defined()) fk::write_npy(dir + "/ground_truth.npy", outs.front().gt);
-  fk::write_npy(dir + "/measurement.npy", outs.front().measurement.data);
+  if (outs.front().gt.defined()) write_npy_whole(dir + "/ground_truth.npy", outs.front().gt);
+  write_npy_whole(dir + "/measurement.npy", outs.front().measurement.data);
   const auto t0 = std::chrono::steady_clock::now();
   if (figures) write_run_figures(dir, cfg, outs);
   j["figures_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -92,4 +92,21 @@ TEST(RunFailedMethodCli, EveryMethodFailingNamesEachAndWritesNothing) {
   EXPECT_FALSE(std::filesystem::exists(dir / "metrics.json"));
 }
 
+// A field that cannot be written (its name taken by a directory) fails the
+// run naming it; no temporary stays and no metrics.json claims the run.
+TEST(RunFailedMethodCli, AnUnwritableFieldIsNamedAndLeavesNoTemporary) {
+  if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const auto nefi = fieldkit_test::sibling_binary("nefi");
+  const auto dir = nefi::test::fresh_dir("unwritable_field");
+  std::filesystem::create_directories(dir / "wiener.npy" / "taken");
+  const auto res = fieldkit_test::run_cli(
+      nefi, "run deconvolution --smoke --no-plot -m wiener --out " + dir.string(),
+      nefi::test::scratch());
+  EXPECT_EQ(res.status, 2) << res.err;
+  EXPECT_NE(res.err.find((dir / "wiener.npy").string()), std::string::npos) << res.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "metrics.json"));
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+}
+
 }  // namespace
