@@ -95,3 +95,21 @@ def test_spmm_matches_dense_matmul_and_gradcheck():
 def test_spmm_rejects_out_of_range_rows():
     with pytest.raises(ValueError, match="spmm"):
         ME.spmm(torch.tensor([5]), torch.tensor([0]), torch.ones(1), (3, 4), torch.ones(4, 1))
+
+
+def test_instance_norm_sums_f32_parameter_gradients_in_f32_over_half_features():
+    # The f32 weight and bias were cast to the features' f16: their gradients
+    # were summed in f16 (a bias gradient past 65504 was inf) and rounded on
+    # the way back. They are applied as the reference applies them, promoted.
+    n = 70000
+    c = torch.zeros(n, 3, dtype=torch.int32)
+    c[:, 1] = torch.arange(n) % 1000
+    c[:, 2] = torch.arange(n) // 1000
+    x = ME.SparseTensor(torch.randn(n, 2, generator=torch.Generator().manual_seed(0)).half(), c)
+    norm = ME.MinkowskiInstanceNorm(2)
+    out = norm(x)
+    assert out.F.dtype == torch.float32
+    out.F.sum().backward()
+    assert norm.bias.grad.tolist() == [[float(n), float(n)]]
+    same = ME.MinkowskiInstanceNorm(2).half()  # one dtype: the fused path, f16 out
+    assert same(x).F.dtype == torch.float16

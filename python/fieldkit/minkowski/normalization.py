@@ -44,6 +44,13 @@ class MinkowskiInstanceNorm(torch.nn.Module):
         else:
             seg = _mk.batch_segments(input.coordinate_manager, input.coordinate_map_key,
                                      input.F.detach())
-        w = self.weight.reshape(-1).to(input.F.dtype)
-        b = self.bias.reshape(-1).to(input.F.dtype)
-        return _like(input, run(InstanceNormFunction, input.F, w, b, seg, self.eps))
+        w, b = self.weight.reshape(-1), self.bias.reshape(-1)
+        if w.dtype == input.F.dtype:
+            return _like(input, run(InstanceNormFunction, input.F, w, b, seg, self.eps))
+        # Parameters of another dtype (f32 over f16/bf16 features) are
+        # applied by torch, as the reference applies them (out * weight +
+        # bias, promoted): cast to the features' dtype, their gradients were
+        # summed there (past 65504 an f16 bias gradient was inf).
+        unit = torch.ones_like(w, dtype=input.F.dtype)
+        normed = run(InstanceNormFunction, input.F, unit, torch.zeros_like(unit), seg, self.eps)
+        return _like(input, normed * w + b)
