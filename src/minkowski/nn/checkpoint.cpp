@@ -13,7 +13,7 @@
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
-#include "fk/io/temporary_path.h"
+#include "fk/io/replace_file.h"
 #include "fk/shape.h"
 
 namespace minkowski::nn {
@@ -100,22 +100,12 @@ std::pair<std::string, fk::Tensor> read_entry(Reader& r, const std::string& path
 static void write_tensors(const std::string& path, const std::string& named,
                           const NamedTensors& tensors);
 
-// Written to path.tmp and renamed: a write that fails (a full disk) or a
-// kill keeps the previous checkpoint whole, where truncating it in place
-// lost the last good last.ckpt.
+// Written whole (fk::replace_file): truncating the checkpoint in place lost
+// the last good last.ckpt when a write failed.
 void save_tensors(const std::string& path, const NamedTensors& tensors) {
-  fk::remove_stale_temporaries(path);
-  const std::string tmp = fk::temporary_path(path);
-  std::error_code ec, ignored;
-  try {
-    write_tensors(tmp, path, tensors);
-    std::filesystem::rename(tmp, path, ec);
-  } catch (...) {
-    std::filesystem::remove(tmp, ignored);
-    throw;
-  }
-  if (ec) std::filesystem::remove(tmp, ignored);
-  FK_CHECK(!ec, "save checkpoint", "a successful write", "'" + path + "': " + ec.message());
+  fk::replace_file(
+      path, [&](const std::string& tmp) { write_tensors(tmp, path, tensors); }, "save checkpoint",
+      "'" + path + "'");
 }
 
 // Writes `path`; errors name `named`, the file the caller means.

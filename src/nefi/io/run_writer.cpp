@@ -8,55 +8,39 @@
 
 #include "fk/error.h"
 #include "fk/io/npy.h"
-#include "fk/io/temporary_path.h"
+#include "fk/io/replace_file.h"
 #include "nefi/diagnostics/data_fit.h"
 #include "nefi/io/run_figures.h"
 
 namespace nefi {
 namespace {
 
-// The text whole or an error: a full disk once left a 0-byte metrics.json
-// and exit 0. Written to a temporary name and renamed, so a failure (or a
-// kill) leaves no half file under the real name.
+// A run's files are written whole (fk::replace_file): a full disk once left
+// a 0-byte metrics.json and exit 0, a kill a half field.
 void write_text(const std::string& path, const std::string& text) {
-  fk::remove_stale_temporaries(path);
-  const std::string part = fk::temporary_path(path);
-  std::error_code ec;
-  bool opened = false, written = false;
-  {
-    std::ofstream f(part);
-    opened = f.good();
-    if (opened) {
-      f << text;
-      f.close();
-      written = !f.fail();
-    }
-  }
-  if (written) std::filesystem::rename(part, path, ec);
-  if (!written || ec) {
-    std::error_code ignored;
-    std::filesystem::remove(part, ignored);  // no half file left beside the run
-  }
-  FK_CHECK(opened, "nefi::write_run_dir", "a writable path", path);
-  FK_CHECK(written, "nefi::write_run_dir", "a successful write", path);
-  FK_CHECK(!ec, "nefi::write_run_dir", "a successful write", path + ": " + ec.message());
+  fk::replace_file(
+      path,
+      [&](const std::string& tmp) {
+        std::ofstream f(tmp);
+        FK_CHECK(f.good(), "nefi::write_run_dir", "a writable path", path);
+        f << text;
+        f.close();
+        FK_CHECK(!f.fail(), "nefi::write_run_dir", "a successful write", path);
+      },
+      "nefi::write_run_dir");
 }
 
-// An array whole or an error, as write_text: a kill while a field was
-// written left a half .npy under its real name.
 void write_npy_whole(const std::string& path, const fk::Tensor& t) {
-  fk::remove_stale_temporaries(path);
-  const std::string part = fk::temporary_path(path);
-  std::error_code ec, ignored;
-  try {
-    fk::write_npy(part, t);
-    std::filesystem::rename(part, path, ec);
-  } catch (const fk::Error&) {
-    std::filesystem::remove(part, ignored);
-    throw fk::Error("nefi::write_run_dir", "a successful write", path);
-  }
-  if (ec) std::filesystem::remove(part, ignored);
-  FK_CHECK(!ec, "nefi::write_run_dir", "a successful write", path + ": " + ec.message());
+  fk::replace_file(
+      path,
+      [&](const std::string& tmp) {
+        try {
+          fk::write_npy(tmp, t);
+        } catch (const fk::Error&) {  // it names the temporary
+          throw fk::Error("nefi::write_run_dir", "a successful write", path);
+        }
+      },
+      "nefi::write_run_dir");
 }
 
 // A run written into the folder of an earlier one replaces that run's

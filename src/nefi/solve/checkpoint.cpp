@@ -11,7 +11,7 @@
 
 #include "fk/error.h"
 #include "fk/factory.h"
-#include "fk/io/temporary_path.h"
+#include "fk/io/replace_file.h"
 
 namespace nefi {
 namespace {
@@ -186,35 +186,28 @@ void save_checkpoint(const std::string& path, const Checkpoint& ck) {
                      {"tensors", describe(lbfgs)}};
   }
   const std::string header = full.dump();
-  fk::remove_stale_temporaries(path);
-  const std::string tmp = fk::temporary_path(path);
-  bool written = false;
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    FK_CHECK(f.good(), "nefi::save_checkpoint", "a writable path", path);
-    f.write(kMagic, sizeof kMagic);
-    put(f, kVersion);
-    put(f, static_cast<uint64_t>(header.size()));
-    f << header;
-    uint64_t payload = 0;
-    for (const auto* group : {&ck.params, &ck.adam_m, &ck.adam_v, &ck.ema, &lbfgs})
-      for (const auto& t : *group) {
-        const fk::Tensor c = t.contiguous();
-        f.write(static_cast<const char*>(c.data_ptr()), static_cast<std::streamsize>(c.nbytes()));
-        payload += c.nbytes();
-      }
-    put(f, payload);
-    f.close();  // the last buffered bytes fail only here on a full disk
-    written = !f.fail();
-  }
-  std::error_code ec;
-  if (written) std::filesystem::rename(tmp, path, ec);
-  if (!written || ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-  }
-  FK_CHECK(written, "nefi::save_checkpoint", "a successful write", path);
-  FK_CHECK(!ec, "nefi::save_checkpoint", "a successful write", path + ": " + ec.message());
+  fk::replace_file(
+      path,
+      [&](const std::string& tmp) {
+        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+        FK_CHECK(f.good(), "nefi::save_checkpoint", "a writable path", path);
+        f.write(kMagic, sizeof kMagic);
+        put(f, kVersion);
+        put(f, static_cast<uint64_t>(header.size()));
+        f << header;
+        uint64_t payload = 0;
+        for (const auto* group : {&ck.params, &ck.adam_m, &ck.adam_v, &ck.ema, &lbfgs})
+          for (const auto& t : *group) {
+            const fk::Tensor c = t.contiguous();
+            f.write(static_cast<const char*>(c.data_ptr()),
+                    static_cast<std::streamsize>(c.nbytes()));
+            payload += c.nbytes();
+          }
+        put(f, payload);
+        f.close();  // the last buffered bytes fail only here on a full disk
+        FK_CHECK(!f.fail(), "nefi::save_checkpoint", "a successful write", path);
+      },
+      "nefi::save_checkpoint");
 }
 
 Checkpoint load_checkpoint(const std::string& path) {

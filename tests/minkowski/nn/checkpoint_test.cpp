@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 
 #include "fk/fk.h"
-#include "fk/io/temporary_path.h"
+#include "fk/io/replace_file.h"
 #include "fk/test_util.h"
 #include "minkowski/nn/minkunet.h"
 #include "minkowski/nn/resnet.h"

@@ -166,10 +166,10 @@ TEST(NefiAdmm, DeconvolutionKeysAreCheckedOnOneLine) {
   EXPECT_THROW(inst->run(c.config, "admmm", 0, {}), fk::Error);
 }
 
-// Wiener filters the 2-D instance's data mirrored (wiener_boundary reflect,
-// as deconvolution3d's): wrapped, a smooth scene's values at the faces made
-// jumps the discrepancy fitted by amplifying noise (PSNR -8 dB against the
-// blurred data's 25); phantom reaches the reference's 24.96 dB.
+// Wiener filters the 2-D instance's data mirrored for a PSF even along each
+// axis (wiener_boundary auto): wrapped, a smooth scene's values at the faces
+// made jumps the discrepancy fitted by amplifying noise (PSNR -8 dB against
+// the blurred data's 25); phantom reaches the reference's 24.96 dB.
 TEST(NefiAdmm, WienerFiltersTheDataMirrored) {
   const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c =
