@@ -4,7 +4,7 @@
 // every stage sees the same physical blur. Data come from a 2x finer f64 grid
 // with a direct convolution (datagen.h). Scenes: phantom | smooth |
 // sparse_dots. Methods: neural | grid (+TV) | wiener (SNR by discrepancy) |
-// admm (the grid's TV objective solved exactly, periodic model) |
+// admm (the grid's TV objective solved exactly, on the blur's own padded grid) |
 // gaussian_splat (a sum of trainable 2-D Gaussians through the operator) |
 // deep_decoder (an untrained 1x1-conv + upsampling generator).
 #include <algorithm>
@@ -368,10 +368,9 @@ class Deconvolution : public Instance {
     p.declare("admm_mu", 1e-4, "ADMM initial penalty");
     p.declare("admm_iters", int64_t{3000}, "ADMM maximum iterations");
     p.declare("admm_tol", 1e-4, "ADMM relative residual tolerance");
-    // Off: at admm_mu the solves converge (in 970-2650 iterations on the
-    // smoke's scenes) to the same PSNR within 0.1 dB, where balancing never
-    // converged in 3000 and, bounded or not, could settle far from the
-    // optimum (smooth scene, disk PSF: 20.0 against 24.4 dB).
+    // Off: at admm_mu the smoke's scenes converge (in 560-2870 iterations
+    // over the three PSFs) or stop at the cap within 0.1 dB of the grid
+    // baseline, where balancing converged on none in 3000 and did no better.
     p.declare("admm_adaptive", false,
               "ADMM residual balancing of the penalty (at most 30 changes)");
     return p;

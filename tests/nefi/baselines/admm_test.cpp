@@ -19,13 +19,15 @@ namespace {
 using Vec = std::vector<double>;
 
 // J(x) = (1/N) ||k (*) x - y||^2 + (tv/N) sum_i |grad x|_i written plainly: a
-// direct circular convolution with the sampled kernel and wrapped forward
-// differences per unit length.
+// direct 'same' convolution with the sampled kernel of x extended by zeros,
+// and forward differences per unit length taken inside the grid only.
 double direct_objective(const Vec& x, const Vec& y, const nefi::PsfSample& k, int64_t n, double h,
                         double tv) {
   const int64_t k0 = k.shape[0], k1 = k.shape[1];
   double fit = 0, reg = 0;
-  auto at = [&](int64_t i, int64_t j) { return x[((i % n + n) % n) * n + (j % n + n) % n]; };
+  auto at = [&](int64_t i, int64_t j) {
+    return i < 0 || j < 0 || i >= n || j >= n ? 0.0 : x[i * n + j];
+  };
   for (int64_t i = 0; i < n; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double b = 0;
@@ -33,7 +35,9 @@ double direct_objective(const Vec& x, const Vec& y, const nefi::PsfSample& k, in
         for (int64_t c = 0; c < k1; ++c)
           b += k.values[a * k1 + c] * at(i - (a - k0 / 2), j - (c - k1 / 2));
       fit += (b - y[i * n + j]) * (b - y[i * n + j]);
-      reg += std::hypot((at(i + 1, j) - at(i, j)) / h, (at(i, j + 1) - at(i, j)) / h);
+      const double g0 = i + 1 < n ? (at(i + 1, j) - at(i, j)) / h : 0.0;
+      const double g1 = j + 1 < n ? (at(i, j + 1) - at(i, j)) / h : 0.0;
+      reg += std::hypot(g0, g1);
     }
   return (fit + tv * reg) / static_cast<double>(n * n);
 }
@@ -47,9 +51,10 @@ struct SmallProblem {
     std::mt19937_64 rng(5);
     std::normal_distribution<double> noise(0.0, 0.02);
     Vec x(n * n, 0.0);
+    // A bar through the right face: its blur leaves the grid there.
     for (int64_t i = 4; i < 10; ++i)
-      for (int64_t j = 3; j < 12; ++j) x[i * n + j] = 0.8;
-    const nefi::FFTConvolution op(psf, domain, /*periodic=*/true);
+      for (int64_t j = 3; j < n; ++j) x[i * n + j] = 0.8;
+    const nefi::FFTConvolution op(psf, domain);
     y = op.apply(fk::from_vector(x, domain.shape())).to_vector<double>();
     for (double& v : y) v += noise(rng);
   }
@@ -62,13 +67,17 @@ TEST(NefiAdmm, ReachesTheMinimumOfThePlainlyWrittenObjective) {
   const SmallProblem p;
   nefi::AdmmOptions opt;
   opt.tv = 2e-3;
-  opt.max_iters = 5000;
-  opt.tol = 1e-9;
+  // The split ADMM's tail is slow: at a fixed mu 1e-2 it reaches 1e-7 in
+  // 4551 iterations, J then within 1e-8 of the lowest J seen.
+  opt.mu = 1e-2;
+  opt.adaptive = false;
+  opt.max_iters = 6000;
+  opt.tol = 1e-7;
   const nefi::AdmmResult r =
       nefi::admm_tv_deconvolve(fk::from_vector(p.y, p.domain.shape()), p.psf, p.domain, opt);
   EXPECT_TRUE(r.converged) << r.iterations;
   const Vec x = r.x.to_vector<double>();
-  const auto k = nefi::FFTConvolution(p.psf, p.domain, true).kernel();
+  const auto k = nefi::FFTConvolution(p.psf, p.domain).kernel();
   const double h = 1.0 / p.n;
   const double j0 = direct_objective(x, p.y, k, p.n, h, opt.tv);
   EXPECT_NEAR(
@@ -138,7 +147,7 @@ TEST(NefiAdmm, DeconvolutionSmokeBeatsBlurredAndWiener) {
   const nefi::AdmmResult r = nefi::admm_tv_deconvolve(meas, psf, domain, opt);
   for (size_t i = 100; i < r.objective.size(); i += 100)
     EXPECT_LE(r.objective[i], r.objective[i - 100]) << i;
-  EXPECT_LT(r.objective.back(), 0.75 * r.objective.front());  // measured 0.72
+  EXPECT_LT(r.objective.back(), 0.25 * r.objective.front());  // measured 0.19
   EXPECT_LT(r.objective.back(), nefi::admm_tv_objective(a.gt, meas, psf, domain, opt.tv));
   EXPECT_LT(r.objective.back(), nefi::admm_tv_objective(meas, meas, psf, domain, opt.tv));
   EXPECT_LT(r.objective.back(),
@@ -195,9 +204,10 @@ TEST(NefiAdmm, WienerFiltersTheDataMirrored) {
 }
 
 // The instance's ADMM keeps its penalty (admm_adaptive false) and converges;
-// balanced on every iteration without limit it diverged (disk PSF, smooth
-// scene: PSNR -198 dB at the iteration cap), and bounded to 30 changes it
-// stops where the 30th leaves it (19.97 dB, not converged in 3000).
+// balanced on every iteration without limit it once diverged (disk PSF,
+// smooth scene: PSNR -198 dB at the iteration cap); bounded to 30 changes it
+// does not converge in 3000 iterations but stays where the fixed penalty
+// converges (36.03 against 36.02 dB).
 TEST(NefiAdmm, ThePenaltySettlesAndConvergenceIsReported) {
   const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c =
@@ -206,11 +216,26 @@ TEST(NefiAdmm, ThePenaltySettlesAndConvergenceIsReported) {
   c.config.set("scene", "smooth");
   c.config.set("psf", "disk");
   const auto r = inst->run(c.config, "admm", 0, {});
-  EXPECT_GT(r.metrics.at("psnr"), 23.5);           // measured 24.41
-  EXPECT_EQ(r.metrics.at("admm_converged"), 1.0);  // in 2503 iterations
+  EXPECT_GT(r.metrics.at("psnr"), 35.5);           // measured 36.02
+  EXPECT_EQ(r.metrics.at("admm_converged"), 1.0);  // in 1951 iterations
   c.config.set("admm_adaptive", "true");
   const auto balanced = inst->run(c.config, "admm", 0, {});
-  EXPECT_GT(balanced.metrics.at("psnr"), 15.0);  // bounded: finite
+  EXPECT_NEAR(balanced.metrics.at("psnr"), r.metrics.at("psnr"), 0.2);
+}
+
+// The data are a zero-padded blur; ADMM solves on that model and so reaches
+// the grid baseline's PSNR (it minimises the same objective) on a scene
+// bright at the faces, where a circular model fitted the wrapped jump with
+// noise (smooth, full preset: 24.1 dB against the grid's 39.3).
+TEST(NefiAdmm, MatchesTheGridBaselineOnASceneBrightAtTheFaces) {
+  const fk::test::ThreadCount one_thread(1);
+  nefi::RunConfig c =
+      nefi::load_run_config_file(nefi::test::config_path("deconvolution_smoke.yaml"));
+  auto inst = nefi::find_instance("deconvolution");
+  c.config.set("scene", "smooth");
+  const double admm = inst->run(c.config, "admm", 0, {}).metrics.at("psnr");  // 34.17
+  const double grid = inst->run(c.config, "grid", 0, {}).metrics.at("psnr");  // 34.24
+  EXPECT_NEAR(admm, grid, 0.3);
 }
 
 // Under Poisson noise the data are counts: the direct methods' predictions
