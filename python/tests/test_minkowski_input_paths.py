@@ -1,7 +1,8 @@
 """How inputs reach the C++ side: torch's lazy negation, narrow integer
 dtypes, f32 voxelization as the reference divides, sparse_collate's
 per-sample checks, the device argument of sparse_quantize, slicing through
-another manager's map, and the errors for what cannot be read."""
+another manager's map, f64 points left as given, and the errors for what
+cannot be read."""
 import numpy as np
 import pytest
 import torch
@@ -191,6 +192,19 @@ def test_slicing_through_another_managers_map_looks_up_each_voxel():
                           torch.tensor([[0, 2, 0], [0, 1, 0]], dtype=torch.int32))
     with pytest.raises(ValueError, match="got 1 of 3 points off it"):
         off.slice(field)
+
+
+def test_quantizing_a_field_leaves_its_f64_points_as_given():
+    # The field holds the caller's f64 tensor; quantizing once floored it
+    # in place, so a later quantization at stride 1 saw stride-2 points.
+    pts = torch.tensor([[0, 0.3, 0.7], [0, 1.6, 2.2], [1, 2.5, 3.9], [1, 0.2, 0.9]],
+                       dtype=torch.float64)
+    given = pts.clone()
+    tf = ME.TensorField(torch.ones(4, 1, dtype=torch.float64), pts)
+    assert tf.sparse(tensor_stride=2).C.shape[0] == 4
+    torch.testing.assert_close(pts, given, rtol=0, atol=0)
+    fine = tf.sparse(tensor_stride=1, quantization_mode=QMode.UNWEIGHTED_SUM)
+    assert sorted(map(tuple, fine.C.tolist())) == [(0, 0, 0), (0, 1, 2), (1, 0, 0), (1, 2, 3)]
 
 
 def test_what_cannot_be_features_or_strides_is_named():

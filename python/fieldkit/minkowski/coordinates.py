@@ -492,8 +492,9 @@ def quantize_points(points, tensor_stride):
         c[:, 1:] = torch.div(c[:, 1:], ts, rounding_mode="floor") * ts
         return _int_coordinates(c, warn=False)
     # In f64, which holds every f16/bf16/f32 value and int32 coordinate
-    # exactly: in f32, x / ts and the product back round past 2^24.
-    c = points.double()
+    # exactly: in f32, x / ts and the product back round past 2^24. A copy:
+    # an f64 input is the caller's tensor (a field's own coordinates).
+    c = points.to(torch.float64, copy=True)
     ts = torch.as_tensor(_axes(tensor_stride), dtype=c.dtype, device=c.device)
     c[:, 0] = torch.round(c[:, 0])
     c[:, 1:] = torch.floor(c[:, 1:] / ts) * ts
