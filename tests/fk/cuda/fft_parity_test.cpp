@@ -196,6 +196,15 @@ void add_op_rows(std::vector<OpCase>& r) {
   }));
   r.push_back(op_row("ifftn_of_transpose", false,
                      [](const Inputs& in) { return ifftn(in[0].t(), {}, {}, FFTNorm::Backward); }));
+  // Size-1 leading dims whose stride is not the trailing size (contiguity
+  // ignores it): the strided plan took that stride as its batch, leaving
+  // output unwritten or writing past its end.
+  r.push_back(op_row("fft_along_a_size_one_dim_of_a_transpose", false, [](const Inputs& in) {
+    return fft(in[0].reshape({24, 1}).t(), -1, 0, FFTNorm::Backward);
+  }));
+  r.push_back(op_row("irfftn_of_one_row", false, [](const Inputs& in) {
+    return irfftn(in[0].narrow(0, 0, 1), {1, 4}, {}, FFTNorm::Backward);
+  }));
   r.push_back(op_row("rfft_odd_length", true,
                      [](const Inputs& in) { return rfft(in[0], 5, 1, FFTNorm::Backward); }));
   r.push_back(op_row("rfft_dim0", true,

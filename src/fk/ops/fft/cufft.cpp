@@ -33,7 +33,11 @@ Tensor leading_c2c(const Spec& spec, const Tensor& x, DType complex_dt) {
   if (spec.kind != Kind::C2C || rank > 3 || x.dim() <= rank || !x.is_contiguous()) return {};
   for (int i = 0; i < rank; ++i)
     if (spec.dims[i] != i || x.size(i) != spec.n[i]) return {};
-  const int64_t inner = x.stride(rank - 1);
+  // The trailing dims' size, not stride(rank - 1): contiguity ignores the
+  // stride of a size-1 dim, which can then be anything (a [1, 5] view of a
+  // [5, 1] tensor has stride 1 there; it gave cuFFT the wrong batch).
+  int64_t inner = 1;
+  for (int a = rank; a < x.dim(); ++a) inner *= x.size(a);
   Tensor out = empty(x.shape(), {complex_dt, x.device()});
   cuda::FftLayout layout;
   layout.rank = rank;
