@@ -56,7 +56,10 @@ inline Half float_to_half(float f) {
   std::memcpy(&u, &f, 4);
   uint32_t sign = (u >> 16) & 0x8000u;
   uint32_t absu = u & 0x7fffffffu;
-  if (absu > 0x7f800000u) return Half{static_cast<uint16_t>(sign | 0x7e00u)};   // NaN
+  // NaN: quieted, the payload's top bits kept, as F16C's vcvtps2ph does (the
+  // bulk path): one value converts alike wherever it lies in a tensor.
+  if (absu > 0x7f800000u)
+    return Half{static_cast<uint16_t>(sign | 0x7e00u | ((absu >> 13) & 0x3ffu))};
   if (absu >= 0x477ff000u) return Half{static_cast<uint16_t>(sign | 0x7c00u)};  // overflow -> inf
   if (absu < 0x38800000u) {  // result is subnormal or zero
     // Add 0.5 so that the float adder does round-to-nearest-even on the shifted bits.

@@ -117,6 +117,26 @@ TEST(FkHalf, FloatToHalfRoundsToNearestEven) {
   }
 }
 
+// A NaN converts to the same bits in bulk (F16C when the CPU has it) and one
+// at a time (the tail of a bulk call, strided copies): quieted, the sign and
+// the payload's top 10 bits kept. Once the lone path dropped the payload.
+TEST(FkHalf, ANanConvertsAlikeInBulkAndAlone) {
+  std::vector<float> in;
+  for (uint32_t bits : {0x7fbf12f2u, 0xffc00001u, 0x7f800001u, 0x7fffffffu, 0xff812345u})
+    in.push_back(float_of(bits));
+  std::vector<float> eight = in;  // one full vector: the bulk body, not its tail
+  eight.resize(8, 1.0f);
+  std::vector<Half> bulk(8);
+  float_to_half(eight.data(), bulk.data(), 8);
+  for (size_t i = 0; i < in.size(); ++i) {
+    uint32_t u;
+    std::memcpy(&u, &in[i], 4);
+    const uint16_t want = static_cast<uint16_t>((u >> 16 & 0x8000u) | 0x7e00u | (u >> 13 & 0x3ffu));
+    EXPECT_EQ(float_to_half(in[i]).bits, want) << std::hex << u;
+    EXPECT_EQ(bulk[i].bits, want) << std::hex << u << " (bulk)";
+  }
+}
+
 TEST(FkHalf, FloatToBf16RoundsToNearestEven) {
   const std::vector<float> in = inputs();
   std::vector<BFloat16> bulk(in.size());
