@@ -246,12 +246,20 @@ TEST(NefiEit, DataGeneratorIsAHigherFidelitySolve) {
 
 TEST(NefiEit, BadValuesAreOneLineErrorsNamingTheKey) {
   auto inst = nefi::find_instance("eit");
-  const nefi::test::BadValue bad_values[] = {{"contrast", "[3]"},         {"contrast", "[6, 3]"},
-                                             {"scene", "ring"},           {"n_patterns", "0"},
-                                             {"sigma_min", "2"},          {"grad_mode", "adjoint"},
-                                             {"check_every", "0"},        {"tol", "0"},
-                                             {"electrodes", "16"},        {"electrodes", "-1"},
-                                             {"electrode_coverage", "0"}, {"tv_of", "rho"}};
+  const nefi::test::BadValue bad_values[] = {{"contrast", "[3]"},
+                                             {"contrast", "[6, 3]"},
+                                             {"scene", "ring"},
+                                             {"n_patterns", "0"},
+                                             {"sigma_min", "2"},
+                                             {"grad_mode", "adjoint"},
+                                             {"check_every", "0"},
+                                             {"tol", "0"},
+                                             {"electrodes", "16"},
+                                             {"electrodes", "-1"},
+                                             {"electrode_coverage", "0"},
+                                             {"tv_of", "rho"},
+                                             // A truncated Krylov derivative, not the gradient.
+                                             {"grad_mode", "unrolled"}};
   nefi::Params base = inst->default_config();
   base.set("n", "16");
   nefi::test::expect_bad_values_name_their_key(

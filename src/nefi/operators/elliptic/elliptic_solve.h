@@ -21,7 +21,12 @@
 //             pointwise ops), one graph per system, cold started, with the
 //             Jacobi preconditioner held constant (whatever cg.precond
 //             says); O(N · iterations) memory.
-//             The reference the IFT gradient is checked against.
+//             The reference the IFT gradient is checked against, on a
+//             right-hand side that excites every mode: it differentiates
+//             the iterates, and a b whose Krylov space closes early (point
+//             sources: wells, electrode patterns) stops CG in a subspace
+//             lacking directions of A⁻¹(∂A u), leaving it tens of percent
+//             off (the instances refuse it).
 //   none      no graph at all.
 // Null space (pure Neumann / periodic and no κ, or `project`): b's mean is
 // removed and u has zero mean (the gauge); the gradients are those of that map.
