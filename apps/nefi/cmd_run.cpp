@@ -200,6 +200,10 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
                        st.device_note.c_str());
   }
   if (outs.empty()) {  // every method (two or more: one alone rethrows) failed
+    // One cause (a bad shared key) is said once, not once per method.
+    const std::string& first = failed.begin()->second;
+    if (std::all_of(failed.begin(), failed.end(), [&](const auto& f) { return f.second == first; }))
+      throw fk::Error("every method failed: " + first);
     std::string what;
     for (const auto& [m, e] : failed) what += (what.empty() ? "" : "; ") + m + ": " + e;
     throw fk::Error("every method failed (" + what + ")");

@@ -92,6 +92,22 @@ TEST(RunFailedMethodCli, EveryMethodFailingNamesEachAndWritesNothing) {
   EXPECT_FALSE(std::filesystem::exists(dir / "metrics.json"));
 }
 
+// One cause shared by every method (a bad key of the instance) is said once.
+TEST(RunFailedMethodCli, OneCauseOfEveryFailureIsSaidOnce) {
+  if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const auto nefi = fieldkit_test::sibling_binary("nefi");
+  const auto dir = nefi::test::fresh_dir("failed_every_alike");
+  const auto res = fieldkit_test::run_cli(nefi,
+                                          "run deconvolution --smoke --smoke-steps 4 --no-plot "
+                                          "-m neural -m grid --set noise_std=-1 --out " +
+                                              dir.string(),
+                                          nefi::test::scratch());
+  EXPECT_EQ(res.status, 2) << res.err;
+  EXPECT_EQ(res.err.rfind("nefi: error: every method failed: config key 'noise_std'", 0), 0u)
+      << res.err;
+  EXPECT_EQ(res.err.find("noise_std"), res.err.rfind("noise_std")) << res.err;
+}
+
 // A field that cannot be written (its name taken by a directory) fails the
 // run naming it; no temporary stays and no metrics.json claims the run.
 TEST(RunFailedMethodCli, AnUnwritableFieldIsNamedAndLeavesNoTemporary) {
