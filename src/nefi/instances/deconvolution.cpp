@@ -150,30 +150,11 @@ struct DeconvolutionConfig {
   TVOptions tv;
   double tv_weight = 0, l1 = 0;
   double wiener_snr = 0, wiener_tau = 0;
-  WienerBoundary wiener_boundary = WienerBoundary::kReflect;
+  WienerBoundary wiener_boundary = WienerBoundary::kPadded;
   AdmmOptions admm;
 
   static DeconvolutionConfig from(const Params& p);
 };
-
-// ||k - its flip|| / ||k|| along the worse axis of a sampled 2-D PSF: 0 for
-// one even along each axis.
-double psf_asymmetry(const PsfSample& k) {
-  const int64_t a = k.shape[0], b = k.shape[1];
-  double norm = 0, worst = 0;
-  for (double v : k.values) norm += v * v;
-  for (int axis = 0; axis < 2; ++axis) {
-    double diff = 0;
-    for (int64_t i = 0; i < a; ++i)
-      for (int64_t j = 0; j < b; ++j) {
-        const double m = axis == 0 ? k.values[(a - 1 - i) * b + j] : k.values[i * b + (b - 1 - j)];
-        diff += (k.values[i * b + j] - m) * (k.values[i * b + j] - m);
-      }
-    worst = std::max(worst, diff);
-  }
-  return norm > 0 ? std::sqrt(worst / norm) : 0.0;
-}
-constexpr double kEvenTolerance = 0.1;
 
 // The Poisson background: the reference's key `background_counts`, or its
 // older alias `background` when that one is set (>= 0).
@@ -268,20 +249,13 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   c.l1 = weight_key(p, "l1");
   c.wiener_snr = p.d("wiener_snr");
   c.wiener_tau = p.d("wiener_tau");
-  // auto: reflect where the sampled PSF is even along each axis (mirrored
-  // data are then the same blur of the mirrored scene; a motion blur a
-  // degree off an axis is, within kEvenTolerance), periodic for an oblique
-  // one (mirrored, its copies are blurred by the mirrored PSF the filter
-  // does not model: 30 degrees lost 1.4 dB on phantom, 6 on sparse_dots;
-  // the smooth scene, whose values reach the faces, still loses 2.8 dB
-  // wrapped there).
-  const std::string boundary = p.choice("wiener_boundary", {"auto", "reflect", "periodic"});
-  const double h = c.extent / static_cast<double>(c.n);
-  c.wiener_boundary =
-      boundary == "periodic" ||
-              (boundary == "auto" && psf_asymmetry(c.inversion_psf({h, h})) > kEvenTolerance)
-          ? WienerBoundary::kPeriodic
-          : WienerBoundary::kReflect;
+  // auto, the default once, is padded now (it chose reflect or periodic by
+  // the PSF's symmetry; run files of then still load).
+  const std::string boundary =
+      p.choice("wiener_boundary", {"padded", "reflect", "periodic", "auto"});
+  c.wiener_boundary = boundary == "reflect"    ? WienerBoundary::kReflect
+                      : boundary == "periodic" ? WienerBoundary::kPeriodic
+                                               : WienerBoundary::kPadded;
   FK_CHECK(c.wiener_snr >= 0 && std::isfinite(c.wiener_snr), "config key 'wiener_snr'",
            "an SNR >= 0 (0: by the discrepancy principle)", Params::render(c.wiener_snr));
   FK_CHECK(c.wiener_tau > 0 && std::isfinite(c.wiener_tau), "config key 'wiener_tau'",
@@ -356,9 +330,9 @@ class Deconvolution : public Instance {
     p.declare("grid_lr", 5e-2, "learning rate of the grid baseline");
     p.declare("wiener_snr", 0.0, "Wiener SNR (0: discrepancy principle)");
     p.declare("wiener_tau", 1.0, "discrepancy factor tau");
-    p.declare("wiener_boundary", std::string("auto"),
-              "Wiener's boundary: auto (reflect for a PSF even along each axis, else periodic) | "
-              "reflect (the data mirrored: no jump at the faces) | periodic");
+    p.declare("wiener_boundary", std::string("padded"),
+              "Wiener's boundary: padded (the data bridged across a margin of the blur's "
+              "length) | reflect (mirrored about the faces) | periodic (as they are)");
     p.declare("dd_width", int64_t{64}, "deep decoder channels");
     p.declare("dd_stages", int64_t{5}, "deep decoder stages");
     p.declare("dd_lr", 2e-2, "deep decoder learning rate");

@@ -70,7 +70,7 @@ struct Deconvolution3dConfig {
   std::string scene;
   deconv3d::PsfExtent psf_extent = deconv3d::PsfExtent::kFull;
   bool poisson = false;  // else Gaussian noise of noise_std * max(clean)
-  WienerBoundary wiener_boundary = WienerBoundary::kReflect;
+  WienerBoundary wiener_boundary = WienerBoundary::kPadded;
   double peak_counts = 0, background_counts = 0;
   double init_value = 0;
   NeuralFieldConfig field;
@@ -110,9 +110,12 @@ struct Deconvolution3dConfig {
     c.noise_std = noise_std_key(p);
     c.psf_extent = deconv3d::psf_extent_from(p.s("psf_extent"));
     c.poisson = p.choice("noise", {"gaussian", "poisson"}) == "poisson";
-    c.wiener_boundary = p.choice("wiener_boundary", {"reflect", "periodic"}) == "periodic"
-                            ? WienerBoundary::kPeriodic
-                            : WienerBoundary::kReflect;
+    {
+      const std::string b = p.choice("wiener_boundary", {"padded", "reflect", "periodic"});
+      c.wiener_boundary = b == "periodic" ? WienerBoundary::kPeriodic
+                          : b == "padded" ? WienerBoundary::kPadded
+                                          : WienerBoundary::kReflect;
+    }
     c.peak_counts = p.d("peak_counts");
     FK_CHECK(c.peak_counts > 0, "config key 'peak_counts'", "counts > 0 at intensity 1",
              std::to_string(c.peak_counts));
@@ -205,8 +208,9 @@ class Deconvolution3d : public Instance {
     p.declare("grid_lr", 5e-2, "learning rate of the grid baseline");
     declare_deep_decoder_keys(p, 64, 5, 5e-3);
     p.declare("rl_iterations", int64_t{30}, "Richardson-Lucy iterations");
-    p.declare("wiener_boundary", std::string("reflect"),
-              "wiener3d: reflect (data mirrored about the faces) | periodic");
+    p.declare("wiener_boundary", std::string("padded"),
+              "wiener3d: padded (the data bridged across a margin of the blur's length) | "
+              "reflect (mirrored about the faces) | periodic (as they are)");
     // Levels 0: Otsu's phase count (at most 4), the count the phase field
     // was measured and chosen at (session 12, through the smoke preset's
     // refine_levels 0). The 2 left as the default under it was never

@@ -293,8 +293,8 @@ TEST(NefiDeconvolution3d, BlurModelExplainsTheDataToTheNoiseAtBothStageGrids) {
 }
 
 // The discrepancy-chosen Wiener filter's residual against the data y under
-// the zero-padded blur: at the noise level under the filter's own model
-// (its SNR is picked so), between 0.8 and `above` noise stds under this one.
+// the zero-padded blur: between 0.8 and `above` noise stds (the PSF spans
+// the box, so the SNR is chosen under the filter's own model).
 void expect_residual_near_the_noise(const nefi::RunOutput& w, const fk::Tensor& y, int seed,
                                     double above) {
   const double residual = std::sqrt(nefi::mse(w.result.prediction, y));
@@ -303,12 +303,12 @@ void expect_residual_near_the_noise(const nefi::RunOutput& w, const fk::Tensor& 
 }
 
 // The Wiener baseline at the smoke scale, seeds 0-2. Its SNR comes from the
-// discrepancy principle under its own blur model (the data mirrored about
-// the faces), so under the zero-padded one the residual sits a little off
-// the noise level (1.32x on seed 1). It sharpens the blurred data and
-// trails Richardson-Lucy; measured: data 21.98 / 25.43 / 23.41, Wiener
-// 24.62 / 27.53 / 25.88, RL 25.68 / 28.04 / 27.40 dB (the reference, seed
-// 0: data 22.0, Wiener 24.4, RL 25.7).
+// discrepancy principle under its own blur model (the data bridged across a
+// margin of the blur's length), so under the zero-padded one the residual
+// sits a little off the noise level (1.45x on seed 0). It sharpens the
+// blurred data and trails Richardson-Lucy; measured: data 21.98 / 25.43 /
+// 23.41, Wiener 24.83 / 27.62 / 26.08, RL 25.68 / 28.04 / 27.40 dB (the
+// reference, seed 0: data 22.0, Wiener 24.4, RL 25.7).
 TEST(NefiDeconvolution3d, WienerBaselineSharpensTheDataAndTrailsRichardsonLucy) {
   const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_smoke.yaml"));
@@ -316,7 +316,7 @@ TEST(NefiDeconvolution3d, WienerBaselineSharpensTheDataAndTrailsRichardsonLucy) 
   for (int s = 0; s < 3; ++s) {
     auto w = inst->run(c.config, "wiener3d", s, {});
     const fk::Tensor y = w.measurement.data.to(fk::DType::F64);
-    expect_residual_near_the_noise(w, y, s, 1.4);
+    expect_residual_near_the_noise(w, y, s, 1.6);
     EXPECT_GT(w.metrics.at("wiener_snr"), 10.0) << "seed " << s;
     EXPECT_GT(w.metrics.at("psnr"), nefi::psnr(y, w.gt) + 2.0) << "seed " << s;
     EXPECT_LT(w.metrics.at("psnr"),
@@ -329,22 +329,22 @@ TEST(NefiDeconvolution3d, WienerBaselineSharpensTheDataAndTrailsRichardsonLucy) 
 // leave the zero-padded blur's data with a jump across that face when it is
 // wrapped; a periodic filter then reaches the noise level only by fitting
 // that jump, so the discrepancy runs to a high SNR (seeds 0-2: 6310 / 5012
-// / 3981) and, on seed 0, below the data (28.45 dB against 29.83).
-// Mirrored about the faces the data have no jump: measured SNR 794 / 501 /
-// 1259, 31.18 / 31.93 / 31.85 dB against data 29.83 / 30.47 / 30.88 and
-// Richardson-Lucy 32.28 / 33.02 / 32.60 (the reference, seed 0: RL 32.3).
-// Under the zero-padded blur its residual is 1.80 / 1.47 / 1.99 noise stds:
-// dots as close as 6 % of the box to a face are where the mirrored and the
-// zero-padded models differ.
-TEST(NefiDeconvolution3d, WienerOnPunctaMirrorsTheDataAboutTheFaces) {
+// / 3981) and, on seed 0, below the data (28.45 dB against 29.83). Bridged
+// across a margin (padded, the default) the data have no jump: SNR 1000 /
+// 501 / 2512, 31.39 / 32.13 / 31.75 dB (mirrored: 31.18 / 31.93 / 31.85)
+// against data 29.83 / 30.47 / 30.88 and Richardson-Lucy 32.28 / 33.02 /
+// 32.60 (the reference, seed 0: RL 32.3). Under the zero-padded blur the
+// residual is 2.02 / 1.49 / 2.66 noise stds: dots as close as 6 % of the
+// box to a face are where the filter's and the instrument's models differ.
+TEST(NefiDeconvolution3d, WienerOnPunctaBridgesTheDataAcrossTheFaces) {
   const fk::test::ThreadCount one_thread(1);
   nefi::RunConfig c = nefi::load_run_config_file(config_path("deconvolution3d_puncta.yaml"));
   auto inst = nefi::find_instance("deconvolution3d");
   for (int s = 0; s < 3; ++s) {
     auto w = inst->run(c.config, "wiener3d", s, {});
     const fk::Tensor y = w.measurement.data.to(fk::DType::F64);
-    expect_residual_near_the_noise(w, y, s, 2.2);
-    EXPECT_LT(w.metrics.at("wiener_snr"), 2e3) << "seed " << s;
+    expect_residual_near_the_noise(w, y, s, 2.9);
+    EXPECT_LT(w.metrics.at("wiener_snr"), 3e3) << "seed " << s;
     EXPECT_GT(w.metrics.at("psnr"), nefi::psnr(y, w.gt) + 0.5) << "seed " << s;
   }
   nefi::Params periodic = c.config;
