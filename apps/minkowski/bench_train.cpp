@@ -159,7 +159,7 @@ void run_config(const BenchTrainOptions& o, int threads, const Config& c, const 
 
 int bench_train(const BenchTrainOptions& o) {
   FK_CHECK(o.steps > 0 && o.points > 0, "minkowski bench train", "positive --steps and --points",
-           std::to_string(o.steps) + ", " + std::to_string(o.points));
+           fk::to_text(o.steps) + ", " + fk::to_text(o.points));
   check_writable_folder_of(o.trace, "minkowski bench train --trace");
   FK_CHECK(!o.threads.empty() && !o.precisions.empty(), "minkowski bench train",
            "at least one --threads and one --precision", "an empty list");
@@ -172,8 +172,7 @@ int bench_train(const BenchTrainOptions& o) {
   const fk::Device device = fk::parse_device(o.device);
   if (device.is_cuda())
     FK_CHECK(device.index < fk::cuda_device_count(), "minkowski bench train --device",
-             "a usable CUDA device (" + std::to_string(fk::cuda_device_count()) + " found)",
-             o.device);
+             "a usable CUDA device (" + fk::to_text(fk::cuda_device_count()) + " found)", o.device);
   const std::vector<int32_t> rows = synthetic_scene(o.points, 1).rows;
   const int64_t n = static_cast<int64_t>(rows.size()) / 4;
   fk::Tensor coords = fk::from_vector(rows, {n, 4});

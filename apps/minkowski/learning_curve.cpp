@@ -67,8 +67,8 @@ CsvTable read_csv(const std::string& path) {
     if (line.empty()) continue;
     const auto cells = split(line);
     const std::string where = "read_csv " + path + " line " + std::to_string(row);
-    FK_CHECK(cells.size() == t.names.size(), where, std::to_string(t.names.size()) + " values",
-             std::to_string(cells.size()));
+    FK_CHECK(cells.size() == t.names.size(), where, fk::to_text(t.names.size()) + " values",
+             fk::to_text(cells.size()));
     for (size_t c = 0; c < cells.size(); ++c) t.columns[c].push_back(number(cells[c], where));
   }
   return t;

@@ -117,13 +117,13 @@ std::vector<int32_t> read_scene(const std::string& path) {
       FK_CHECK(p[i] >= std::numeric_limits<int32_t>::min() &&
                    p[i] <= std::numeric_limits<int32_t>::max(),
                path, "int64 coordinates within the int32 range",
-               std::to_string(p[i]) + " in row " + std::to_string(i / 4));
+               fk::to_text(p[i]) + " in row " + fk::to_text(i / 4));
       rows[i] = static_cast<int32_t>(p[i]);
     }
   }
   for (size_t i = 0; i < rows.size(); i += 4)
     FK_CHECK(rows[i] >= 0, path, "batch indices >= 0",
-             std::to_string(rows[i]) + " in row " + std::to_string(i / 4));
+             fk::to_text(rows[i]) + " in row " + fk::to_text(i / 4));
   return rows;
 }
 

@@ -105,7 +105,7 @@ Command add_bench(CLI::App& app, const Context& ctx) {
             if (o->smoke || o->smoke_steps_opt->count()) {  // as `nefi run` takes it
               FK_CHECK(o->smoke_steps >= 0 && o->smoke_steps <= std::numeric_limits<int>::max(),
                        "--smoke-steps", "a step count in [0, 2147483647] (0: no cap)",
-                       std::to_string(o->smoke_steps));
+                       fk::to_text(o->smoke_steps));
               o->spec.max_total_steps = o->smoke_steps;
             }
             const bench::Shard shard = bench::parse_shard(o->shard);
@@ -115,7 +115,7 @@ Command add_bench(CLI::App& app, const Context& ctx) {
             bench::CampaignOptions co;
             co.shard = shard;
             FK_CHECK(o->batch_size >= 1, "--batch-size", "a batch size >= 1",
-                     std::to_string(o->batch_size));
+                     fk::to_text(o->batch_size));
             if (o->batched) co.batch_size = o->batch_size;
             co.batch_device = batch_device;
             bench::check_protocol_batch_device(proto, co);

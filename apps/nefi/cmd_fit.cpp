@@ -125,11 +125,10 @@ int fit_cmd(const FitRequest& r) {
            "--representation " + r.representation);
   o.budget = r.budget;
   o.seed = r.seed;
-  FK_CHECK(std::isfinite(r.tau) && r.tau > 0, "--tau", "a finite factor > 0",
-           std::to_string(r.tau));
+  FK_CHECK(std::isfinite(r.tau) && r.tau > 0, "--tau", "a finite factor > 0", fk::to_text(r.tau));
   o.discrepancy_tau = r.tau;
   if (r.lr) {
-    FK_CHECK(*r.lr > 0, "--lr", "a learning rate > 0", std::to_string(*r.lr));
+    FK_CHECK(*r.lr > 0, "--lr", "a learning rate > 0", fk::to_text(*r.lr));
     o.lr = r.lr;
   }
   if (r.noise != "auto") {

@@ -83,11 +83,11 @@ Command add_profile(CLI::App& app, const Context&) {
   return {sub, [o] {
             set_threads(o->threads);
             FK_CHECK(o->batch >= 0, "--batch", "a number of problems >= 1 (0: no batch)",
-                     std::to_string(o->batch));
+                     fk::to_text(o->batch));
             FK_CHECK(o->chunk >= 0, "--chunk", "problems per sub-step >= 1 (0: all)",
-                     std::to_string(o->chunk));
+                     fk::to_text(o->chunk));
             FK_CHECK(o->chunk == 0 || o->batch > 0, "--chunk", "--batch beside it",
-                     "--chunk " + std::to_string(o->chunk) + " alone");
+                     "--chunk " + fk::to_text(o->chunk) + " alone");
             if (o->batch > 0)
               for (const auto& [given, flag] : {std::pair{!o->trace.empty(), "--trace"},
                                                 {o->p.minimal, "--minimal"},

@@ -87,14 +87,14 @@ void check_device(const std::string& name) {
 }
 
 void check_checkpoint_options(const RunRequest& r, const nefi::RunConfig& cfg) {
-  FK_CHECK(r.save_every >= 0, "--save-every", "a step count >= 0", std::to_string(r.save_every));
+  FK_CHECK(r.save_every >= 0, "--save-every", "a step count >= 0", fk::to_text(r.save_every));
   // --resume DIR reads each method's checkpoint from DIR; a file serves one method.
   const bool resume_dir = !r.resume.empty() && fs::is_directory(r.resume);
   FK_CHECK(r.resume.empty() || resume_dir || fs::exists(r.resume), "--resume",
            "a checkpoint file or a run directory", "'" + r.resume + "' (not found)");
   FK_CHECK(r.resume.empty() || resume_dir || cfg.methods.size() == 1, "--resume FILE",
            "one method (give a run directory for several)",
-           std::to_string(cfg.methods.size()) + " methods");
+           fk::to_text(cfg.methods.size()) + " methods");
 }
 
 // --metrics: keep only the named metrics (each must be one the run computed).
@@ -143,7 +143,7 @@ std::string summary_line(const nefi::RunConfig& cfg, const std::vector<nefi::Run
 RunRequest with_baseline(const RunRequest& r) {
   if (r.baseline.empty()) return r;
   FK_CHECK(r.methods.empty(), "--baseline", "no --method beside it",
-           std::to_string(r.methods.size()) + " --method");
+           fk::to_text(r.methods.size()) + " --method");
   RunRequest b = r;
   b.methods = {r.baseline};
   return b;
@@ -175,7 +175,7 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
   FK_CHECK(cfg.data.empty() || r.metrics.empty(), "--metrics",
            "no metric selection with run.data (a measured dataset has no ground truth to score: "
            "metrics.json holds each method's data fit)",
-           std::to_string(r.metrics.size()) + " metrics");
+           fk::to_text(r.metrics.size()) + " metrics");
   if (r.save_every > 0) fs::create_directories(out);
   const bool tty = stderr_is_tty() && !r.quiet;
   std::vector<nefi::RunOutput> outs;

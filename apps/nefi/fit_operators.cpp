@@ -272,13 +272,13 @@ Model builtin_model(const OperatorRequest& r, const std::string& shape_text, Mea
     return {std::make_shared<PhaseRetrievalOperator>(shape.size(), r.oversample), shape};
   if (k == "gaussian_blur") {
     FK_CHECK(std::isfinite(r.sigma) && r.sigma > 0, "--sigma", "the blur's std: finite, > 0 cells",
-             std::to_string(r.sigma));
+             fk::to_text(r.sigma));
     const Domain d = isotropic_domain(shape);
     return {std::make_shared<FFTConvolution>(gaussian_psf(r.sigma * d.spacing()[0]), d, r.periodic),
             shape};
   }
   if (k == "radon") {
-    FK_CHECK(r.views >= 1, "--views", "at least one projection angle", std::to_string(r.views));
+    FK_CHECK(r.views >= 1, "--views", "at least one projection angle", fk::to_text(r.views));
     FK_CHECK(shape.size() >= 2 && shape[0] == shape[1], "--shape",
              "a grid square in its first two axes for radon (n,n or n,n,nz)", shape.str());
     RadonGeometry g;
@@ -287,7 +287,7 @@ Model builtin_model(const OperatorRequest& r, const std::string& shape_text, Mea
   }
   if (k == "beer_lambert") {
     FK_CHECK(r.axis >= 0 && r.axis < shape.size(), "--axis",
-             "an axis of the " + std::to_string(shape.size()) + "-D field", std::to_string(r.axis));
+             "an axis of the " + fk::to_text(shape.size()) + "-D field", fk::to_text(r.axis));
     // A cell's path length on from_forward's domain (longest axis 1).
     const double length = isotropic_domain(shape).spacing()[r.axis];
     return {std::make_shared<BeerLambertOperator>(

@@ -48,7 +48,7 @@ nefi::RunConfig resolve_config(const RunRequest& r, const std::vector<fs::path>&
   if (r.smoke_steps) {
     FK_CHECK(*r.smoke_steps >= 0 && *r.smoke_steps <= std::numeric_limits<int>::max(),
              "--smoke-steps", "a step count in [0, 2147483647] (0: no cap)",
-             std::to_string(*r.smoke_steps));
+             fk::to_text(*r.smoke_steps));
     if (!r.smoke) cfg.max_total_steps = *r.smoke_steps;
   }
   for (const auto& s : r.sets) nefi::apply_set(cfg, s);

@@ -69,13 +69,13 @@ AutocastGuard::~AutocastGuard() {
 
 GradScaler::GradScaler(GradScalerOptions options) : options_(options), scale_(options.init_scale) {
   FK_CHECK(options.init_scale > 0 && std::isfinite(options.init_scale), "GradScaler",
-           "a positive finite init_scale", std::to_string(options.init_scale));
+           "a positive finite init_scale", fk::to_text(options.init_scale));
   FK_CHECK(options.growth_factor > 1, "GradScaler", "growth_factor > 1",
-           std::to_string(options.growth_factor));
+           fk::to_text(options.growth_factor));
   FK_CHECK(options.backoff_factor > 0 && options.backoff_factor < 1, "GradScaler",
-           "backoff_factor in (0, 1)", std::to_string(options.backoff_factor));
+           "backoff_factor in (0, 1)", fk::to_text(options.backoff_factor));
   FK_CHECK(options.growth_interval > 0, "GradScaler", "growth_interval > 0",
-           std::to_string(options.growth_interval));
+           fk::to_text(options.growth_interval));
 }
 
 Tensor GradScaler::scale(const Tensor& loss) const {
@@ -112,12 +112,12 @@ void GradScaler::update(bool found_inf) {
 }
 
 void GradScaler::restore(double scale, int64_t growth_tracker) {
-  FK_CHECK(scale > 0 && std::isfinite(scale) && growth_tracker >= 0 &&
-               growth_tracker < options_.growth_interval,
-           "GradScaler::restore",
-           "a positive finite scale and a tracker in [0, " +
-               std::to_string(options_.growth_interval) + ")",
-           "scale " + std::to_string(scale) + ", tracker " + std::to_string(growth_tracker));
+  FK_CHECK(
+      scale > 0 && std::isfinite(scale) && growth_tracker >= 0 &&
+          growth_tracker < options_.growth_interval,
+      "GradScaler::restore",
+      "a positive finite scale and a tracker in [0, " + fk::to_text(options_.growth_interval) + ")",
+      "scale " + fk::to_text(scale) + ", tracker " + fk::to_text(growth_tracker));
   scale_ = scale;
   growth_tracker_ = growth_tracker;
 }

@@ -127,8 +127,8 @@ struct Engine {
 
   static std::vector<Tensor> run(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads,
                                  bool retain_graph, const std::vector<Edge>* captures) {
-    FK_CHECK(roots.size() == grads.size(), "backward", std::to_string(roots.size()) + " gradients",
-             std::to_string(grads.size()));
+    FK_CHECK(roots.size() == grads.size(), "backward", fk::to_text(roots.size()) + " gradients",
+             fk::to_text(grads.size()));
     NoGradGuard no_grad;
     std::vector<Edge> root_edges;
     std::vector<Tensor> root_grads;
@@ -240,10 +240,9 @@ struct Engine {
           // A backward that made a gradient on another device than its input
           // (a host buffer for a CUDA tensor) is named here, not found later
           // as a host read of device memory by the next node or an optimizer.
-          FK_CHECK(
-              out[k].device() == e.device, std::string("backward of ") + n->name(),
-              "the gradient of input " + std::to_string(k) + " on its device " + e.device.str(),
-              "one on " + out[k].device().str());
+          FK_CHECK(out[k].device() == e.device, std::string("backward of ") + n->name(),
+                   "the gradient of input " + fk::to_text(k) + " on its device " + e.device.str(),
+                   "one on " + out[k].device().str());
           add_to(visits[static_cast<size_t>(j)].buffer[e.input_nr], out[k]);
         }
         if (--visits[static_cast<size_t>(j)].deps == 0) ready.push_back(j);
@@ -292,8 +291,8 @@ SavedTensor::SavedTensor(const Tensor& t) : t_(t), version_(t.defined() ? t.vers
 const Tensor& SavedTensor::unpack(const char* node_name) const {
   if (t_.defined() && t_.version() != version_) {
     throw Error(std::string("backward of ") + node_name,
-                "a saved tensor at version " + std::to_string(version_) + " (as when it was saved)",
-                "version " + std::to_string(t_.version()) +
+                "a saved tensor at version " + fk::to_text(version_) + " (as when it was saved)",
+                "version " + fk::to_text(t_.version()) +
                     ": it was modified by an in-place op after being saved");
   }
   return t_;

@@ -77,9 +77,8 @@ void gemm(DType dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double
   // negative or unrelated one.
   FK_CHECK(std::max({m, n, k, lda, ldb, ldc}) <= INT_MAX, "fk::gemm",
            "sizes and leading dimensions up to 2^31 - 1 (OpenBLAS's 32-bit ints)",
-           "m " + std::to_string(m) + ", n " + std::to_string(n) + ", k " + std::to_string(k) +
-               ", lda " + std::to_string(lda) + ", ldb " + std::to_string(ldb) + ", ldc " +
-               std::to_string(ldc));
+           "m " + fk::to_text(m) + ", n " + fk::to_text(n) + ", k " + fk::to_text(k) + ", lda " +
+               fk::to_text(lda) + ", ldb " + fk::to_text(ldb) + ", ldc " + fk::to_text(ldc));
   profile::count_launch();
   bool skinny = !ta && k <= kSkinny && n <= kSkinny && m >= kMinRowsPerThread * 2;
   if (!skinny) {
@@ -138,8 +137,8 @@ void gemm_strided_batched_on(Device device, DType dtype, bool ta, bool tb, int64
                              int64_t ldc, int64_t stride_c, int64_t batch) {
   FK_CHECK(batch >= 0 && stride_a >= 0 && stride_b >= 0 && stride_c >= 0,
            "fk::gemm_strided_batched_on", "a non-negative batch and strides",
-           "batch " + std::to_string(batch) + ", strides " + std::to_string(stride_a) + ", " +
-               std::to_string(stride_b) + ", " + std::to_string(stride_c));
+           "batch " + fk::to_text(batch) + ", strides " + fk::to_text(stride_a) + ", " +
+               fk::to_text(stride_b) + ", " + fk::to_text(stride_c));
   if (device.is_cpu()) {
     const size_t es = itemsize(dtype);
     for (int64_t i = 0; i < batch; ++i)

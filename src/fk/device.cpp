@@ -33,15 +33,14 @@ void check_usable(Device device, const std::string& where) {
            !cuda::built_with_cuda() ? std::string("cpu (this build has no CUDA backend)")
            : n == 0                 ? std::string("cpu (no CUDA device is visible to this process)")
            : n == 1                 ? std::string("cpu or cuda:0 (the one CUDA device)")
-                    : "cpu or a CUDA device cuda:0 .. cuda:" + std::to_string(n - 1),
+                                    : "cpu or a CUDA device cuda:0 .. cuda:" + fk::to_text(n - 1),
            device.str());
 }
 
 void synchronize(Device device) {
   if (device.is_cpu()) return;
   FK_CHECK(device.index < cuda::device_count(), "fk::synchronize",
-           "a usable CUDA device (" + std::to_string(cuda::device_count()) + " found)",
-           device.str());
+           "a usable CUDA device (" + fk::to_text(cuda::device_count()) + " found)", device.str());
   cuda::synchronize(device.index);
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // fk::Error: the one exception type of fieldkit. It names where the problem was
 // found, what was expected and what was given, so a user can act on it.
+#include <concepts>
 #include <stdexcept>
 #include <string>
 
@@ -20,6 +21,16 @@ class Error : public std::runtime_error {
  private:
   std::string where_, expected_, given_;
 };
+
+// A number as a message shows it: integers as std::to_string does, floating
+// values in the shortest form that reads back the same (std::to_string's
+// six decimals print 1e-9 as 0.000000 and -1e-9 as -0.000000).
+std::string to_text(double v);
+std::string to_text(float v);
+template <std::integral T>
+std::string to_text(T v) {
+  return std::to_string(v);
+}
 
 // Throws Error(where, expected, given) when cond is false. The strings are only
 // built on failure, so checks cost nothing on the hot path.

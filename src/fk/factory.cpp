@@ -35,7 +35,7 @@ Tensor empty(const Dims& shape, TensorOptions o) {
   }
   if (o.device.is_cuda()) {
     FK_CHECK(o.device.index < cuda::device_count(), "tensor device",
-             "an available device (CUDA devices: " + std::to_string(cuda::device_count()) + ")",
+             "an available device (CUDA devices: " + fk::to_text(cuda::device_count()) + ")",
              o.device.str());
   }
   size_t nbytes = static_cast<size_t>(shape.numel()) * itemsize(o.dtype);
@@ -163,7 +163,7 @@ Tensor arange(int64_t end, TensorOptions o) {
 }
 
 Tensor linspace(double start, double end, int64_t steps, TensorOptions o) {
-  FK_CHECK(steps >= 0, "linspace", "steps >= 0", std::to_string(steps));
+  FK_CHECK(steps >= 0, "linspace", "steps >= 0", fk::to_text(steps));
   std::vector<double> v(static_cast<size_t>(steps));
   double h = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   // Fill from both ends so the last point is exactly `end` (one point is
@@ -182,7 +182,7 @@ Tensor eye(int64_t n, TensorOptions o) {
   // vector of 0 written out of bounds).
   int64_t cells = 0;
   FK_CHECK(n >= 0 && !__builtin_mul_overflow(n, n, &cells) && cells <= (int64_t{1} << 40), "eye",
-           "n >= 0 with n * n at most 2^40", std::to_string(n));
+           "n >= 0 with n * n at most 2^40", fk::to_text(n));
   std::vector<double> v(static_cast<size_t>(cells), 0.0);
   for (int64_t i = 0; i < n; ++i) v[i * n + i] = 1.0;
   Tensor t = from_vector(v, {n, n}).to(o.dtype).to(o.device);
@@ -199,8 +199,8 @@ Tensor from_blob_copy(const void* data, const Dims& shape, DType dtype, Device d
 template <typename T>
 Tensor from_vector(const std::vector<T>& data, const Dims& shape, Device device) {
   FK_CHECK(static_cast<int64_t>(data.size()) == shape.numel(), "from_vector",
-           std::to_string(shape.numel()) + " values for shape " + shape.str(),
-           std::to_string(data.size()));
+           fk::to_text(shape.numel()) + " values for shape " + shape.str(),
+           fk::to_text(data.size()));
   if constexpr (std::is_same_v<T, bool>) {
     std::vector<uint8_t> bytes(data.begin(), data.end());
     return from_blob_copy(bytes.data(), shape, DType::Bool, device);

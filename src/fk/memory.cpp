@@ -63,7 +63,7 @@ class CpuCachingAllocator {
     }
     if (!p) {
       stats_.allocated -= static_cast<int64_t>(n);
-      throw Error("CPU allocator", std::to_string(b) + " free bytes", "out of memory");
+      throw Error("CPU allocator", fk::to_text(b) + " free bytes", "out of memory");
     }
     stats_.reserved += static_cast<int64_t>(b);
     if (b > kLargestSmall) lend_large(p, b);

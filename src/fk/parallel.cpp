@@ -53,7 +53,7 @@ std::atomic<int>& thread_count() {
 void set_num_threads(int n) {
   // Beyond this a pool of threads only exhausts the process (OMP_NUM_THREADS
   // has the same bound).
-  FK_CHECK(n <= 4096, "fk::set_num_threads", "a thread count up to 4096", std::to_string(n));
+  FK_CHECK(n <= 4096, "fk::set_num_threads", "a thread count up to 4096", fk::to_text(n));
   n = std::max(1, n);
   thread_count().store(n);
   omp_set_num_threads(n);

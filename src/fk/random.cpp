@@ -212,10 +212,10 @@ Tensor randint(int64_t lo, int64_t hi, const Dims& shape, TensorOptions options,
   FK_CHECK(dt == DType::I32 || dt == DType::I64 || is_floating(dt), "randint",
            "dtype i32, i64, f16, bf16, f32 or f64", name(dt));
   FK_CHECK(lo < hi, "randint", "bounds lo < hi",
-           "[" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
+           "[" + fk::to_text(lo) + ", " + fk::to_text(hi) + ")");
   if (dt == DType::I32) {
     FK_CHECK(lo >= INT32_MIN && hi - 1 <= INT32_MAX, "randint", "bounds that fit i32",
-             "[" + std::to_string(lo) + ", " + std::to_string(hi) + ")");
+             "[" + fk::to_text(lo) + ", " + fk::to_text(hi) + ")");
   }
   Tensor t = empty(shape, {DType::I64});
   const uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
@@ -232,11 +232,11 @@ Tensor randint(int64_t lo, int64_t hi, const Dims& shape, TensorOptions options,
 
 Tensor randperm(int64_t n, TensorOptions options, Generator* gen) {
   profile::OpScope scope("randperm");
-  FK_CHECK(n >= 0, "randperm", "n >= 0", std::to_string(n));
+  FK_CHECK(n >= 0, "randperm", "n >= 0", fk::to_text(n));
   FK_CHECK(options.dtype == DType::I64 || options.dtype == DType::I32, "randperm",
            "dtype i64 or i32", name(options.dtype));
   if (options.dtype == DType::I32) {
-    FK_CHECK(n - 1 <= INT32_MAX, "randperm", "n that fits i32", std::to_string(n));
+    FK_CHECK(n - 1 <= INT32_MAX, "randperm", "n that fits i32", fk::to_text(n));
   }
   Tensor t = empty({n}, {DType::I64});
   int64_t* p = t.data<int64_t>();

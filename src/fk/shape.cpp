@@ -7,8 +7,8 @@
 namespace fk {
 namespace {
 void check_rank(int64_t n) {
-  FK_CHECK(n <= kMaxDims, "tensor rank", "at most " + std::to_string(kMaxDims) + " dimensions",
-           std::to_string(n));
+  FK_CHECK(n <= kMaxDims, "tensor rank", "at most " + fk::to_text(kMaxDims) + " dimensions",
+           fk::to_text(n));
 }
 }  // namespace
 
@@ -92,8 +92,8 @@ Dims broadcast_shapes(const Dims& a, const Dims& b, const char* where) {
 int wrap_dim(int64_t dim, int ndim, const char* where) {
   int64_t n = std::max(ndim, 1);
   if (dim < -n || dim >= n) {
-    throw Error(where, "a dimension in [" + std::to_string(-n) + ", " + std::to_string(n - 1) + "]",
-                std::to_string(dim));
+    throw Error(where, "a dimension in [" + fk::to_text(-n) + ", " + fk::to_text(n - 1) + "]",
+                fk::to_text(dim));
   }
   return static_cast<int>(dim < 0 ? dim + n : dim);
 }

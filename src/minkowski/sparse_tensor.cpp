@@ -32,12 +32,12 @@ std::vector<int64_t> subsample_rows(const std::vector<int64_t>& inverse, int64_t
   std::vector<int64_t> start(static_cast<size_t>(m) + 1, 0);
   for (int64_t r : inverse) {
     FK_CHECK(r >= 0 && r < m, "minkowski::subsample_rows",
-             "map rows in [0, " + std::to_string(m) + ")", std::to_string(r));
+             "map rows in [0, " + fk::to_text(m) + ")", fk::to_text(r));
     ++start[r + 1];
   }
   for (int64_t r = 0; r < m; ++r) {
     FK_CHECK(start[r + 1] > 0, "minkowski::subsample_rows", "an inverse mapping onto every map row",
-             "no input row for map row " + std::to_string(r));
+             "no input row for map row " + fk::to_text(r));
     start[r + 1] += start[r];
   }
   std::vector<int64_t> members(static_cast<size_t>(n)), fill(start.begin(), start.end() - 1);
@@ -110,8 +110,8 @@ SparseTensor::SparseTensor(const fk::Tensor& features, const fk::Tensor& coordin
            "features on the coordinates' device (" + coordinates.device().str() + ")",
            "features on " + features.device().str());
   FK_CHECK(coordinates.size(0) == features.size(0), where,
-           "as many coordinate rows as feature rows (" + std::to_string(features.size(0)) + ")",
-           std::to_string(coordinates.size(0)));
+           "as many coordinate rows as feature rows (" + fk::to_text(features.size(0)) + ")",
+           fk::to_text(coordinates.size(0)));
   if (!manager) {
     manager = std::make_shared<CoordinateManager>(static_cast<int>(coordinates.size(1)) - 1);
   }
@@ -134,8 +134,8 @@ SparseTensor::SparseTensor(const fk::Tensor& features, const MapKey& key,
   FK_CHECK(manager_ != nullptr, where, "a coordinate manager", "null");
   int64_t n = manager_->size(key);
   FK_CHECK(features.size(0) == n, where,
-           std::to_string(n) + " feature rows (the map " + key.str() + ")",
-           std::to_string(features.size(0)));
+           fk::to_text(n) + " feature rows (the map " + key.str() + ")",
+           fk::to_text(features.size(0)));
 }
 
 SparseTensor SparseTensor::with_features(const fk::Tensor& features) const {
@@ -143,8 +143,8 @@ SparseTensor SparseTensor::with_features(const fk::Tensor& features) const {
   FK_CHECK(defined(), where, "a sparse tensor", "an empty handle");
   check_features(features, where);
   FK_CHECK(features.size(0) == size(), where,
-           std::to_string(size()) + " feature rows (the map " + key_.str() + ")",
-           std::to_string(features.size(0)));
+           fk::to_text(size()) + " feature rows (the map " + key_.str() + ")",
+           fk::to_text(features.size(0)));
   SparseTensor s = *this;
   s.features_ = features;
   return s;

@@ -26,8 +26,8 @@ void voxel_row(const double* v, int64_t i, const std::vector<double>& voxel_size
   const char* where = "minkowski::TensorField::sparse";
   const double b = std::nearbyint(v[0]);
   FK_CHECK(std::isfinite(b) && std::abs(b) < kInt32Limit, where,
-           "a finite batch index within int32 in column 0 (row " + std::to_string(i) + ")",
-           std::to_string(v[0]));
+           "a finite batch index within int32 in column 0 (row " + fk::to_text(i) + ")",
+           fk::to_text(v[0]));
   row[0] = static_cast<int32_t>(b);
   for (size_t a = 0; a < ts.size(); ++a) {
     const double q = std::floor(v[1 + a] / voxel_size[voxel_size.size() == 1 ? 0 : a]);
@@ -37,8 +37,8 @@ void voxel_row(const double* v, int64_t i, const std::vector<double>& voxel_size
     const double s = std::floor(q / t) * t;
     FK_CHECK(std::isfinite(s) && std::abs(s) < kInt32Limit, where,
              "finite voxel coordinates within int32, after flooring to the tensor stride (row " +
-                 std::to_string(i) + ")",
-             std::to_string(s));
+                 fk::to_text(i) + ")",
+             fk::to_text(s));
     row[1 + a] = static_cast<int32_t>(s);
   }
 }
@@ -59,7 +59,7 @@ fk::Tensor voxel_rows(const fk::Tensor& coordinates, const std::vector<double>& 
       voxel_row(v.data(), d.first_bad, voxel_size, ts, row.data());  // throws
       throw fk::Error("minkowski::TensorField::sparse",
                       "the host's and the device's voxelization to agree",
-                      "row " + std::to_string(d.first_bad) + " refused on the device only");
+                      "row " + fk::to_text(d.first_bad) + " refused on the device only");
     }
     return d.rows;
   }
@@ -87,8 +87,8 @@ TensorField::TensorField(const fk::Tensor& features, const fk::Tensor& coordinat
            "features on the coordinates' device " + coordinates.device().str(),
            "features on " + features.device().str());
   FK_CHECK(features.size(0) == coordinates.size(0), where,
-           "as many feature rows as coordinate rows (" + std::to_string(coordinates.size(0)) + ")",
-           std::to_string(features.size(0)));
+           "as many feature rows as coordinate rows (" + fk::to_text(coordinates.size(0)) + ")",
+           fk::to_text(features.size(0)));
   features_ = features;
   coordinates_ = coordinates;
 }
@@ -100,17 +100,17 @@ SparseTensor TensorField::sparse(const std::vector<double>& voxel_size, Quantiza
   FK_CHECK(defined(), where, "a constructed field", "an empty TensorField");
   const int64_t d = dimension();
   FK_CHECK(voxel_size.size() == 1 || static_cast<int64_t>(voxel_size.size()) == d, where,
-           "a voxel size of 1 or " + std::to_string(d) + " values",
-           std::to_string(voxel_size.size()) + " values");
+           "a voxel size of 1 or " + fk::to_text(d) + " values",
+           fk::to_text(voxel_size.size()) + " values");
   for (double s : voxel_size)
-    FK_CHECK(std::isfinite(s) && s > 0, where, "a positive voxel size", std::to_string(s));
+    FK_CHECK(std::isfinite(s) && s > 0, where, "a positive voxel size", fk::to_text(s));
   FK_CHECK(tensor_stride.size() == 1 || static_cast<int64_t>(tensor_stride.size()) == d, where,
-           "a tensor stride of 1 or " + std::to_string(d) + " values",
-           std::to_string(tensor_stride.size()) + " values");
+           "a tensor stride of 1 or " + fk::to_text(d) + " values",
+           fk::to_text(tensor_stride.size()) + " values");
   std::vector<int32_t> ts(static_cast<size_t>(d));
   for (int64_t a = 0; a < d; ++a) {
     ts[a] = tensor_stride[tensor_stride.size() == 1 ? 0 : a];
-    FK_CHECK(ts[a] > 0, where, "a positive tensor stride", std::to_string(ts[a]));
+    FK_CHECK(ts[a] > 0, where, "a positive tensor stride", fk::to_text(ts[a]));
   }
   // SparseTensor's constructor inserts the voxels, deduplicates and reduces
   // the features (differentiably); the field only keeps the mapping.
@@ -134,7 +134,7 @@ std::vector<int64_t> TensorField::inverse_mapping(const SparseTensor& s) const {
   bool multiple = s.dimension() == d && static_cast<int>(theirs.size()) == d;
   for (int a = 0; multiple && a < d; ++a) multiple = theirs[a] % mine[a] == 0;
   FK_CHECK(multiple, where,
-           "a sparse tensor of dimension " + std::to_string(d) +
+           "a sparse tensor of dimension " + fk::to_text(d) +
                " whose tensor stride is a multiple of the field's " + key_.str(),
            s.key().str());
   // Each voxel of the field, floored to the other map's stride, looked up there.
@@ -155,8 +155,8 @@ std::vector<int64_t> TensorField::inverse_mapping(const SparseTensor& s) const {
              "a sparse tensor holding every voxel of the field (at its stride), e.g. the field's "
              "quantized map " +
                  key_.str() + " or a map strided from it",
-             "the map " + s.key().str() + " with " + std::to_string(s.size()) +
-                 " rows, which lacks the voxel of field row " + std::to_string(r));
+             "the map " + s.key().str() + " with " + fk::to_text(s.size()) +
+                 " rows, which lacks the voxel of field row " + fk::to_text(r));
   }
   std::vector<int64_t> inv(inverse_.size());
   for (size_t i = 0; i < inverse_.size(); ++i) inv[i] = row_of[inverse_[i]];

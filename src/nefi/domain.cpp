@@ -11,18 +11,18 @@ namespace nefi {
 Domain::Domain(fk::Dims shape, std::vector<double> extent)
     : shape_(shape), extent_(std::move(extent)) {
   FK_CHECK(shape_.size() >= 1 && shape_.size() <= 3, "nefi::Domain", "1 to 3 axes",
-           std::to_string(shape_.size()));
+           fk::to_text(shape_.size()));
   for (int i = 0; i < shape_.size(); ++i)
     FK_CHECK(shape_[i] > 0, "nefi::Domain", "positive sizes", shape_.str());
   if (extent_.empty()) extent_.assign(shape_.size(), 1.0);
   FK_CHECK(static_cast<int>(extent_.size()) == shape_.size(), "nefi::Domain",
-           "one extent per axis (" + std::to_string(shape_.size()) + ")",
-           std::to_string(extent_.size()) + " extents");
-  for (double e : extent_) FK_CHECK(e > 0, "nefi::Domain", "positive extents", std::to_string(e));
+           "one extent per axis (" + fk::to_text(shape_.size()) + ")",
+           fk::to_text(extent_.size()) + " extents");
+  for (double e : extent_) FK_CHECK(e > 0, "nefi::Domain", "positive extents", fk::to_text(e));
 }
 
 std::vector<double> Domain::spacing(const fk::Dims& shape) const {
-  FK_CHECK(shape.size() == ndim(), "nefi::Domain::spacing", std::to_string(ndim()) + " axes",
+  FK_CHECK(shape.size() == ndim(), "nefi::Domain::spacing", fk::to_text(ndim()) + " axes",
            shape.str());
   std::vector<double> h(ndim());
   for (int i = 0; i < ndim(); ++i) h[i] = extent_[i] / static_cast<double>(shape[i]);
@@ -51,14 +51,14 @@ Domain Domain::at(const fk::Dims& shape) const {
 }
 
 Domain Domain::coarsen(int factor, int64_t min_size) const {
-  FK_CHECK(factor >= 1, "nefi::Domain::coarsen", "factor >= 1", std::to_string(factor));
+  FK_CHECK(factor >= 1, "nefi::Domain::coarsen", "factor >= 1", fk::to_text(factor));
   fk::Dims s = shape_;
   for (int i = 0; i < s.size(); ++i) s[i] = std::min(s[i], std::max(min_size, s[i] / factor));
   return at(s);
 }
 
 Domain Domain::refine(int factor) const {
-  FK_CHECK(factor >= 1, "nefi::Domain::refine", "factor >= 1", std::to_string(factor));
+  FK_CHECK(factor >= 1, "nefi::Domain::refine", "factor >= 1", fk::to_text(factor));
   fk::Dims s = shape_;
   for (int i = 0; i < s.size(); ++i) s[i] *= factor;
   return at(s);

@@ -57,7 +57,7 @@ void check_mask(const Measurement& m, const std::string& where, const std::strin
   double sum = 0;
   for (const double w : m.mask.to_vector<double>()) {
     FK_CHECK(std::isfinite(w) && w >= 0 && w <= 1, where, "mask weights in [0, 1]",
-             "a weight " + std::to_string(w) + in);
+             "a weight " + fk::to_text(w) + in);
     sum += w;
   }
   FK_CHECK(sum > 0, where, "a mask with at least one observed cell", "an all-zero mask" + in);

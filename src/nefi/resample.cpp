@@ -42,7 +42,7 @@ std::vector<double> area_resample(const std::vector<double>& values, const fk::D
   FK_CHECK(shape.size() == new_shape.size(), "nefi::area_resample", shape.str() + " rank",
            new_shape.str());
   FK_CHECK(static_cast<int64_t>(values.size()) == shape.numel(), "nefi::area_resample",
-           std::to_string(shape.numel()) + " values", std::to_string(values.size()));
+           fk::to_text(shape.numel()) + " values", fk::to_text(values.size()));
   std::vector<double> v = values;
   fk::Dims cur = shape;
   for (int a = 0; a < shape.size(); ++a) {

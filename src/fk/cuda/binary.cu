@@ -208,7 +208,7 @@ void launch_binary(int op, int dtype, const void* a, const void* b, void* out, i
     case kI64:
       FK_CHECK(op != kBinaryDiv && op != kBinaryAtan2, where,
                "add, sub, mul, pow, maximum, minimum or a comparison for integer dtypes",
-               std::string("op ") + std::to_string(op) + " on " + dtype_name(dtype));
+               std::string("op ") + fk::to_text(op) + " on " + dtype_name(dtype));
       if (dtype == kI32) {
         real(Tag<int32_t>{});
       } else {
@@ -219,7 +219,7 @@ void launch_binary(int op, int dtype, const void* a, const void* b, void* out, i
     case kC128: {
       FK_CHECK(op <= kBinaryDiv || op == kBinaryEq || op == kBinaryNe, where,
                "add, sub, mul, div, eq or ne for complex dtypes",
-               std::string("op ") + std::to_string(op) + " on " + dtype_name(dtype));
+               std::string("op ") + fk::to_text(op) + " on " + dtype_name(dtype));
       if (dtype == kC64) {
         binary_complex_kernel<float><<<blocks, kThreads, 0, s>>>(
             op, static_cast<const Cx<float>*>(a), static_cast<const Cx<float>*>(b), out, g, flat,
@@ -250,7 +250,7 @@ void launch_fft_bin_weights(int dtype, const void* in, void* out, int64_t rows, 
   FK_CHECK(dtype == kC64 || dtype == kC128, where, "a complex dtype (c64, c128)",
            dtype_name(dtype));
   FK_CHECK(rows >= 0 && n_last >= 1, where, "rows >= 0 and a signal length >= 1",
-           std::to_string(rows) + " rows, length " + std::to_string(n_last));
+           fk::to_text(rows) + " rows, length " + fk::to_text(n_last));
   const int64_t bins = n_last / 2 + 1;
   if (rows * bins == 0) return;
   const auto launch = [&](auto zero) {

@@ -69,7 +69,7 @@ void bind(Handle& h, int device, cudaStream_t stream, bool capture, const char* 
                   "first)",
                   std::string(h.bound ? "a move of cuBLAS to another stream (a device wait)"
                                       : "the first cuBLAS call (an allocation)") +
-                      " on cuda:" + std::to_string(device) + " while a capture runs");
+                      " on cuda:" + fk::to_text(device) + " while a capture runs");
     case BlasStreamStep::kSyncThenBind:
       check_cuda(cudaDeviceSynchronize(),
                  (std::string(where) + " (moving cuBLAS to another stream)").c_str());
@@ -86,7 +86,7 @@ void bind(Handle& h, int device, cudaStream_t stream, bool capture, const char* 
 
 Handle& handle_of(int device) {
   FK_CHECK(device >= 0 && device < kMaxDevices, "cuda::gemm", "a device index 0..63",
-           std::to_string(device));
+           fk::to_text(device));
   return g_handles[device];
 }
 
@@ -165,7 +165,7 @@ GemmTypes types_for(int dtype, double alpha, double beta, bool allow_tf32) {
     }
     default:
       throw Error("cuda::gemm", "dtype f32, f16, bf16, f64, c64 or c128",
-                  "dtype code " + std::to_string(dtype));
+                  "dtype code " + fk::to_text(dtype));
   }
   return t;
 }
@@ -198,7 +198,7 @@ void gemm_strided_batched(int device, int dtype, bool ta, bool tb, int64_t m, in
                           int64_t ldb, int64_t stride_b, double beta, void* c, int64_t ldc,
                           int64_t stride_c, int64_t batch, void* stream, bool allow_tf32) {
   const ColumnMajorGemm g = column_major_gemm(ta, tb, m, n, k, lda, ldb, ldc);
-  FK_CHECK(batch >= 0, "cuda::gemm", "a non-negative batch", std::to_string(batch));
+  FK_CHECK(batch >= 0, "cuda::gemm", "a non-negative batch", fk::to_text(batch));
   if (m == 0 || n == 0 || batch == 0) return;
   GemmTypes t = types_for(dtype, alpha, beta, allow_tf32);
   DeviceGuard guard(device);
@@ -231,10 +231,9 @@ bool gemm_grouped(int device, int dtype, const GemmList& list, void* stream, boo
   const std::vector<GemmShape>& shapes = list.shapes;
   const size_t count = shapes.size();
   FK_CHECK(list.a.size() == count && list.b.size() == count && list.c.size() == count,
-           "cuda::gemm_grouped",
-           "one A, B and C pointer per product (" + std::to_string(count) + ")",
-           std::to_string(list.a.size()) + ", " + std::to_string(list.b.size()) + " and " +
-               std::to_string(list.c.size()));
+           "cuda::gemm_grouped", "one A, B and C pointer per product (" + fk::to_text(count) + ")",
+           fk::to_text(list.a.size()) + ", " + fk::to_text(list.b.size()) + " and " +
+               fk::to_text(list.c.size()));
   if (count == 0) return true;
   if (!grouped_alignment_holds(dtype, allow_tf32, list)) return false;
   // Per group (= per product): the column-major call, as gemm's (blas_layout.h).
@@ -244,8 +243,7 @@ bool gemm_grouped(int device, int dtype, const GemmList& list, void* stream, boo
   for (size_t i = 0; i < count; ++i) {
     const GemmShape& s = shapes[i];
     FK_CHECK(s.m > 0 && s.n > 0, "cuda::gemm_grouped", "products with m, n > 0",
-             "product " + std::to_string(i) + " of " + std::to_string(s.m) + " x " +
-                 std::to_string(s.n));
+             "product " + fk::to_text(i) + " of " + fk::to_text(s.m) + " x " + fk::to_text(s.n));
     const ColumnMajorGemm g = column_major_gemm(s.ta, s.tb, s.m, s.n, s.k, s.lda, s.ldb, s.ldc);
     op_first[i] = op(g.trans_first);
     op_second[i] = op(g.trans_second);
@@ -310,7 +308,7 @@ void gemm_f32_out(int device, int in_dtype, bool ta, bool tb, int64_t m, int64_t
                   double alpha, const void* a, int64_t lda, const void* b, int64_t ldb, double beta,
                   float* c, int64_t ldc, void* stream, bool allow_tf32) {
   FK_CHECK(in_dtype == kF32 || in_dtype == kF16 || in_dtype == kBF16, "cuda::gemm_f32_out",
-           "operands of dtype f32, f16 or bf16", "dtype code " + std::to_string(in_dtype));
+           "operands of dtype f32, f16 or bf16", "dtype code " + fk::to_text(in_dtype));
   const ColumnMajorGemm g = column_major_gemm(ta, tb, m, n, k, lda, ldb, ldc);
   if (m == 0 || n == 0) return;
   GemmTypes t = types_for(in_dtype, alpha, beta, allow_tf32);
@@ -337,7 +335,7 @@ void blas_release() {
   const int64_t graphs = live_library_graphs();
   FK_CHECK(graphs == 0, "cuda::blas_release",
            "no live CUDA graph holding GEMMs or FFTs (its replays use the workspace)",
-           std::to_string(graphs) + " such graph(s)");
+           fk::to_text(graphs) + " such graph(s)");
   std::lock_guard<std::mutex> lock(g_mu);
   for (int d = 0; d < kMaxDevices; ++d) {
     Handle& h = g_handles[d];

@@ -168,13 +168,13 @@ CaptureFrees::Outliving CaptureFrees::outliving(int64_t id) const {
 
 void check_relaunch(const CaptureFrees::Outliving& o, int device) {
   if (!o.launched || o.kept == 0) return;
-  throw Error("CUDA graph launch on cuda:" + std::to_string(device),
+  throw Error("CUDA graph launch on cuda:" + fk::to_text(device),
               "a relaunch of a graph whose captured step frees every block it allocates (a "
               "relaunch re-creates the blocks that outlived the capture at the same addresses, "
               "with no tensor left to free them; fk instantiates without "
               "cudaGraphInstantiateFlagAutoFreeOnLaunch)",
-              "a relaunch of a graph keeping " + std::to_string(o.kept) +
-                  " block(s) past its capture, " + std::to_string(o.held) +
+              "a relaunch of a graph keeping " + fk::to_text(o.kept) +
+                  " block(s) past its capture, " + fk::to_text(o.held) +
                   " of them still held by tensors of its previous launch: drop those tensors "
                   "inside the captured step (copy what must outlive it into a tensor allocated "
                   "before the capture), or capture the step again for each launch");

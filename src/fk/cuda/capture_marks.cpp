@@ -20,8 +20,8 @@ const CaptureMarks::Mark* CaptureMarks::find(int device) const {
 
 void CaptureMarks::begin(int device, void* stream) {
   const char* where = "CUDA graph capture";
-  FK_CHECK(find(device) != nullptr, where, "a device index 0.." + std::to_string(kMaxDevices - 1),
-           std::to_string(device));
+  FK_CHECK(find(device) != nullptr, where, "a device index 0.." + fk::to_text(kMaxDevices - 1),
+           fk::to_text(device));
   FK_CHECK(stream != nullptr, where,
            "a non-default current stream (create_stream, set_current_stream)",
            "the default stream");
@@ -36,8 +36,8 @@ void CaptureMarks::begin(int device, void* stream) {
 
 void* CaptureMarks::end(int device) {
   const char* where = "CUDA graph capture end";
-  FK_CHECK(find(device) != nullptr, where, "a device index 0.." + std::to_string(kMaxDevices - 1),
-           std::to_string(device));
+  FK_CHECK(find(device) != nullptr, where, "a device index 0.." + fk::to_text(kMaxDevices - 1),
+           fk::to_text(device));
   std::lock_guard<std::mutex> lock(mu_);
   Mark& m = marks_[device];
   void* const stream = m.stream;

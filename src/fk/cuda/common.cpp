@@ -6,9 +6,9 @@ namespace fk::cuda::detail {
 
 Geometry make_geometry(int ndim, const int64_t* shape, int operands, const int64_t* const* strides,
                        const char* where) {
-  FK_CHECK(ndim >= 0 && ndim <= kMaxDims, where, "0.." + std::to_string(kMaxDims) + " dims",
-           std::to_string(ndim));
-  FK_CHECK(operands >= 1 && operands <= 4, where, "1..4 operands", std::to_string(operands));
+  FK_CHECK(ndim >= 0 && ndim <= kMaxDims, where, "0.." + fk::to_text(kMaxDims) + " dims",
+           fk::to_text(ndim));
+  FK_CHECK(operands >= 1 && operands <= 4, where, "1..4 operands", fk::to_text(operands));
   Geometry g;
   int64_t st[4][kMaxDims];
   for (int k = 0; k < operands; ++k) {
@@ -16,12 +16,12 @@ Geometry make_geometry(int ndim, const int64_t* shape, int operands, const int64
     for (int d = ndim - 1; d >= 0; --d) {
       const int64_t* sk = strides ? strides[k] : nullptr;
       st[k][d] = sk ? sk[d] : run;
-      FK_CHECK(st[k][d] >= 0, where, "non-negative strides", std::to_string(st[k][d]));
+      FK_CHECK(st[k][d] >= 0, where, "non-negative strides", fk::to_text(st[k][d]));
       run *= shape[d];
     }
   }
   for (int d = 0; d < ndim; ++d) {
-    FK_CHECK(shape[d] >= 0, where, "non-negative sizes", std::to_string(shape[d]));
+    FK_CHECK(shape[d] >= 0, where, "non-negative sizes", fk::to_text(shape[d]));
     g.numel *= shape[d];
   }
   if (g.numel == 0) return g;
@@ -57,8 +57,8 @@ bool is_flat(const Geometry& g, int operands) {
 }
 
 void check_op(int op, int count, const char* where) {
-  FK_CHECK(op >= 0 && op < count, where, "an op code 0.." + std::to_string(count - 1),
-           std::to_string(op));
+  FK_CHECK(op >= 0 && op < count, where, "an op code 0.." + fk::to_text(count - 1),
+           fk::to_text(op));
 }
 
 void check_launch(const char* where) {
@@ -72,7 +72,7 @@ const char* dtype_name(int dtype) {
 
 size_t dtype_size(int dtype) {
   static const size_t sizes[] = {1, 4, 8, 2, 2, 4, 8, 8, 16};
-  FK_CHECK(dtype >= 0 && dtype < 9, "CUDA launcher", "a dtype code 0..8", std::to_string(dtype));
+  FK_CHECK(dtype >= 0 && dtype < 9, "CUDA launcher", "a dtype code 0..8", fk::to_text(dtype));
   return sizes[dtype];
 }
 

@@ -73,7 +73,7 @@ __global__ void unpack_third_kernel(const R* v, R* y, int64_t outer, int64_t n, 
 void check_dct(const char* where, int dtype, int64_t outer, int64_t n, int64_t inner) {
   FK_CHECK(dtype == kF32 || dtype == kF64, where, "a real dtype (f32, f64)", dtype_name(dtype));
   FK_CHECK(outer >= 0 && n >= 1 && inner >= 0, where, "outer, inner >= 0 and a length >= 1",
-           std::to_string(outer) + ", " + std::to_string(n) + ", " + std::to_string(inner));
+           fk::to_text(outer) + ", " + fk::to_text(n) + ", " + fk::to_text(inner));
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ using detail::DeviceGuard;
 
 void check_fft(cufftResult r, const char* what) {
   if (r != CUFFT_SUCCESS) {
-    throw Error(what, "CUFFT_SUCCESS", "cufftResult " + std::to_string(static_cast<int>(r)));
+    throw Error(what, "CUFFT_SUCCESS", "cufftResult " + fk::to_text(static_cast<int>(r)));
   }
 }
 
@@ -72,10 +72,10 @@ cufftType plan_type(int kind, bool dbl) {
 
 Plan& plan_for(int device, int kind, bool dbl, FftLayout l, bool capture_running) {
   const char* where = "cuda::fft_execute";
-  FK_CHECK(l.rank >= 1 && l.rank <= 3, where, "rank 1..3", std::to_string(l.rank));
-  FK_CHECK(l.batch >= 1, where, "batch >= 1", std::to_string(l.batch));
+  FK_CHECK(l.rank >= 1 && l.rank <= 3, where, "rank 1..3", fk::to_text(l.rank));
+  FK_CHECK(l.batch >= 1, where, "batch >= 1", fk::to_text(l.batch));
   for (int i = 0; i < l.rank; ++i) {
-    FK_CHECK(l.n[i] >= 1, where, "sizes >= 1", std::to_string(l.n[i]));
+    FK_CHECK(l.n[i] >= 1, where, "sizes >= 1", fk::to_text(l.n[i]));
   }
   // Packed defaults: the complex side of r2c / c2r holds n/2 + 1 in the last dim.
   const int last = l.rank - 1;
@@ -121,9 +121,8 @@ Plan& plan_for(int device, int kind, bool dbl, FftLayout l, bool capture_running
     throw Error("cuda::fft_execute inside a CUDA graph capture",
                 "a cuFFT plan made before the capture (the same transform run eagerly on the "
                 "device first)",
-                "a new plan (rank " + std::to_string(l.rank) + ", batch " +
-                    std::to_string(l.batch) + ") on cuda:" + std::to_string(device) +
-                    " while a capture runs");
+                "a new plan (rank " + fk::to_text(l.rank) + ", batch " + fk::to_text(l.batch) +
+                    ") on cuda:" + fk::to_text(device) + " while a capture runs");
   }
   if (static_cast<int>(g_plans.size()) >= kFftPlanCacheCapacity) {
     // The least recently used plan no captured graph holds; when every plan
@@ -176,7 +175,7 @@ void bind(Plan& p, int device, cudaStream_t stream, bool capture_running, const 
                   "a cuFFT plan last run on the captured stream (the same transform run "
                   "eagerly on it first)",
                   "a plan last run on another stream (moving it waits for the device) on cuda:" +
-                      std::to_string(device) + " while a capture runs");
+                      fk::to_text(device) + " while a capture runs");
     case BlasStreamStep::kSyncThenBind:
       check_cuda(cudaDeviceSynchronize(),
                  (std::string(where) + " (moving a cuFFT plan to another stream)").c_str());
@@ -195,9 +194,9 @@ void fft_execute(int device, int kind, int dtype, bool inverse, const FftLayout&
                  void* out, void* stream) {
   const char* where = "cuda::fft_execute";
   FK_CHECK(kind >= kFftC2C && kind <= kFftC2R, where, "kind c2c, r2c or c2r (0..2)",
-           std::to_string(kind));
+           fk::to_text(kind));
   FK_CHECK(dtype == kF32 || dtype == kF64 || dtype == kC64 || dtype == kC128, where,
-           "precision f32/c64 or f64/c128", "dtype code " + std::to_string(dtype));
+           "precision f32/c64 or f64/c128", "dtype code " + fk::to_text(dtype));
   FK_CHECK(kind == kFftC2C || inverse == (kind == kFftC2R), where, "r2c forward and c2r inverse",
            inverse ? "r2c inverse" : "c2r forward");
   const bool dbl = dtype == kF64 || dtype == kC128;
@@ -275,7 +274,7 @@ void fft_plan_cache_clear() {
   const int64_t graphs = live_library_graphs();
   FK_CHECK(graphs == 0, "cuda::fft_plan_cache_clear",
            "no live CUDA graph holding GEMMs or FFTs (its replays use the plans' work areas)",
-           std::to_string(graphs) + " such graph(s)");
+           fk::to_text(graphs) + " such graph(s)");
   std::lock_guard<std::mutex> lock(g_mu);
   for (auto& [key, plan] : g_plans) destroy(plan);
   g_plans.clear();

@@ -37,8 +37,8 @@ void launch_gather(int dtype, const void* in, const int64_t* in_strides, int64_t
                    const int64_t* out_strides, int ndim, const int64_t* shape, int dim,
                    IndexCheck check, void* stream) {
   const char* where = "cuda::launch_gather";
-  FK_CHECK(dim >= 0 && dim < ndim, where, "dim in [0, " + std::to_string(ndim) + ")",
-           std::to_string(dim));
+  FK_CHECK(dim >= 0 && dim < ndim, where, "dim in [0, " + fk::to_text(ndim) + ")",
+           fk::to_text(dim));
   FK_CHECK(in_strides != nullptr, where, "the input's strides", "nullptr");
   int64_t in_st[kMaxDims];
   for (int d = 0; d < ndim; ++d) in_st[d] = d == dim ? 0 : in_strides[d];

@@ -26,10 +26,10 @@ int first_flagged(const int64_t* records) {
 Error index_error(const int64_t* records, int slot, int device) {
   const int64_t* r = records + slot * kIndexRecordWords;
   return Error(std::string(kIndexCheckedOps[slot]) + " (device-side index check on cuda:" +
-                   std::to_string(device) + ", reported at the next synchronization)",
-               "indices in [0, " + std::to_string(r[kIndexRecordBound]) +
+                   fk::to_text(device) + ", reported at the next synchronization)",
+               "indices in [0, " + fk::to_text(r[kIndexRecordBound]) +
                    ") along the indexed dim (negative indices are not wrapped)",
-               "index " + std::to_string(r[kIndexRecordValue]));
+               "index " + fk::to_text(r[kIndexRecordValue]));
 }
 
 }  // namespace

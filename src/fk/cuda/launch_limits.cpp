@@ -18,12 +18,12 @@ unsigned grid_dim(const char* where, char axis, int64_t total, int64_t per_block
   const int64_t limit = max_grid_dim(axis);
   FK_CHECK(total > 0 && per_block > 0, where,
            std::string("a positive count of ") + what + " and of them per block",
-           std::to_string(total) + " and " + std::to_string(per_block));
+           fk::to_text(total) + " and " + fk::to_text(per_block));
   const int64_t blocks = total / per_block + (total % per_block != 0);
   FK_CHECK(blocks <= limit, where,
-           std::string("at most ") + std::to_string(limit) + " blocks along gridDim." + axis +
-               " (CUDA's limit), " + std::to_string(per_block) + " " + what + " to a block",
-           std::to_string(blocks) + " blocks for " + std::to_string(total) + " " + what);
+           std::string("at most ") + fk::to_text(limit) + " blocks along gridDim." + axis +
+               " (CUDA's limit), " + fk::to_text(per_block) + " " + what + " to a block",
+           fk::to_text(blocks) + " blocks for " + fk::to_text(total) + " " + what);
   return static_cast<unsigned>(blocks);
 }
 

@@ -13,11 +13,11 @@ bool may_retry_out_of_memory(bool device_captured, bool thread_captures, bool st
 Error out_of_memory_in_capture(int device, size_t nbytes) {
   char mib[32];
   std::snprintf(mib, sizeof(mib), "%.1f MiB", static_cast<double>(nbytes) / (1024.0 * 1024.0));
-  return Error("CUDA allocation on cuda:" + std::to_string(device) + " during a stream capture",
+  return Error("CUDA allocation on cuda:" + fk::to_text(device) + " during a stream capture",
                "memory for the request (out of memory, and while a capture is in progress the "
                "pool cannot synchronize the device and free its cache to retry: run the step "
                "eagerly, without graph capture, or lower the size)",
-               "a request of " + std::to_string(nbytes) + " bytes (" + mib + ")");
+               "a request of " + fk::to_text(nbytes) + " bytes (" + mib + ")");
 }
 
 }  // namespace fk::cuda

@@ -55,7 +55,7 @@ void launch_prod_backward_lastdim(int dtype, const void* x, const void* grad, vo
                                   int64_t outer, int64_t inner, void* stream) {
   const char* where = "cuda::launch_prod_backward_lastdim";
   FK_CHECK(outer >= 0 && inner >= 0, where, "outer, inner >= 0",
-           std::to_string(outer) + ", " + std::to_string(inner));
+           fk::to_text(outer) + ", " + fk::to_text(inner));
   if (outer == 0 || inner == 0) return;
   switch (dtype) {
     case kF32:

@@ -279,7 +279,7 @@ using SoftmaxCompute = std::conditional_t<std::is_same_v<T, double>, double, flo
 
 void check_rows(int64_t outer, int64_t inner, const char* where) {
   FK_CHECK(outer >= 0 && inner >= 0, where, "non-negative sizes",
-           std::to_string(outer) + " x " + std::to_string(inner));
+           fk::to_text(outer) + " x " + fk::to_text(inner));
 }
 
 }  // namespace
@@ -292,8 +292,7 @@ int reduce_out_dtype(int op, int dtype) {
 void launch_reduce_lastdim(int op, int dtype, const void* in, void* out, int64_t outer,
                            int64_t inner, void* stream) {
   const char* where = "cuda::launch_reduce_lastdim";
-  FK_CHECK(op >= kReduceSum && op <= kReduceMin, where, "a reduce op code 0..3",
-           std::to_string(op));
+  FK_CHECK(op >= kReduceSum && op <= kReduceMin, where, "a reduce op code 0..3", fk::to_text(op));
   check_rows(outer, inner, where);
   if (outer == 0) return;
   const bool arith = op == kReduceSum || op == kReduceProd;

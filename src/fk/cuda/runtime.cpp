@@ -53,7 +53,7 @@ struct DeviceState {
 DeviceState& state(int device) {
   static DeviceState* states = new DeviceState[kMaxDevices];
   FK_CHECK(device >= 0 && device < kMaxDevices, "CUDA device index",
-           "0.." + std::to_string(kMaxDevices - 1), std::to_string(device));
+           "0.." + fk::to_text(kMaxDevices - 1), fk::to_text(device));
   return states[device];
 }
 
@@ -64,7 +64,7 @@ DeviceState& state(int device) {
 void*& thread_stream(int device) {
   thread_local void* streams[kMaxDevices] = {};
   FK_CHECK(device >= 0 && device < kMaxDevices, "CUDA device index",
-           "0.." + std::to_string(kMaxDevices - 1), std::to_string(device));
+           "0.." + fk::to_text(kMaxDevices - 1), fk::to_text(device));
   return streams[device];
 }
 
@@ -211,8 +211,8 @@ void check_out_of_memory_retry(int device, size_t nbytes) {
 
 void* pool_allocate(int device, size_t nbytes) {
   FK_CHECK(device >= 0 && device < device_count(), "CUDA allocation",
-           "an available device (" + std::to_string(device_count()) + " present)",
-           "cuda:" + std::to_string(device));
+           "an available device (" + fk::to_text(device_count()) + " present)",
+           "cuda:" + fk::to_text(device));
   DeviceGuard g(device);
   auto& s = state(device);
   // The default pool returns memory to the driver at every synchronization
@@ -371,7 +371,7 @@ void refuse_while_capturing(int device, const char* what) {
   const char* whose =
       capture_marks().begun_on_this_thread(device) ? "" : " (captured by another thread)";
   throw Error("CUDA graph capture", "no host read or pageable host copy inside a captured step",
-              std::string(what) + " on cuda:" + std::to_string(device) + whose);
+              std::string(what) + " on cuda:" + fk::to_text(device) + whose);
 }
 }  // namespace
 

@@ -162,10 +162,10 @@ void launch_scatter_add(int dtype, void* out, const int64_t* out_strides, int64_
                         const int64_t* index_strides, int ndim, const int64_t* shape, int dim,
                         bool deterministic, IndexCheck check, void* stream) {
   const char* where = "cuda::launch_scatter_add";
-  FK_CHECK(dim >= 0 && dim < ndim, where, "dim in [0, " + std::to_string(ndim) + ")",
-           std::to_string(dim));
+  FK_CHECK(dim >= 0 && dim < ndim, where, "dim in [0, " + fk::to_text(ndim) + ")",
+           fk::to_text(dim));
   FK_CHECK(out_dim_size >= 0, where, "a non-negative output size along dim",
-           std::to_string(out_dim_size));
+           fk::to_text(out_dim_size));
   // out's strides (contiguous over shape with dim resized when not given), the
   // dim's stride kept apart and zeroed in the geometry, and the largest target.
   int64_t out_st[kMaxDims], geo_st[kMaxDims];

@@ -350,7 +350,7 @@ void unary_geometry(int op, int dtype, const void* in, void* out, const Geometry
     case kI64:
       FK_CHECK(keeps_integers(op), where,
                "an integer-preserving op for integer dtypes (convert to f32 first)",
-               std::string("op ") + std::to_string(op) + " on " + dtype_name(dtype));
+               std::string("op ") + fk::to_text(op) + " on " + dtype_name(dtype));
       if (dtype == kI32) {
         real(Tag<int32_t>{});
       } else {
@@ -360,7 +360,7 @@ void unary_geometry(int op, int dtype, const void* in, void* out, const Geometry
     case kC64:
     case kC128:
       FK_CHECK(accepts_complex(op), where, "an op defined on complex numbers",
-               std::string("op ") + std::to_string(op) + " on " + dtype_name(dtype));
+               std::string("op ") + fk::to_text(op) + " on " + dtype_name(dtype));
       if (dtype == kC64) {
         unary_complex_kernel<float>
             <<<blocks, kThreads, 0, s>>>(op, static_cast<const Cx<float>*>(in), out, g, flat);
@@ -400,7 +400,7 @@ void launch_unary_backward(int op, int dtype, const void* grad, const void* ref,
   cudaStream_t s = as_stream(stream);
   if (dtype == kC64 || dtype == kC128) {
     FK_CHECK(accepts_complex(op), where, "an op defined on complex numbers",
-             std::string("op ") + std::to_string(op) + " on " + dtype_name(dtype));
+             std::string("op ") + fk::to_text(op) + " on " + dtype_name(dtype));
     if (dtype == kC64) {
       unary_backward_complex_kernel<float><<<blocks, kThreads, 0, s>>>(
           op, grad, static_cast<const Cx<float>*>(ref), static_cast<Cx<float>*>(grad_in), n);

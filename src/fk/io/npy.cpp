@@ -56,22 +56,22 @@ Preamble parse_preamble(std::string_view first, size_t file_size, const std::str
   const std::string where = where_of(name);
   FK_CHECK(first.size() >= 10 && std::memcmp(first.data(), "\x93NUMPY", 6) == 0, where,
            "a .npy file (magic \\x93NUMPY)",
-           "another file of " + std::to_string(file_size) + " bytes");
+           "another file of " + fk::to_text(file_size) + " bytes");
   const auto* b = reinterpret_cast<const unsigned char*>(first.data());
   const int major = b[6];
   FK_CHECK(major >= 1 && major <= 3, where, ".npy format version 1, 2 or 3",
-           "version " + std::to_string(major) + "." + std::to_string(b[7]));
+           "version " + fk::to_text(major) + "." + fk::to_text(b[7]));
   Preamble p;
   p.header_offset = major == 1 ? 10 : 12;
   FK_CHECK(first.size() >= p.header_offset, where, "a complete .npy preamble",
-           "a file of " + std::to_string(file_size) + " bytes");
+           "a file of " + fk::to_text(file_size) + " bytes");
   p.header_length = little_endian(b + 8, major == 1 ? 2 : 4);
   FK_CHECK(p.header_length <= kMaxNpyHeaderBytes, where,
-           "a header of at most " + std::to_string(kMaxNpyHeaderBytes) + " bytes",
-           std::to_string(p.header_length) + " bytes");
+           "a header of at most " + fk::to_text(kMaxNpyHeaderBytes) + " bytes",
+           fk::to_text(p.header_length) + " bytes");
   FK_CHECK(p.header_offset + p.header_length <= file_size, where,
-           "a header of " + std::to_string(p.header_length) + " bytes",
-           "a file of " + std::to_string(file_size) + " bytes (truncated)");
+           "a header of " + fk::to_text(p.header_length) + " bytes",
+           "a file of " + fk::to_text(file_size) + " bytes (truncated)");
   return p;
 }
 
@@ -119,7 +119,7 @@ class DictReader {
     expect('(');
     Dims d;
     while (!at(')')) {
-      FK_CHECK(d.size() < kMaxDims, where_, "at most " + std::to_string(kMaxDims) + " dimensions",
+      FK_CHECK(d.size() < kMaxDims, where_, "at most " + fk::to_text(kMaxDims) + " dimensions",
                "more in the header");
       d.push_back(integer());
       if (at('L')) ++i_;  // Python 2 longs
@@ -261,9 +261,9 @@ Tensor in_memory_order(Tensor t, const Header& h) {
 
 void check_data_size(const Header& h, size_t available, const std::string& name) {
   FK_CHECK(h.data_bytes == available, where_of(name),
-           std::to_string(h.data_bytes) + " bytes of data (shape " + h.shape.str() + " of " +
+           fk::to_text(h.data_bytes) + " bytes of data (shape " + h.shape.str() + " of " +
                fk::name(h.dtype) + ")",
-           std::to_string(available) + " bytes after the header" +
+           fk::to_text(available) + " bytes after the header" +
                (available < h.data_bytes ? " (truncated)" : " (trailing bytes)"));
 }
 
@@ -272,7 +272,7 @@ void check_bools(const Tensor& t, const std::string& name) {
   const auto* b = static_cast<const unsigned char*>(t.data_ptr());
   for (int64_t i = 0; i < t.numel(); ++i)
     FK_CHECK(b[i] <= 1, where_of(name), "bool bytes of 0 or 1",
-             std::to_string(b[i]) + " at element " + std::to_string(i));
+             fk::to_text(b[i]) + " at element " + fk::to_text(i));
 }
 
 // The data bytes as the header describes them, in a new tensor of h.dtype
@@ -337,8 +337,7 @@ Tensor read_npy(const std::string& path) {
   char* into =
       h.stored_item ? reinterpret_cast<char*>(raw.data()) : static_cast<char*>(t.data_ptr());
   if (h.data_bytes > 0) in.read(into, static_cast<std::streamsize>(h.data_bytes));
-  FK_CHECK(in.good(), where_of(path), std::to_string(h.data_bytes) + " bytes of data",
-           "a read error");
+  FK_CHECK(in.good(), where_of(path), fk::to_text(h.data_bytes) + " bytes of data", "a read error");
   if (h.stored_item) t = stored_tensor(h, raw.data());
   if (h.dtype == DType::Bool) check_bools(t, path);
   return in_memory_order(std::move(t), h);

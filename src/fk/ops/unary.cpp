@@ -571,7 +571,7 @@ Tensor clamp(const Tensor& x, double lo, double hi) {
   // A NaN bound let every value through on its side (torch gives NaN
   // everywhere); it is almost surely a bug upstream, so it is refused.
   FK_CHECK(!std::isnan(lo) && !std::isnan(hi) && !(lo > hi), "clamp", "bounds with min <= max",
-           "min " + std::to_string(lo) + ", max " + std::to_string(hi));
+           "min " + fk::to_text(lo) + ", max " + fk::to_text(hi));
   // A fractional bound on an integer tensor clamps in f32, as torch's
   // promotion has it (it was truncated: clamp([1, 2, 3], 0.5, 2.5) gave 2).
   auto fractional = [](double v) { return std::isfinite(v) && v != std::floor(v); };

@@ -46,11 +46,11 @@ Dims infer_shape(const Dims& shape, int64_t numel, const char* where) {
   if (infer >= 0) {
     const int64_t known = counted_elements(out, where);
     FK_CHECK(known != 0 && numel % known == 0, where,
-             "a shape compatible with " + std::to_string(numel) + " elements", shape.str());
+             "a shape compatible with " + fk::to_text(numel) + " elements", shape.str());
     out[infer] = numel / known;
   }
   FK_CHECK(counted_elements(out, where) == numel, where,
-           "a shape with " + std::to_string(numel) + " elements", shape.str());
+           "a shape with " + fk::to_text(numel) + " elements", shape.str());
   return out;
 }
 
@@ -134,7 +134,7 @@ Tensor as_strided(const Tensor& t, const Dims& shape, const Dims& strides, int64
   FK_CHECK(t.defined(), where, "a tensor", "an undefined one");
   FK_CHECK(shape.size() == strides.size(), where, "one stride per size",
            shape.str() + " and strides " + strides.str());
-  FK_CHECK(offset >= 0, where, "an offset >= 0", std::to_string(offset));
+  FK_CHECK(offset >= 0, where, "an offset >= 0", fk::to_text(offset));
   int64_t last = offset;  // the furthest element the view reaches
   bool empty = false;
   for (int i = 0; i < shape.size(); ++i) {
@@ -149,8 +149,8 @@ Tensor as_strided(const Tensor& t, const Dims& shape, const Dims& strides, int64
   }
   const int64_t elements = static_cast<int64_t>(t.storage()->nbytes / t.itemsize());
   FK_CHECK(empty || last < elements, where,
-           "a view within the tensor's storage (" + std::to_string(elements) + " elements)",
-           "one reaching element " + std::to_string(last));
+           "a view within the tensor's storage (" + fk::to_text(elements) + " elements)",
+           "one reaching element " + fk::to_text(last));
   // Its elements may repeat (overlapping windows): no gradient is recorded
   // for it, so one through it would be silently wrong.
   FK_CHECK(!autograd::needs_grad(t), where,
@@ -221,7 +221,7 @@ Tensor reshape(const Tensor& t, const Dims& shape) {
 
 Tensor permute(const Tensor& t, const Dims& order) {
   int n = t.dim();
-  FK_CHECK(order.size() == n, "permute", std::to_string(n) + " dimensions", order.str());
+  FK_CHECK(order.size() == n, "permute", fk::to_text(n) + " dimensions", order.str());
   Dims shape = t.shape(), strides = t.strides(), inverse = Dims::filled(n, -1);
   for (int i = 0; i < n; ++i) {
     int d = wrap_dim(order[i], n, "permute");
@@ -247,8 +247,7 @@ Tensor transpose(const Tensor& t, int64_t d0, int64_t d1) {
 
 Tensor expand(const Tensor& t, const Dims& shape) {
   int n = shape.size();
-  FK_CHECK(n >= t.dim(), "expand", "at least " + std::to_string(t.dim()) + " dimensions",
-           shape.str());
+  FK_CHECK(n >= t.dim(), "expand", "at least " + fk::to_text(t.dim()) + " dimensions", shape.str());
   Dims out = shape, strides = Dims::filled(n, 0);
   for (int i = 0; i < n; ++i) {
     int src = t.dim() - n + i;
@@ -266,7 +265,7 @@ Tensor expand(const Tensor& t, const Dims& shape) {
     } else {
       FK_CHECK(have == 1, "expand",
                "size 1 where sizes differ (" + t.shape().str() + " to " + shape.str() + ")",
-               "size " + std::to_string(have) + " at dim " + std::to_string(src));
+               "size " + fk::to_text(have) + " at dim " + fk::to_text(src));
     }
   }
   counted_elements(out, "expand");
@@ -322,7 +321,7 @@ void check_has_dims(const Tensor& t, const char* op) {
 Tensor slice(const Tensor& t, int64_t dim, int64_t start, int64_t end, int64_t step) {
   check_has_dims(t, "slice");
   int d = wrap_dim(dim, t.dim(), "slice");
-  FK_CHECK(step > 0, "slice", "a positive step", std::to_string(step));
+  FK_CHECK(step > 0, "slice", "a positive step", fk::to_text(step));
   int64_t n = t.shape()[d];
   if (start < 0) start += n;
   if (end < 0) end += n;
@@ -345,8 +344,8 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
   int64_t n = t.shape()[d];
   if (start < 0) start += n;
   FK_CHECK(start >= 0 && length >= 0 && start + length <= n, "narrow",
-           "a range inside [0, " + std::to_string(n) + ")",
-           "start " + std::to_string(start) + ", length " + std::to_string(length));
+           "a range inside [0, " + fk::to_text(n) + ")",
+           "start " + fk::to_text(start) + ", length " + fk::to_text(length));
   return slice(t, d, start, start + length, 1);
 }
 
@@ -355,8 +354,7 @@ Tensor select(const Tensor& t, int64_t dim, int64_t index) {
   int d = wrap_dim(dim, t.dim(), "select");
   int64_t n = t.shape()[d];
   FK_CHECK(index >= -n && index < n, "select",
-           "an index in [" + std::to_string(-n) + ", " + std::to_string(n) + ")",
-           std::to_string(index));
+           "an index in [" + fk::to_text(-n) + ", " + fk::to_text(n) + ")", fk::to_text(index));
   if (index < 0) index += n;
   Dims shape = t.shape(), strides = t.strides();
   shape.erase(d);
@@ -401,7 +399,7 @@ Tensor reshape_backward(const Tensor& g, const Dims& in_shape) {
 
 Tensor permute_backward(const Tensor& g, const Dims& order) {
   const int n = g.dim();
-  FK_CHECK(order.size() == n, "permute_backward", std::to_string(n) + " dimensions", order.str());
+  FK_CHECK(order.size() == n, "permute_backward", fk::to_text(n) + " dimensions", order.str());
   Dims inverse = Dims::filled(n, 0);
   for (int i = 0; i < n; ++i) inverse[wrap_dim(order[i], n, "permute_backward")] = i;
   return g.permute(inverse);

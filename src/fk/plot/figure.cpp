@@ -35,7 +35,7 @@ void set_font(cairo_t* cr, double size, bool bold) {
 Figure::Figure(int width, int height)
     : width_(width), height_(height), cairo_(std::make_unique<Cairo>()) {
   FK_CHECK(width > 0 && height > 0 && width <= 16384 && height <= 16384, "nefi::plot::Figure",
-           "a size in [1, 16384]^2", std::to_string(width) + "x" + std::to_string(height));
+           "a size in [1, 16384]^2", fk::to_text(width) + "x" + fk::to_text(height));
   cairo_->surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height);
   cairo_->cr = cairo_create(cairo_->surface);
   FK_CHECK(cairo_status(cairo_->cr) == CAIRO_STATUS_SUCCESS, "nefi::plot::Figure",
@@ -120,10 +120,9 @@ void Figure::text(Point at, const std::string& s, const TextStyle& st) {
 
 void Figure::raster(double x, double y, double w, double h, int rows, int cols,
                     const std::vector<unsigned char>& rgb) {
-  FK_CHECK(
-      rows > 0 && cols > 0 && rgb.size() == static_cast<size_t>(rows) * cols * 3,
-      "nefi::plot::Figure::raster", "rows * cols * 3 bytes",
-      std::to_string(rgb.size()) + " for " + std::to_string(rows) + "x" + std::to_string(cols));
+  FK_CHECK(rows > 0 && cols > 0 && rgb.size() == static_cast<size_t>(rows) * cols * 3,
+           "nefi::plot::Figure::raster", "rows * cols * 3 bytes",
+           fk::to_text(rgb.size()) + " for " + fk::to_text(rows) + "x" + fk::to_text(cols));
   cairo_surface_t* img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, cols, rows);
   cairo_surface_flush(img);
   unsigned char* data = cairo_image_surface_get_data(img);

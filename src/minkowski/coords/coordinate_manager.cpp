@@ -43,8 +43,8 @@ void check_coordinate_range(const int32_t* rows, int64_t n, int dimension,
       const int32_t v = rows[i * w + 1 + a];
       FK_CHECK(v >= -kCoordinateLimit && v <= kCoordinateLimit, where,
                "spatial coordinates within [-2^30, 2^30]",
-               "coordinate " + std::to_string(v) + " on axis " + std::to_string(a) + " of row " +
-                   std::to_string(i));
+               "coordinate " + fk::to_text(v) + " on axis " + fk::to_text(a) + " of row " +
+                   fk::to_text(i));
     }
 }
 // Throws naming the first spatial coordinate of rows (n x (1+D)) that is not
@@ -73,8 +73,8 @@ void check_multiples(const int32_t* rows, int64_t n, int dimension, const std::v
       int32_t v = rows[i * w + 1 + a];
       FK_CHECK(v % ts[a] == 0, "minkowski::CoordinateManager::insert",
                "coordinates that are multiples of the tensor stride [" + join(ts) + "]",
-               "coordinate " + std::to_string(v) + " on axis " + std::to_string(a) + " of row " +
-                   std::to_string(input_row ? (*input_row)[i] : i));
+               "coordinate " + fk::to_text(v) + " on axis " + fk::to_text(a) + " of row " +
+                   fk::to_text(input_row ? (*input_row)[i] : i));
     }
 }
 std::vector<int64_t> widen(const fk::Tensor& t) {
@@ -89,7 +89,7 @@ std::string MapKey::str() const {
 
 CoordinateManager::CoordinateManager(int dimension) : dimension_(dimension) {
   FK_CHECK(dimension >= 1, "minkowski::CoordinateManager", "dimension >= 1",
-           std::to_string(dimension));
+           fk::to_text(dimension));
 }
 
 std::string CoordinateManager::unique_tag(const std::vector<int32_t>& ts,
@@ -110,8 +110,8 @@ CoordinateManager::Inserted CoordinateManager::insert(const fk::Tensor& coordina
   FK_CHECK(coordinates.dtype() == fk::DType::I32, where, "int32 coordinates",
            std::string(fk::name(coordinates.dtype())) + " coordinates");
   FK_CHECK(coordinates.dim() == 2 && coordinates.size(1) == dimension_ + 1, where,
-           "coordinates of shape N x " + std::to_string(dimension_ + 1) + " (batch, x_1..x_" +
-               std::to_string(dimension_) + ")",
+           "coordinates of shape N x " + fk::to_text(dimension_ + 1) + " (batch, x_1..x_" +
+               fk::to_text(dimension_) + ")",
            coordinates.shape().str());
   auto ts = expand_axes(tensor_stride, dimension_, where, "tensor stride");
   if (coordinates.device().is_cuda()) return insert_on_device(coordinates, ts, tag);
@@ -202,8 +202,8 @@ MapKey CoordinateManager::stride(const MapKey& in, const std::vector<int32_t>& s
   for (int a = 0; a < dimension_; ++a) {
     const int64_t ts = int64_t{out.tensor_stride[a]} * s[a];
     FK_CHECK(ts <= kCoordinateLimit, where, "tensor strides of at most 2^30",
-             std::to_string(out.tensor_stride[a]) + " x " + std::to_string(s[a]) + " on axis " +
-                 std::to_string(a));
+             fk::to_text(out.tensor_stride[a]) + " x " + fk::to_text(s[a]) + " on axis " +
+                 fk::to_text(a));
     out.tensor_stride[a] = static_cast<int32_t>(ts);
     unit = unit && s[a] == 1;
   }

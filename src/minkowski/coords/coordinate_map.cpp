@@ -93,7 +93,7 @@ CoordinatePacker::CoordinatePacker(const int32_t* rows, int64_t n, int width)
   bits_ = bits;
   FK_CHECK(bits <= 128, "minkowski::CoordinateMap",
            "coordinates whose per-axis extents pack into 128 bits",
-           std::to_string(bits) + " bits (" + std::to_string(width - 1) + "-D)");
+           fk::to_text(bits) + " bits (" + fk::to_text(width - 1) + "-D)");
 }
 
 CoordinateMap::CoordinateMap(const int32_t* rows, int64_t n, int width,
@@ -101,7 +101,7 @@ CoordinateMap::CoordinateMap(const int32_t* rows, int64_t n, int width,
                              std::vector<int64_t>* inverse, RowOrder row_order)
     : width_(width), tensor_stride_(std::move(tensor_stride)), packer_(rows, n, width) {
   FK_CHECK(n < (int64_t{1} << 31), "minkowski::CoordinateMap", "fewer than 2^31 coordinates",
-           std::to_string(n));
+           fk::to_text(n));
   if (packer_.bits() <= 64)
     build<uint64_t>(rows, n, unique_rows, inverse, row_order);
   else

@@ -227,7 +227,7 @@ std::shared_ptr<KernelMap> build_with(const CoordinateMap& in, const CoordinateM
 
   const int64_t total = offset_ranges(pairs, m->offset_begin);
   FK_CHECK(total <= std::numeric_limits<int32_t>::max(), "minkowski::kernel_map",
-           "at most 2^31 - 1 pairs (int32 pair ids)", std::to_string(total) + " pairs");
+           "at most 2^31 - 1 pairs (int32 pair ids)", fk::to_text(total) + " pairs");
   row_begin[0] = 0;
   for (int64_t r = 0; r < n_out; ++r) row_begin[r + 1] += row_begin[r];
   m->in_rows.resize(total);
@@ -268,7 +268,7 @@ std::shared_ptr<KernelMap> build_kernel_map(const CoordinateMap& in, const Coord
   if (l.bits <= 63) return build_keyed<uint64_t>(in, out, offsets, l);
   FK_CHECK(l.bits <= 127, "minkowski::kernel_map",
            "coordinates (padded by the kernel's reach) whose per-axis extents pack into 127 bits",
-           std::to_string(l.bits) + " bits");
+           fk::to_text(l.bits) + " bits");
   return build_keyed<Key128>(in, out, offsets, l);
 }
 

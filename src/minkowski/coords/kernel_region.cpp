@@ -19,8 +19,8 @@ std::string join(const std::vector<int32_t>& v) {
 std::vector<int32_t> expand_axes(const std::vector<int32_t>& v, int dimension, const char* where,
                                  const char* what) {
   FK_CHECK(v.size() == 1 || static_cast<int>(v.size()) == dimension, where,
-           std::string(what) + " with 1 or " + std::to_string(dimension) + " values",
-           std::to_string(v.size()) + " values");
+           std::string(what) + " with 1 or " + fk::to_text(dimension) + " values",
+           fk::to_text(v.size()) + " values");
   for (int32_t x : v)
     FK_CHECK(x > 0 && x <= kCoordinateLimit, where,
              std::string("positive ") + what + " of at most 2^30", "[" + join(v) + "]");
@@ -51,7 +51,7 @@ KernelRegion KernelRegion::custom(std::vector<int32_t> offsets, int dimension,
   r.dilation = std::move(dilation);
   FK_CHECK(dimension > 0 && !r.custom_offsets.empty() && r.custom_offsets.size() % dimension == 0,
            "minkowski::KernelRegion::custom", "a non-empty K x D offset list",
-           std::to_string(r.custom_offsets.size()) + " values for D=" + std::to_string(dimension));
+           fk::to_text(r.custom_offsets.size()) + " values for D=" + fk::to_text(dimension));
   return r;
 }
 
@@ -61,8 +61,8 @@ int64_t KernelRegion::volume(int dimension) const {
   (void)dil;
   if (type == RegionType::Custom) {
     FK_CHECK(!custom_offsets.empty() && custom_offsets.size() % dimension == 0, where,
-             "custom offsets of K x " + std::to_string(dimension) + " values",
-             std::to_string(custom_offsets.size()) + " values");
+             "custom offsets of K x " + fk::to_text(dimension) + " values",
+             fk::to_text(custom_offsets.size()) + " values");
     return static_cast<int64_t>(custom_offsets.size()) / dimension;
   }
   auto ks = expand_axes(kernel_size, dimension, where, "kernel size");
@@ -89,10 +89,9 @@ std::vector<int32_t> KernelRegion::offsets(const std::vector<int32_t>& tensor_st
   // of an in-range coordinate exact (see coordinate_map.h).
   auto scaled = [&](int64_t c, int i) {
     const int64_t v = c * scale[i];
-    FK_CHECK(
-        v >= -kCoordinateLimit && v <= kCoordinateLimit, "minkowski::KernelRegion",
-        "kernel offsets (offset x dilation x tensor stride) of at most 2^30",
-        std::to_string(c) + " x " + std::to_string(scale[i]) + " on axis " + std::to_string(i));
+    FK_CHECK(v >= -kCoordinateLimit && v <= kCoordinateLimit, "minkowski::KernelRegion",
+             "kernel offsets (offset x dilation x tensor stride) of at most 2^30",
+             fk::to_text(c) + " x " + fk::to_text(scale[i]) + " on axis " + fk::to_text(i));
     return static_cast<int32_t>(v);
   };
   if (type == RegionType::Custom) {

@@ -27,14 +27,14 @@ void check_conv_dtypes(const char* where, const fk::Tensor& f, const fk::Tensor&
 
 void check_device_pair_count(const char* where, int64_t pairs) {
   FK_CHECK(pairs < (int64_t{1} << 31), where,
-           "a kernel map of < 2^31 pairs on a device (i32 pair ids)", std::to_string(pairs));
+           "a kernel map of < 2^31 pairs on a device (i32 pair ids)", fk::to_text(pairs));
 }
 
 OffsetGroups plan_offset_groups(const std::vector<int64_t>& pairs, int64_t row_bytes, bool fused,
                                 double cap_mb) {
   const char* where = "minkowski::cuda::plan_offset_groups";
-  FK_CHECK(row_bytes > 0, where, "row_bytes > 0", std::to_string(row_bytes));
-  FK_CHECK(cap_mb >= 0, where, "a cap >= 0 MiB (0: 2048)", std::to_string(cap_mb));
+  FK_CHECK(row_bytes > 0, where, "row_bytes > 0", fk::to_text(row_bytes));
+  FK_CHECK(cap_mb >= 0, where, "a cap >= 0 MiB (0: 2048)", fk::to_text(cap_mb));
   if (cap_mb == 0) cap_mb = 2048;
   const int64_t volume = static_cast<int64_t>(pairs.size());
   int64_t largest = 0;

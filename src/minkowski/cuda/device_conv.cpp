@@ -68,10 +68,9 @@ void check_weight(const fk::Tensor& w, const DeviceKernelMap& m, const char* whe
   FK_CHECK(w.device() == fk::cuda_device(m.device) && w.is_contiguous(), where,
            "a contiguous weight on " + fk::cuda_device(m.device).str(),
            (w.is_contiguous() ? "" : "a strided view on ") + w.device().str());
-  FK_CHECK(
-      w.dim() == 3 && w.size(0) == m.volume && w.size(1) == cin, where,
-      "a weight of shape (" + std::to_string(m.volume) + ", " + std::to_string(cin) + ", C_out)",
-      w.shape().str());
+  FK_CHECK(w.dim() == 3 && w.size(0) == m.volume && w.size(1) == cin, where,
+           "a weight of shape (" + fk::to_text(m.volume) + ", " + fk::to_text(cin) + ", C_out)",
+           w.shape().str());
 }
 
 // The dataflow of a product onto the rows of by_in (the input gradient) or

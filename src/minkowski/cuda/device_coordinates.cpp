@@ -35,7 +35,7 @@ std::vector<int64_t> column_stats(const fk::Tensor& rows, int width, int device,
   // The kernel keeps kMaxWidth columns in registers (every entry point checks
   // the width; this guards the kernel's own assumption).
   FK_CHECK(width >= 1 && width <= kMaxWidth, "minkowski::cuda column statistics",
-           "1.." + std::to_string(kMaxWidth) + " columns", std::to_string(width));
+           "1.." + fk::to_text(kMaxWidth) + " columns", fk::to_text(width));
   fk::Tensor stats = fk::empty({3 * width}, {fk::DType::I64, fk::cuda_device(device)});
   launch_column_stats(i32(rows), rows.size(0), width, stats.data<int64_t>(), stream);
   fk::profile::count_launch();
@@ -60,7 +60,7 @@ KeyLayout packer_layout(const std::vector<int32_t>& lo, const std::vector<int32_
     bits += b;
   }
   FK_CHECK(bits <= 63, where, "coordinates whose per-axis extents pack into 63 bits on the device",
-           std::to_string(bits) + " bits (" + std::to_string(w - 1) + "-D)");
+           fk::to_text(bits) + " bits (" + fk::to_text(w - 1) + "-D)");
   if (key_bits) *key_bits = bits;
   return l;
 }
@@ -116,7 +116,7 @@ DeviceUnique make_map(const fk::Tensor& rows, std::vector<int32_t> ts, RowOrder 
   const int w = static_cast<int>(rows.size(1));
   const int64_t n = rows.size(0);
   // The deduplication's scans run over n + 1 int32 entries.
-  FK_CHECK(n < (int64_t{1} << 31) - 1, where, "fewer than 2^31 - 1 coordinates", std::to_string(n));
+  FK_CHECK(n < (int64_t{1} << 31) - 1, where, "fewer than 2^31 - 1 coordinates", fk::to_text(n));
   fk::cuda::detail::DeviceGuard guard(device);
   void* stream = fk::cuda::current_stream(device);
   DeviceUnique r;
@@ -180,8 +180,8 @@ DeviceUnique unique_coordinates(const fk::Tensor& coordinates,
            "coordinates of shape N x (1 + D) (batch, x_1..x_D), D >= 1", coordinates.shape().str());
   const int w = static_cast<int>(coordinates.size(1));
   FK_CHECK(w <= kMaxWidth, where,
-           "at most " + std::to_string(kMaxWidth - 1) + " spatial dimensions on the device",
-           std::to_string(w - 1));
+           "at most " + fk::to_text(kMaxWidth - 1) + " spatial dimensions on the device",
+           fk::to_text(w - 1));
   auto ts = expand_axes(tensor_stride, w - 1, where, "tensor stride");
   return make_map(coordinates.contiguous(), std::move(ts), order, coordinates.device().index,
                   where);
@@ -198,8 +198,8 @@ DeviceCoordinateMap stride_coordinates(const DeviceCoordinateMap& in,
   for (int a = 0; a < d; ++a) {
     const int64_t t = int64_t{in.tensor_stride[a]} * s[a];
     FK_CHECK(t <= kCoordinateLimit, where, "tensor strides of at most 2^30",
-             std::to_string(in.tensor_stride[a]) + " x " + std::to_string(s[a]) + " on axis " +
-                 std::to_string(a));
+             fk::to_text(in.tensor_stride[a]) + " x " + fk::to_text(s[a]) + " on axis " +
+                 fk::to_text(a));
     ts[a] = static_cast<int32_t>(t);
     unit = unit && s[a] == 1;
   }
@@ -209,8 +209,8 @@ DeviceCoordinateMap stride_coordinates(const DeviceCoordinateMap& in,
     const int64_t lo = in.lo[a + 1], t = ts[a], q = lo >= 0 ? lo / t : -((-lo + t - 1) / t);
     FK_CHECK(q * t >= std::numeric_limits<int32_t>::min(), where,
              "strided coordinates within int32",
-             "coordinate " + std::to_string(lo) + " on axis " + std::to_string(a) +
-                 " floored to a multiple of " + std::to_string(t));
+             "coordinate " + fk::to_text(lo) + " on axis " + fk::to_text(a) +
+                 " floored to a multiple of " + fk::to_text(t));
   }
   fk::cuda::detail::DeviceGuard guard(in.device);
   void* stream = fk::cuda::current_stream(in.device);
@@ -228,20 +228,20 @@ DeviceCoordinateMap expand_coordinates(const DeviceCoordinateMap& in,
   check_map(in, where);
   const int d = in.dimension();
   FK_CHECK(offsets.size() % d == 0, where, "K x D offsets",
-           std::to_string(offsets.size()) + " values for D = " + std::to_string(d));
+           fk::to_text(offsets.size()) + " values for D = " + fk::to_text(d));
   auto ts = expand_axes(out_ts, d, where, "tensor stride");
   const int64_t K = static_cast<int64_t>(offsets.size()) / d;
   FK_CHECK(in.size * K < (int64_t{1} << 31), where, "rows x offsets < 2^31",
-           std::to_string(in.size) + " x " + std::to_string(K));
+           fk::to_text(in.size) + " x " + fk::to_text(K));
   for (int a = 0; a < d && in.size > 0; ++a)
     for (int64_t k = 0; k < K; ++k) {
       const int64_t o = offsets[k * d + a];
       FK_CHECK(in.lo[a + 1] + o >= std::numeric_limits<int32_t>::min() &&
                    in.hi[a + 1] + o <= std::numeric_limits<int32_t>::max(),
                where, "expanded coordinates within int32",
-               "offset " + std::to_string(o) + " on axis " + std::to_string(a) +
-                   " moving coordinates in [" + std::to_string(in.lo[a + 1]) + ", " +
-                   std::to_string(in.hi[a + 1]) + "] out of it");
+               "offset " + fk::to_text(o) + " on axis " + fk::to_text(a) +
+                   " moving coordinates in [" + fk::to_text(in.lo[a + 1]) + ", " +
+                   fk::to_text(in.hi[a + 1]) + "] out of it");
     }
   fk::cuda::detail::DeviceGuard guard(in.device);
   void* stream = fk::cuda::current_stream(in.device);
@@ -261,7 +261,7 @@ fk::Tensor lookup_coordinates(const DeviceCoordinateMap& map, const fk::Tensor& 
            "queries on the map's device " + fk::cuda_device(map.device).str(),
            queries.defined() ? queries.device().str() : "an undefined tensor");
   FK_CHECK(queries.dtype() == fk::DType::I32 && queries.dim() == 2 && queries.size(1) == map.width,
-           where, "int32 queries of shape Q x " + std::to_string(map.width),
+           where, "int32 queries of shape Q x " + fk::to_text(map.width),
            std::string(fk::name(queries.dtype())) + " " + queries.shape().str());
   fk::cuda::detail::DeviceGuard guard(map.device);
   const fk::Tensor q = queries.contiguous();
@@ -282,11 +282,11 @@ DeviceKernelMap build_device_kernel_map(const DeviceCoordinateMap& in,
   check_map(in, where);
   check_map(out, where);
   FK_CHECK(in.device == out.device, where, "maps on one device",
-           std::to_string(in.device) + " and " + std::to_string(out.device));
+           fk::to_text(in.device) + " and " + fk::to_text(out.device));
   FK_CHECK(in.width == out.width, where, "maps of one dimension",
-           std::to_string(in.dimension()) + " and " + std::to_string(out.dimension()));
+           fk::to_text(in.dimension()) + " and " + fk::to_text(out.dimension()));
   FK_CHECK(offsets.size() % in.dimension() == 0, where, "K x D offsets",
-           std::to_string(offsets.size()) + " values for D = " + std::to_string(in.dimension()));
+           fk::to_text(offsets.size()) + " values for D = " + fk::to_text(in.dimension()));
   const int w = in.width;
   kernel_map_build::LayoutInputs maps;
   maps.in_lo.assign(in.lo.begin(), in.lo.end());

@@ -30,14 +30,14 @@ const char* const kWhere = "minkowski::cuda::build_device_kernel_map";
 
 KeyLayout to_kernel_layout(const KernelMapKeyLayout& l, int width) {
   FK_CHECK(width <= kMaxWidth, kWhere,
-           "at most " + std::to_string(kMaxWidth - 1) + " spatial dimensions on the device",
-           std::to_string(width - 1));
+           "at most " + fk::to_text(kMaxWidth - 1) + " spatial dimensions on the device",
+           fk::to_text(width - 1));
   FK_CHECK(l.lo.size() == static_cast<size_t>(width) && l.shift.size() == l.lo.size(), kWhere,
-           "a key layout of " + std::to_string(width) + " columns",
-           std::to_string(l.lo.size()) + " columns");
+           "a key layout of " + fk::to_text(width) + " columns",
+           fk::to_text(l.lo.size()) + " columns");
   FK_CHECK(l.bits <= 63, kWhere,
            "coordinates (padded by the kernel's reach) whose keys pack into 63 bits",
-           std::to_string(l.bits) + " bits");
+           fk::to_text(l.bits) + " bits");
   KeyLayout k;
   k.width = width;
   for (int c = 0; c < width; ++c) {
@@ -103,9 +103,9 @@ DeviceKernelMap empty_map(int64_t K, int64_t in_size, int64_t out_size, int devi
 int64_t offset_count(int in_width, int out_width, const std::vector<int32_t>& offsets) {
   const int d = in_width - 1;
   FK_CHECK(out_width == in_width, kWhere, "maps of one dimension",
-           std::to_string(d) + " and " + std::to_string(out_width - 1));
+           fk::to_text(d) + " and " + fk::to_text(out_width - 1));
   FK_CHECK(d > 0 && offsets.size() % d == 0, kWhere, "K x D offsets",
-           std::to_string(offsets.size()) + " values for D = " + std::to_string(d));
+           fk::to_text(offsets.size()) + " values for D = " + fk::to_text(d));
   return static_cast<int64_t>(offsets.size()) / d;
 }
 
@@ -146,7 +146,7 @@ DeviceKernelMap build_device_kernel_map(const fk::Tensor& in_coords, const fk::T
   // Row ids (the table's values, the pairs, the row indices) are int32.
   FK_CHECK(n_in < (int64_t{1} << 31) && n_out < (int64_t{1} << 31), kWhere,
            "fewer than 2^31 input and output rows",
-           std::to_string(n_in) + " input and " + std::to_string(n_out) + " output rows");
+           fk::to_text(n_in) + " input and " + fk::to_text(n_out) + " output rows");
   fk::cuda::detail::DeviceGuard guard(device);
   DeviceKernelMap m = empty_map(K, n_in, n_out, device);
   void* stream = fk::cuda::current_stream(device);
@@ -156,7 +156,7 @@ DeviceKernelMap build_device_kernel_map(const fk::Tensor& in_coords, const fk::T
     return m;
   }
   FK_CHECK(K * n_out < (int64_t{1} << 31), kWhere, "offsets x output rows < 2^31",
-           std::to_string(K) + " x " + std::to_string(n_out));
+           fk::to_text(K) + " x " + fk::to_text(n_out));
   const KeyLayout l = to_kernel_layout(layout, w);
 
   fk::Tensor in_order, out_order0, out_order = device_i32(n_out, device);

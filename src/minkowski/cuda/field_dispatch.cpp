@@ -22,8 +22,8 @@ DeviceVoxelRows device_voxel_rows(const fk::Tensor& coordinates,
   const char* where = "minkowski::TensorField::sparse";
   const int64_t n = coordinates.size(0), w = coordinates.size(1);
   FK_CHECK(w <= cuda::kMaxWidth, where,
-           "at most " + std::to_string(cuda::kMaxWidth - 1) + " spatial axes on a CUDA device",
-           std::to_string(w - 1));
+           "at most " + fk::to_text(cuda::kMaxWidth - 1) + " spatial axes on a CUDA device",
+           fk::to_text(w - 1));
   cuda::VoxelGrid grid;
   grid.width = static_cast<int>(w);
   for (int64_t a = 1; a < w; ++a) {

@@ -103,7 +103,7 @@ fk::Tensor implicit_conv(const fk::Tensor& src, const fk::Tensor& weight,
   FK_CHECK(rm.eligible, "minkowski::cuda::implicit_conv",
            "a map with volume <= 64 and at most one pair per (row, offset)",
            map.volume > kMaxMaskVolume
-               ? "volume " + std::to_string(map.volume) + " (a 64-bit row mask holds 64 offsets)"
+               ? "volume " + fk::to_text(map.volume) + " (a 64-bit row mask holds 64 offsets)"
                : std::string("a row with two pairs in one offset"));
   const int64_t cin = weight.size(1), cout = weight.size(2);
   const int64_t rows = transposed ? map.in_size : map.out_size;

@@ -134,8 +134,8 @@ fk::Tensor device_upload_statistics(const NormStats& host, int64_t cols, const f
   for (size_t k = 0; k < sc; ++k)
     flat.push_back(static_cast<double>(host.rows[k / static_cast<size_t>(cols)]));
   FK_CHECK(flat.size() == 4 * sc, "minkowski::normalize", "mean, var and invstd of equal length",
-           std::to_string(host.mean.size()) + ", " + std::to_string(host.var.size()) + ", " +
-               std::to_string(host.invstd.size()));
+           fk::to_text(host.mean.size()) + ", " + fk::to_text(host.var.size()) + ", " +
+               fk::to_text(host.invstd.size()));
   return fk::from_vector(flat, fk::Dims{4, static_cast<int64_t>(sc)}, device);
 }
 
@@ -196,7 +196,7 @@ void device_running_update(const fk::Tensor& moments, double momentum, double un
             (t->dtype() == fk::DType::F32 || t->dtype() == fk::DType::F64) &&
             t->dtype() == running_mean.dtype(),
         where,
-        "contiguous f32 or f64 tensors of " + std::to_string(c) + " values on " +
+        "contiguous f32 or f64 tensors of " + fk::to_text(c) + " values on " +
             moments.device().str(),
         std::string(fk::name(t->dtype())) + " " + t->shape().str() + " on " + t->device().str());
   }

@@ -34,7 +34,7 @@ void check_buffer(const fk::Tensor& b, const fk::Tensor& param, const char* name
   FK_CHECK(b.dtype() == fk::DType::F64 && b.device() == param.device() && b.is_contiguous() &&
                b.numel() == param.numel(),
            "optimizer",
-           std::string("an f64 ") + name + " buffer of " + std::to_string(param.numel()) +
+           std::string("an f64 ") + name + " buffer of " + fk::to_text(param.numel()) +
                " elements on " + param.device().str(),
            std::string(fk::name(b.dtype())) + " " + b.shape().str() + " on " + b.device().str());
 }

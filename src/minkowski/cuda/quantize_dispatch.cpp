@@ -23,7 +23,7 @@ fk::Tensor device_group_argmax(const fk::Tensor& features, const std::vector<int
                                int64_t groups) {
   const char* where = "minkowski::quantize";
   const int64_t n = static_cast<int64_t>(group.size()), c = features.size(1);
-  FK_CHECK(n < INT32_MAX, where, "fewer than 2^31 rows on a CUDA device", std::to_string(n));
+  FK_CHECK(n < INT32_MAX, where, "fewer than 2^31 rows on a CUDA device", fk::to_text(n));
   // Each group's rows, ascending (a stable counting sort): begin (groups + 1), members.
   std::vector<int32_t> begin(static_cast<size_t>(groups) + 1, 0), members(static_cast<size_t>(n));
   for (int64_t r : group) ++begin[r + 1];

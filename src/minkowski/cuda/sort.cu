@@ -29,15 +29,15 @@ void with_scratch(void* stream, const char* where, Call&& call) {
 
 int checked_count(int64_t n, const char* where) {
   FK_CHECK(n >= 0 && n < (int64_t{1} << 31), where, "fewer than 2^31 items",
-           std::to_string(n) + " items");
+           fk::to_text(n) + " items");
   return static_cast<int>(n);
 }
 
 template <typename Key>
 void check_bits(int bits, const char* where) {
   constexpr int kWidth = sizeof(Key) * 8;
-  FK_CHECK(bits >= 0 && bits <= kWidth, where, "0.." + std::to_string(kWidth) + " key bits",
-           std::to_string(bits));
+  FK_CHECK(bits >= 0 && bits <= kWidth, where, "0.." + fk::to_text(kWidth) + " key bits",
+           fk::to_text(bits));
 }
 
 // No key bit to compare: the pairs in input order. Copied rather than sorted

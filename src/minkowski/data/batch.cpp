@@ -15,7 +15,7 @@ namespace minkowski::data {
 
 Voxelized voxelize(const PointCloud& cloud, double voxel_size, int64_t ignore_label) {
   FK_CHECK(cloud.size() > 0, "voxelize", "at least one point", "an empty cloud");
-  FK_CHECK(voxel_size > 0, "voxelize", "a positive voxel size", std::to_string(voxel_size));
+  FK_CHECK(voxel_size > 0, "voxelize", "a positive voxel size", fk::to_text(voxel_size));
   const int64_t n = cloud.size();
   const fk::Tensor xyz = fk::from_vector(cloud.xyz, {n, 3});
   const fk::Tensor features =
@@ -51,8 +51,8 @@ Batch to_device(const Batch& b, fk::Device device, bool device_coords) {
     // unique rows in their order (first occurrences): labels still line up.
     out.input = SparseTensor(features, b.input.C().to(device), b.input.tensor_stride());
     FK_CHECK(out.input.size() == b.input.size(), "minkowski::data::to_device",
-             std::to_string(b.input.size()) + " unique rows",
-             std::to_string(out.input.size()) + " after inserting them on " + device.str());
+             fk::to_text(b.input.size()) + " unique rows",
+             fk::to_text(out.input.size()) + " after inserting them on " + device.str());
   } else {
     out.input = SparseTensor(features, b.input.key(), b.input.manager());
   }

@@ -168,8 +168,8 @@ const char* shape_class_name(int64_t c) {
 PointCloud generate_shape(const ShapeOptions& o, uint64_t seed) {
   FK_CHECK(o.density > 0 && o.noise >= 0 && o.scale_min > 0 && o.scale_max >= o.scale_min,
            "generate_shape", "density > 0, noise >= 0, 0 < scale_min <= scale_max",
-           std::to_string(o.density) + ", " + std::to_string(o.noise) + ", " +
-               std::to_string(o.scale_min) + ".." + std::to_string(o.scale_max));
+           fk::to_text(o.density) + ", " + fk::to_text(o.noise) + ", " + fk::to_text(o.scale_min) +
+               ".." + fk::to_text(o.scale_max));
   Rng rng(seed);
   const int64_t label = rng.below(kShapeClasses);
   const Vec3 colour{0.8, 0.8, 0.8};
@@ -206,9 +206,9 @@ PointCloud generate_scene(const SceneOptions& o, uint64_t seed) {
   FK_CHECK(o.room_min >= 2.0 && o.room_max >= o.room_min && o.density > 0 && o.min_objects >= 0 &&
                o.max_objects >= o.min_objects && o.wall_height > 0,
            "generate_scene", "room_max >= room_min >= 2, density > 0, 0 <= min <= max objects",
-           std::to_string(o.room_min) + ", " + std::to_string(o.room_max) + ", " +
-               std::to_string(o.density) + ", " + std::to_string(o.min_objects) + ".." +
-               std::to_string(o.max_objects));
+           fk::to_text(o.room_min) + ", " + fk::to_text(o.room_max) + ", " +
+               fk::to_text(o.density) + ", " + fk::to_text(o.min_objects) + ".." +
+               fk::to_text(o.max_objects));
   Rng rng(seed);
   const double w = rng.uniform(o.room_min, o.room_max), l = rng.uniform(o.room_min, o.room_max);
   PointCloud cloud;

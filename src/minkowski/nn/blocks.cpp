@@ -14,7 +14,7 @@ ResidualBlock::ResidualBlock(BlockKind kind, const BlockOptions& o)
     : out_channels_(o.planes * block_expansion(kind)) {
   FK_CHECK(o.in_channels > 0 && o.planes > 0, "nn::ResidualBlock",
            "positive input channels and planes",
-           std::to_string(o.in_channels) + ", " + std::to_string(o.planes));
+           fk::to_text(o.in_channels) + ", " + fk::to_text(o.planes));
   auto conv = [&](int64_t in, int64_t out, int32_t k, int32_t stride) {
     return make_conv({in, out, k, stride, k == 1 ? 1 : o.dilation, false, o.dimension, o.dtype});
   };
@@ -61,7 +61,7 @@ SparseTensor ResidualBlock::forward(const SparseTensor& x) {
 }
 
 std::shared_ptr<Sequential> make_stage(BlockKind kind, const BlockOptions& first, int count) {
-  FK_CHECK(count >= 1, "nn::make_stage", "at least one block", std::to_string(count));
+  FK_CHECK(count >= 1, "nn::make_stage", "at least one block", fk::to_text(count));
   auto stage = std::make_shared<Sequential>();
   BlockOptions o = first;
   for (int i = 0; i < count; ++i) {

@@ -44,8 +44,8 @@ class Reader {
   }
   const char* take(size_t n, const std::string& what) {
     FK_CHECK(n <= bytes_.size() - pos_, "read checkpoint " + path_,
-             std::to_string(n) + " more bytes for " + what,
-             "a file truncated at byte " + std::to_string(bytes_.size()));
+             fk::to_text(n) + " more bytes for " + what,
+             "a file truncated at byte " + fk::to_text(bytes_.size()));
     const char* p = bytes_.data() + pos_;
     pos_ += n;
     return p;
@@ -70,20 +70,20 @@ std::vector<char> read_file(const std::string& path) {
 std::pair<std::string, fk::Tensor> read_entry(Reader& r, const std::string& path) {
   const auto name_length = r.get<uint32_t>("a name length");
   FK_CHECK(name_length > 0 && name_length <= kMaxNameLength, "read checkpoint " + path,
-           "a name length in [1, 4096]", std::to_string(name_length));
+           "a name length in [1, 4096]", fk::to_text(name_length));
   std::string name(r.take(name_length, "a name"), name_length);
   const auto dtype = r.get<uint8_t>("the dtype of " + name);
   FK_CHECK(dtype < fk::kNumDTypes, "read checkpoint " + path + " tensor " + name,
-           "a dtype code below " + std::to_string(fk::kNumDTypes), std::to_string(dtype));
+           "a dtype code below " + fk::to_text(fk::kNumDTypes), fk::to_text(dtype));
   const auto rank = r.get<uint8_t>("the rank of " + name);
   FK_CHECK(rank <= kMaxRank, "read checkpoint " + path + " tensor " + name, "rank <= 16",
-           std::to_string(rank));
+           fk::to_text(rank));
   fk::Dims shape;
   uint64_t numel = 1;
   for (int d = 0; d < rank; ++d) {
     const auto n = r.get<int64_t>("the shape of " + name);
     FK_CHECK(n >= 0 && n < (int64_t{1} << 40), "read checkpoint " + path + " tensor " + name,
-             "dimensions in [0, 2^40)", std::to_string(n));
+             "dimensions in [0, 2^40)", fk::to_text(n));
     shape.push_back(n);
     numel *= static_cast<uint64_t>(n);
     FK_CHECK(numel < (uint64_t{1} << 40), "read checkpoint " + path + " tensor " + name,
@@ -136,7 +136,7 @@ NamedTensors read_tensors(const std::string& path) {
            "a file starting with FKMKNN01", "another file type");
   const auto version = r.get<uint32_t>("the version");
   FK_CHECK(version == kCheckpointVersion, "read checkpoint " + path,
-           "format version " + std::to_string(kCheckpointVersion), std::to_string(version));
+           "format version " + fk::to_text(kCheckpointVersion), fk::to_text(version));
   const auto count = r.get<uint32_t>("the tensor count");
   NamedTensors out;
   for (uint32_t i = 0; i < count; ++i) out.push_back(read_entry(r, path));
@@ -156,8 +156,8 @@ void copy_named(const NamedTensors& targets, const NamedTensors& source, const s
              t.shape().str() + " " + fk::name(t.dtype()),
              s.shape().str() + " " + fk::name(s.dtype()));
   }
-  FK_CHECK(source.size() == targets.size(), where, std::to_string(targets.size()) + " tensors",
-           std::to_string(source.size()) + " (another architecture?)");
+  FK_CHECK(source.size() == targets.size(), where, fk::to_text(targets.size()) + " tensors",
+           fk::to_text(source.size()) + " (another architecture?)");
   fk::autograd::NoGradGuard no_grad;
   for (const auto& [name, t] : targets) {
     fk::Tensor target = t;
@@ -174,7 +174,7 @@ void check_finite(const NamedTensors& tensors, const std::string& where) {
     if (!fk::is_floating(t.dtype())) continue;
     const std::vector<double> v = t.to_vector<double>();
     const auto bad = std::find_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); });
-    FK_CHECK(bad == v.end(), where, "finite weights", std::to_string(*bad) + " in " + name);
+    FK_CHECK(bad == v.end(), where, "finite weights", fk::to_text(*bad) + " in " + name);
   }
 }
 

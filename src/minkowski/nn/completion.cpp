@@ -20,7 +20,7 @@ SparseTensor relu(const SparseTensor& x) {
 fk::Tensor occupancy_targets(const SparseTensor& x, const fk::Tensor& target) {
   const int d = x.dimension();
   FK_CHECK(target.dim() == 2 && target.size(1) == d + 1, "occupancy_targets",
-           "M x " + std::to_string(d + 1) + " target coordinates", target.shape().str());
+           "M x " + fk::to_text(d + 1) + " target coordinates", target.shape().str());
   const auto& stride = x.tensor_stride();
   auto snap = [&](int32_t v, int axis) {
     const int32_t s = stride.size() == 1 ? stride[0] : stride[axis];

@@ -14,11 +14,11 @@ namespace {
 
 void check_options(const ConvOptions& o, const char* where) {
   FK_CHECK(o.in_channels > 0 && o.out_channels > 0, where, "positive channel counts",
-           std::to_string(o.in_channels) + " -> " + std::to_string(o.out_channels));
+           fk::to_text(o.in_channels) + " -> " + fk::to_text(o.out_channels));
   FK_CHECK(o.kernel_size > 0 && o.stride > 0 && o.dilation > 0 && o.dimension > 0, where,
            "positive kernel size, stride, dilation and dimension",
-           std::to_string(o.kernel_size) + ", " + std::to_string(o.stride) + ", " +
-               std::to_string(o.dilation) + ", " + std::to_string(o.dimension));
+           fk::to_text(o.kernel_size) + ", " + fk::to_text(o.stride) + ", " +
+               fk::to_text(o.dilation) + ", " + fk::to_text(o.dimension));
   FK_CHECK(fk::is_floating(o.dtype), where, "a floating dtype", fk::name(o.dtype));
 }
 
@@ -43,8 +43,7 @@ Convolution::Convolution(const ConvOptions& o, ConvKind kind)
 
 SparseTensor Convolution::run(const SparseTensor& x_in, const std::optional<MapRef>& out) {
   FK_CHECK(x_in.channels() == options_.in_channels, "nn::Convolution",
-           std::to_string(options_.in_channels) + " input channels",
-           std::to_string(x_in.channels()));
+           fk::to_text(options_.in_channels) + " input channels", fk::to_text(x_in.channels()));
   const std::vector<int32_t> stride{options_.stride};
   const SparseTensor x = with_features(x_in, autocast(x_in.F()));
   const fk::Tensor w = autocast(weight_), b = autocast(bias_);

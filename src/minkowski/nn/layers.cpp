@@ -39,7 +39,7 @@ SparseTensor cat(const SparseTensor& a, const SparseTensor& b) {
 
 Linear::Linear(int64_t in_features, int64_t out_features, bool bias, fk::DType dtype) {
   FK_CHECK(in_features > 0 && out_features > 0, "nn::Linear", "positive feature counts",
-           std::to_string(in_features) + " -> " + std::to_string(out_features));
+           fk::to_text(in_features) + " -> " + fk::to_text(out_features));
   const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
   weight_ = register_parameter(
       "weight",
@@ -52,7 +52,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias, fk::DType d
 
 fk::Tensor Linear::forward_features(const fk::Tensor& f) const {
   FK_CHECK(f.dim() == 2 && f.size(1) == weight_.size(1), "nn::Linear",
-           "N x " + std::to_string(weight_.size(1)) + " features", f.shape().str());
+           "N x " + fk::to_text(weight_.size(1)) + " features", f.shape().str());
   return fk::linear(f, weight_, bias_);
 }
 
@@ -71,7 +71,7 @@ std::shared_ptr<Activation> make_leaky_relu(double slope) {
 
 Dropout::Dropout(double p) : p_(p) {
   // p = 1 drops everything (torch's); no 1 / (1 - p) is formed then.
-  FK_CHECK(p >= 0.0 && p <= 1.0, "nn::Dropout", "p in [0, 1]", std::to_string(p));
+  FK_CHECK(p >= 0.0 && p <= 1.0, "nn::Dropout", "p in [0, 1]", fk::to_text(p));
 }
 
 SparseTensor Dropout::forward(const SparseTensor& x) {
@@ -87,7 +87,7 @@ SparseTensor Dropout::forward(const SparseTensor& x) {
 Pooling::Pooling(PoolingMode mode, int32_t kernel_size, int32_t stride, bool transpose)
     : mode_(mode), kernel_size_(kernel_size), stride_(stride), transpose_(transpose) {
   FK_CHECK(kernel_size > 0 && stride > 0, "nn::Pooling", "positive kernel size and stride",
-           std::to_string(kernel_size) + ", " + std::to_string(stride));
+           fk::to_text(kernel_size) + ", " + fk::to_text(stride));
 }
 
 SparseTensor Pooling::forward(const SparseTensor& x) {

@@ -28,17 +28,17 @@ fk::Tensor cross_entropy(const fk::Tensor& logits_in, const fk::Tensor& labels,
            "N x C floating logits", logits.shape().str() + " " + fk::name(logits.dtype()));
   const int64_t n = logits.size(0), classes = logits.size(1);
   FK_CHECK(labels.dim() == 1 && labels.size(0) == n && fk::is_integral(labels.dtype()),
-           "cross_entropy", std::to_string(n) + " integer labels",
+           "cross_entropy", fk::to_text(n) + " integer labels",
            labels.shape().str() + " " + fk::name(labels.dtype()));
   FK_CHECK(!class_weights.defined() || class_weights.shape() == fk::Dims{classes}, "cross_entropy",
-           std::to_string(classes) + " class weights", class_weights.shape().str());
+           fk::to_text(classes) + " class weights", class_weights.shape().str());
   const auto y = labels.to_vector<int64_t>();
   std::vector<int64_t> rows, kept;
   for (int64_t i = 0; i < n; ++i) {
     if (y[i] == ignore_index) continue;
-    FK_CHECK(y[i] >= 0 && y[i] < classes, "cross_entropy row " + std::to_string(i),
-             "a label in [0, " + std::to_string(classes) + ") or " + std::to_string(ignore_index),
-             std::to_string(y[i]));
+    FK_CHECK(y[i] >= 0 && y[i] < classes, "cross_entropy row " + fk::to_text(i),
+             "a label in [0, " + fk::to_text(classes) + ") or " + fk::to_text(ignore_index),
+             fk::to_text(y[i]));
     rows.push_back(i);
     kept.push_back(y[i]);
   }

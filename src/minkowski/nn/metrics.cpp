@@ -10,7 +10,7 @@ namespace minkowski::nn {
 
 ConfusionMatrix::ConfusionMatrix(int64_t classes)
     : classes_(classes), counts_(static_cast<size_t>(classes * classes), 0) {
-  FK_CHECK(classes > 0, "ConfusionMatrix", "a positive class count", std::to_string(classes));
+  FK_CHECK(classes > 0, "ConfusionMatrix", "a positive class count", fk::to_text(classes));
 }
 
 void ConfusionMatrix::add(const fk::Tensor& predictions, const fk::Tensor& labels,
@@ -19,13 +19,13 @@ void ConfusionMatrix::add(const fk::Tensor& predictions, const fk::Tensor& label
   const auto p = ids.to_vector<int64_t>();
   const auto y = labels.to_vector<int64_t>();
   FK_CHECK(p.size() == y.size(), "ConfusionMatrix::add",
-           std::to_string(p.size()) + " labels (one per prediction)", std::to_string(y.size()));
+           fk::to_text(p.size()) + " labels (one per prediction)", fk::to_text(y.size()));
   for (size_t i = 0; i < y.size(); ++i) {
     if (y[i] == ignore_index) continue;
     FK_CHECK(y[i] >= 0 && y[i] < classes_ && p[i] >= 0 && p[i] < classes_,
-             "ConfusionMatrix::add row " + std::to_string(i),
-             "labels and predictions in [0, " + std::to_string(classes_) + ")",
-             std::to_string(y[i]) + ", " + std::to_string(p[i]));
+             "ConfusionMatrix::add row " + fk::to_text(i),
+             "labels and predictions in [0, " + fk::to_text(classes_) + ")",
+             fk::to_text(y[i]) + ", " + fk::to_text(p[i]));
     ++counts_[y[i] * classes_ + p[i]];
   }
 }

@@ -45,10 +45,10 @@ Optimizer::Optimizer(std::vector<fk::Tensor> params, double lr)
       lr_(lr),
       param_steps_(params_.size(), 0),
       buffers_(params_.size()) {
-  FK_CHECK(lr >= 0.0, "optimizer", "a learning rate >= 0", std::to_string(lr));
+  FK_CHECK(lr >= 0.0, "optimizer", "a learning rate >= 0", fk::to_text(lr));
   for (size_t i = 0; i < params_.size(); ++i) {
     const fk::DType t = params_[i].dtype();
-    FK_CHECK(t == fk::DType::F32 || t == fk::DType::F64, "optimizer parameter " + std::to_string(i),
+    FK_CHECK(t == fk::DType::F32 || t == fk::DType::F64, "optimizer parameter " + fk::to_text(i),
              "f32 or f64", fk::name(t));
   }
 }
@@ -117,9 +117,9 @@ void Optimizer::load_state(const NamedTensors& state) {
 Sgd::Sgd(std::vector<fk::Tensor> params, const SgdOptions& o)
     : Optimizer(std::move(params), o.lr), o_(o) {
   FK_CHECK(o.momentum >= 0.0 && o.weight_decay >= 0.0, "Sgd", "momentum and weight decay >= 0",
-           std::to_string(o.momentum) + ", " + std::to_string(o.weight_decay));
+           fk::to_text(o.momentum) + ", " + fk::to_text(o.weight_decay));
   FK_CHECK(!o.nesterov || o.momentum > 0.0, "Sgd", "momentum > 0 with Nesterov",
-           std::to_string(o.momentum));
+           fk::to_text(o.momentum));
 }
 
 void Sgd::step() {
@@ -147,8 +147,8 @@ Adam::Adam(std::vector<fk::Tensor> params, const AdamOptions& o)
     : Optimizer(std::move(params), o.lr), o_(o) {
   FK_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1 && o.eps > 0, "Adam",
            "betas in [0, 1) and eps > 0",
-           std::to_string(o.beta1) + ", " + std::to_string(o.beta2) + ", " + std::to_string(o.eps));
-  FK_CHECK(o.weight_decay >= 0.0, "Adam", "weight decay >= 0", std::to_string(o.weight_decay));
+           fk::to_text(o.beta1) + ", " + fk::to_text(o.beta2) + ", " + fk::to_text(o.eps));
+  FK_CHECK(o.weight_decay >= 0.0, "Adam", "weight decay >= 0", fk::to_text(o.weight_decay));
 }
 
 void Adam::step() {

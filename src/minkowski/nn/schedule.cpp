@@ -11,8 +11,8 @@ namespace minkowski::nn {
 double LrSchedule::at(int64_t step) const {
   FK_CHECK(step >= 0 && total_steps > warmup_steps && warmup_steps >= 0 && step_size > 0,
            "LrSchedule", "step >= 0, total_steps > warmup_steps >= 0, step_size > 0",
-           std::to_string(step) + ", " + std::to_string(total_steps) + ", " +
-               std::to_string(warmup_steps) + ", " + std::to_string(step_size));
+           fk::to_text(step) + ", " + fk::to_text(total_steps) + ", " + fk::to_text(warmup_steps) +
+               ", " + fk::to_text(step_size));
   if (step < warmup_steps) {
     const double f = static_cast<double>(step) / static_cast<double>(warmup_steps);
     return base_lr * (warmup_start + (1.0 - warmup_start) * f);

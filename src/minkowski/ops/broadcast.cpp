@@ -150,8 +150,8 @@ SparseTensor broadcast_op(const SparseTensor& x, const SparseTensor& glob, Broad
                           const char* where) {
   auto groups = std::make_shared<const RowGroups>(broadcast_groups(x, glob, where));
   FK_CHECK(mode == BroadcastMode::Concatenate || glob.channels() == x.channels(), where,
-           "a global tensor of the input's " + std::to_string(x.channels()) + " channels",
-           std::to_string(glob.channels()) + " channels");
+           "a global tensor of the input's " + fk::to_text(x.channels()) + " channels",
+           fk::to_text(glob.channels()) + " channels");
   fk::Tensor out;
   {
     fk::autograd::NoGradGuard ng;
@@ -193,7 +193,7 @@ RowGroups broadcast_groups(const SparseTensor& x, const SparseTensor& glob, cons
     const int32_t* c = gm->row(r);
     FK_CHECK(c[0] >= 0 && std::all_of(c + 1, c + w, [](int32_t v) { return v == 0; }), where,
              "a global tensor: rows at (b, 0, .., 0), b >= 0 (e.g. from global_pooling)",
-             "row " + std::to_string(r) + " at " + coordinate_text(c, w));
+             "row " + fk::to_text(r) + " at " + coordinate_text(c, w));
     item_row.emplace_back(c[0], static_cast<int32_t>(r));
   }
   std::sort(item_row.begin(), item_row.end());
@@ -208,8 +208,8 @@ RowGroups broadcast_groups(const SparseTensor& x, const SparseTensor& glob, cons
     }
     FK_CHECK(last_g >= 0, where,
              "a global row for every batch item of the input (the glob has " +
-                 std::to_string(gm->size()) + " rows)",
-             "no global row for batch item " + std::to_string(b));
+                 fk::to_text(gm->size()) + " rows)",
+             "no global row for batch item " + fk::to_text(b));
     label[i] = last_g;
   }
   return group_by(std::move(label), gm->size());
@@ -228,12 +228,12 @@ fk::Tensor broadcast_forward(const fk::Tensor& features, const fk::Tensor& glob,
            "a global feature of the features' dtype " + std::string(fk::name(features.dtype())),
            fk::name(glob.dtype()));
   FK_CHECK(features.dim() == 2 && features.size(0) == n, where,
-           "features of shape " + std::to_string(n) + " x C", features.shape().str());
+           "features of shape " + fk::to_text(n) + " x C", features.shape().str());
   const int64_t cf = features.size(1);
   const bool cat = mode == BroadcastMode::Concatenate;
   FK_CHECK(glob.dim() == 2 && glob.size(0) == rg.groups && (cat || glob.size(1) == cf), where,
-           "a global feature of shape " + std::to_string(rg.groups) + " x " +
-               (cat ? std::string("C_glob") : std::to_string(cf)),
+           "a global feature of shape " + fk::to_text(rg.groups) + " x " +
+               (cat ? std::string("C_glob") : fk::to_text(cf)),
            glob.shape().str());
   const int64_t cg = glob.size(1), width = cat ? cf + cg : cf;
   fk::DType ct = compute_dtype(features.dtype());
@@ -268,7 +268,7 @@ BroadcastGrads broadcast_backward(const fk::Tensor& grad_out, const fk::Tensor& 
       // the two column blocks of G: the first is x's, the second summed per item
       const int64_t cf = features.size(1), cg = glob.size(1);
       FK_CHECK(grad_out.dim() == 2 && grad_out.size(1) == cf + cg, "minkowski::broadcast backward",
-               "a gradient of " + std::to_string(cf + cg) + " columns", grad_out.shape().str());
+               "a gradient of " + fk::to_text(cf + cg) + " columns", grad_out.shape().str());
       if (need_features) r.features = leading_columns(grad_out, cf);
       if (need_glob)
         r.glob = global_pool_forward(grad_out.narrow(1, cf, cg), rg, PoolingMode::Sum).out;

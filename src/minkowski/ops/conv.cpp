@@ -47,7 +47,7 @@ fk::Tensor add_bias(const fk::Tensor& out, const fk::Tensor& bias, const char* w
            "a bias of the features' dtype " + std::string(fk::name(out.dtype())),
            fk::name(bias.dtype()));
   FK_CHECK(bias.numel() == c && (bias.dim() == 1 || (bias.dim() == 2 && bias.size(0) == 1)), where,
-           "a bias of shape (" + std::to_string(c) + ") or (1, " + std::to_string(c) + ")",
+           "a bias of shape (" + fk::to_text(c) + ") or (1, " + fk::to_text(c) + ")",
            bias.shape().str());
   return fk::add(out, bias.reshape({1, c}));
 }
@@ -57,8 +57,8 @@ std::vector<int32_t> divide_stride(const std::vector<int32_t>& ts, const std::ve
   std::vector<int32_t> r(ts.size());
   for (size_t a = 0; a < ts.size(); ++a) {
     FK_CHECK(ts[a] % s[a] == 0, where, "a stride dividing the input tensor stride on every axis",
-             "stride " + std::to_string(s[a]) + " for tensor stride " + std::to_string(ts[a]) +
-                 " on axis " + std::to_string(a));
+             "stride " + fk::to_text(s[a]) + " for tensor stride " + fk::to_text(ts[a]) +
+                 " on axis " + fk::to_text(a));
     r[a] = ts[a] / s[a];
   }
   return r;

@@ -98,7 +98,7 @@ fk::Tensor channelwise_forward(const fk::Tensor& features, const fk::Tensor& wei
   check_operands(where, features, weight, m);
   int64_t c = features.size(1);
   FK_CHECK(weight.dim() == 2 && weight.size(0) == m.volume && weight.size(1) == c, where,
-           "a weight of shape (K=" + std::to_string(m.volume) + ", C=" + std::to_string(c) + ")",
+           "a weight of shape (K=" + fk::to_text(m.volume) + ", C=" + fk::to_text(c) + ")",
            weight.shape().str());
   fk::profile::count_launch();
   fk::DType ct = compute_dtype(features.dtype());

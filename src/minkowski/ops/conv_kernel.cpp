@@ -431,7 +431,7 @@ void conv_detail::check_operands(const char* where, const fk::Tensor& f, const f
            "weights of the features' dtype " + std::string(fk::name(f.dtype())),
            fk::name(w.dtype()));
   FK_CHECK(f.dim() == 2 && f.size(0) == m.in_size, where,
-           "features of shape " + std::to_string(m.in_size) + " x C_in", f.shape().str());
+           "features of shape " + fk::to_text(m.in_size) + " x C_in", f.shape().str());
 }
 
 void conv_detail::check_common(const char* where, const fk::Tensor& f, const fk::Tensor& w,
@@ -504,10 +504,10 @@ fk::Tensor conv_forward(const fk::Tensor& features, const fk::Tensor& weight, co
   int64_t cin = features.size(1);
   bool ok = (weight.dim() == 3 && weight.size(0) == m.volume && weight.size(1) == cin) ||
             (m.identity && weight.dim() == 2 && weight.size(0) == cin);
-  FK_CHECK(ok, where,
-           "a weight of shape (K=" + std::to_string(m.volume) + ", C_in=" + std::to_string(cin) +
-               ", C_out)",
-           weight.shape().str());
+  FK_CHECK(
+      ok, where,
+      "a weight of shape (K=" + fk::to_text(m.volume) + ", C_in=" + fk::to_text(cin) + ", C_out)",
+      weight.shape().str());
   int64_t cout = weight.size(weight.dim() - 1);
   if (features.dtype() != fk::DType::BF16 || !gather_gemm_bf16_supported(cin, cout))
     return forward_converted(features, weight, m, cin, cout);

@@ -28,42 +28,42 @@ Dense to_dense(const SparseTensor& x, std::optional<std::vector<int32_t>> min_co
   const char* where = "minkowski::to_dense";
   FK_CHECK(x.defined(), where, "a sparse tensor", "an empty handle");
   const int d = x.dimension(), w = d + 1;
-  FK_CHECK(d <= 6, where, "at most 6 spatial dimensions", std::to_string(d));
+  FK_CHECK(d <= 6, where, "at most 6 spatial dimensions", fk::to_text(d));
   auto map = x.manager()->map(x.key());
   const auto& ts = x.tensor_stride();
   std::vector<int32_t> mn = min_coordinate ? *min_coordinate : std::vector<int32_t>(d, 0);
-  FK_CHECK(static_cast<int>(mn.size()) == d, where, std::to_string(d) + " min coordinates",
-           std::to_string(mn.size()));
+  FK_CHECK(static_cast<int>(mn.size()) == d, where, fk::to_text(d) + " min coordinates",
+           fk::to_text(mn.size()));
   for (int a = 0; contract_stride && a < d; ++a)
     FK_CHECK(mn[a] % ts[a] == 0, where,
              "a min coordinate that is a multiple of the tensor stride " + x.key().str(),
-             std::to_string(mn[a]) + " on axis " + std::to_string(a));
+             fk::to_text(mn[a]) + " on axis " + fk::to_text(a));
   int64_t n = map->size(), batches = 0;
   FK_CHECK(n > 0 || shape, where, "a shape for an empty tensor (no row to size it)", "no shape");
   std::vector<int64_t> cell(static_cast<size_t>(n * d));
   std::vector<int64_t> need(d, 0);
   for (int64_t i = 0; i < n; ++i) {
     const int32_t* c = map->row(i);
-    FK_CHECK(c[0] >= 0, where, "non-negative batch indices", std::to_string(c[0]));
+    FK_CHECK(c[0] >= 0, where, "non-negative batch indices", fk::to_text(c[0]));
     batches = std::max<int64_t>(batches, c[0] + 1);
     for (int a = 0; a < d; ++a) {
       int64_t v = static_cast<int64_t>(c[1 + a]) - mn[a];
       FK_CHECK(v >= 0, where,
                min_coordinate ? "coordinates >= the min coordinate"
                               : "non-negative coordinates (or a min_coordinate)",
-               std::to_string(c[1 + a]) + " on axis " + std::to_string(a));
+               fk::to_text(c[1 + a]) + " on axis " + fk::to_text(a));
       if (contract_stride) v /= ts[a];
       cell[i * d + a] = v;
       need[a] = std::max(need[a], v + 1);
     }
   }
   std::vector<int64_t> sh = shape ? *shape : need;
-  FK_CHECK(static_cast<int>(sh.size()) == d, where, std::to_string(d) + " spatial sizes",
-           std::to_string(sh.size()));
+  FK_CHECK(static_cast<int>(sh.size()) == d, where, fk::to_text(d) + " spatial sizes",
+           fk::to_text(sh.size()));
   for (int a = 0; a < d; ++a)
     FK_CHECK(sh[a] >= need[a], where, "a shape holding every coordinate",
-             "size " + std::to_string(sh[a]) + " on axis " + std::to_string(a) + " for cell " +
-                 std::to_string(need[a] - 1));
+             "size " + fk::to_text(sh[a]) + " on axis " + fk::to_text(a) + " for cell " +
+                 fk::to_text(need[a] - 1));
   int64_t cells = 1;
   for (int64_t s : sh) cells *= s;
   std::vector<int64_t> flat(n);
@@ -99,8 +99,8 @@ SparseTensor to_sparse(const fk::Tensor& dense, const std::vector<int32_t>& tens
   const int d = dense.dim() - 2;
   auto ts = expand_axes(tensor_stride, d, where, "tensor stride");
   std::vector<int32_t> mn = min_coordinate ? *min_coordinate : std::vector<int32_t>(d, 0);
-  FK_CHECK(static_cast<int>(mn.size()) == d, where, std::to_string(d) + " min coordinates",
-           std::to_string(mn.size()));
+  FK_CHECK(static_cast<int>(mn.size()) == d, where, fk::to_text(d) + " min coordinates",
+           fk::to_text(mn.size()));
   int64_t b = dense.size(0), c = dense.size(1), cells = 1;
   std::vector<int64_t> perm{0};
   for (int a = 0; a < d; ++a) {
@@ -121,7 +121,7 @@ SparseTensor to_sparse(const fk::Tensor& dense, const std::vector<int32_t>& tens
     for (int a = d - 1; a >= 0; --a) {
       int64_t at = mn[a] + (rem % dense.size(a + 2)) * static_cast<int64_t>(ts[a]);
       FK_CHECK(at >= INT32_MIN && at <= INT32_MAX, where, "coordinates within int32",
-               std::to_string(at) + " on axis " + std::to_string(a));
+               fk::to_text(at) + " on axis " + fk::to_text(a));
       cc[a] = static_cast<int32_t>(at);
       rem /= dense.size(a + 2);
     }

@@ -21,7 +21,7 @@ void check_aligned(const std::vector<SparseTensor>& xs, const char* where) {
     check_same_manager(xs[0], xs[i], where);
     FK_CHECK(xs[i].key() == xs[0].key(), where,
              "tensors on one coordinate map (input 0 is on " + xs[0].key().str() + ")",
-             "input " + std::to_string(i) + " on " + xs[i].key().str());
+             "input " + fk::to_text(i) + " on " + xs[i].key().str());
   }
 }
 
@@ -31,26 +31,26 @@ void check_aligned(const std::vector<TensorField>& xs, const char* where) {
   FK_CHECK(!xs.empty(), where, "at least one field", "none");
   for (size_t i = 0; i < xs.size(); ++i)
     FK_CHECK(xs[i].defined(), where, "constructed fields",
-             "an empty TensorField as input " + std::to_string(i));
+             "an empty TensorField as input " + fk::to_text(i));
   const fk::Tensor& c0 = xs[0].C();
   for (size_t i = 1; i < xs.size(); ++i) {
     const fk::Tensor& c = xs[i].C();
     bool same = c.is_same(c0) || (c.shape() == c0.shape() && c.dtype() == c0.dtype() &&
                                   c.to_vector<double>() == c0.to_vector<double>());
     FK_CHECK(same, where,
-             "fields on the same points (input 0: " + std::to_string(xs[0].size()) + " points)",
-             "input " + std::to_string(i) + " on other coordinates");
+             "fields on the same points (input 0: " + fk::to_text(xs[0].size()) + " points)",
+             "input " + fk::to_text(i) + " on other coordinates");
   }
 }
 
 template <typename X>
 void check_like(const X& a, const X& b, size_t i, const char* where) {
   FK_CHECK(b.channels() == a.channels(), where,
-           std::to_string(a.channels()) + " channels (as input 0)",
-           std::to_string(b.channels()) + " in input " + std::to_string(i));
+           fk::to_text(a.channels()) + " channels (as input 0)",
+           fk::to_text(b.channels()) + " in input " + fk::to_text(i));
   FK_CHECK(b.F().dtype() == a.F().dtype(), where,
            std::string("features of one dtype (input 0: ") + fk::name(a.F().dtype()) + ")",
-           std::string(fk::name(b.F().dtype())) + " in input " + std::to_string(i));
+           std::string(fk::name(b.F().dtype())) + " in input " + fk::to_text(i));
 }
 
 template <typename X>
@@ -139,8 +139,8 @@ SparseTensor binary(const SparseTensor& a, const fk::Tensor& b, fk::BinaryOp op)
   bool fits = b.dim() == 0 || (b.dim() == 1 && b.size(0) == c) ||
               (b.dim() == 2 && (b.size(0) == 1 || b.size(0) == a.size()) && b.size(1) == c);
   FK_CHECK(fits, where,
-           "a dense operand of shape (), (" + std::to_string(c) + "), (1, " + std::to_string(c) +
-               ") or (" + std::to_string(a.size()) + ", " + std::to_string(c) + ")",
+           "a dense operand of shape (), (" + fk::to_text(c) + "), (1, " + fk::to_text(c) +
+               ") or (" + fk::to_text(a.size()) + ", " + fk::to_text(c) + ")",
            b.shape().str());
   return a.with_features(fk::binary(op, a.F(), b));
 }

@@ -24,7 +24,7 @@ inline void check_feature_rows(const fk::Tensor& f, int64_t rows, const char* wh
   FK_CHECK(fk::is_floating(f.dtype()), where, "f32, f64, f16 or bf16 features",
            fk::name(f.dtype()));
   FK_CHECK(f.dim() == 2 && f.size(0) == rows, where,
-           std::string(what) + " of shape " + std::to_string(rows) + " x C", f.shape().str());
+           std::string(what) + " of shape " + fk::to_text(rows) + " x C", f.shape().str());
 }
 
 // t (`what`, defined) on the device of `like`: an op's operands on one device.

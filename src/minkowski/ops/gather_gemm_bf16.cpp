@@ -166,7 +166,7 @@ bool gather_gemm_bf16_supported(int64_t cin, int64_t cout) {
 }
 
 void pack_pairs_bf16(const uint16_t* w, int64_t cin, int64_t cout, uint32_t* out) {
-  FK_CHECK(cin % 2 == 0, "minkowski::pack_pairs_bf16", "an even C_in", std::to_string(cin));
+  FK_CHECK(cin % 2 == 0, "minkowski::pack_pairs_bf16", "an even C_in", fk::to_text(cin));
   for (int64_t j = 0; j < cin / 2; ++j)
     for (int64_t c = 0; c < cout; ++c)
       out[j * cout + c] = static_cast<uint32_t>(w[2 * j * cout + c]) |

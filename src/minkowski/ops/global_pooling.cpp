@@ -255,7 +255,7 @@ RowGroups batch_groups(std::vector<int32_t> batch, const char* where) {
   // map, (0, C) features, as every other op gives on an empty tensor.
   if (batch.empty()) return group_by({}, 0);
   const auto [lo, hi] = std::minmax_element(batch.begin(), batch.end());
-  FK_CHECK(*lo >= 0, where, "batch indices >= 0", "batch index " + std::to_string(*lo));
+  FK_CHECK(*lo >= 0, where, "batch indices >= 0", "batch index " + fk::to_text(*lo));
   // The items with points, ascending, and each row's rank among them: by a
   // table over 0..max when that is no larger than the rows (the usual dense
   // batch), else by sorting, so a huge index sizes nothing.
@@ -317,7 +317,7 @@ fk::Tensor global_pool_backward(const fk::Tensor& grad_out, const RowGroups& rg,
     FK_CHECK(argmax.defined() && argmax.dtype() == fk::DType::I32 && argmax.dim() == 2 &&
                  argmax.size(0) == rg.groups && argmax.size(1) == c,
              where,
-             "int32 arg-max rows of shape " + std::to_string(rg.groups) + " x " + std::to_string(c),
+             "int32 arg-max rows of shape " + fk::to_text(rg.groups) + " x " + fk::to_text(c),
              argmax.defined() ? argmax.shape().str() : "none");
   if (mode == PoolingMode::Max) check_same_device(grad_out, argmax, where, "arg-max rows");
   fk::DType ct = compute_dtype(grad_out.dtype());

@@ -77,11 +77,10 @@ InterpolationWeights interpolation_weights(const SparseTensor& x, const fk::Tens
                                            InterpolationMode mode) {
   FK_CHECK(x.defined(), kWhere, "a sparse tensor", "an empty handle");
   const int d = x.dimension();
-  FK_CHECK(d <= kMaxDim, kWhere, "at most 16 spatial dimensions (2^D corners)", std::to_string(d));
-  FK_CHECK(
-      points.defined() && points.dim() == 2 && points.size(1) == d + 1, kWhere,
-      "points of shape Q x " + std::to_string(d + 1) + " (batch, x_1..x_" + std::to_string(d) + ")",
-      points.defined() ? points.shape().str() : "undefined");
+  FK_CHECK(d <= kMaxDim, kWhere, "at most 16 spatial dimensions (2^D corners)", fk::to_text(d));
+  FK_CHECK(points.defined() && points.dim() == 2 && points.size(1) == d + 1, kWhere,
+           "points of shape Q x " + fk::to_text(d + 1) + " (batch, x_1..x_" + fk::to_text(d) + ")",
+           points.defined() ? points.shape().str() : "undefined");
   FK_CHECK(points.dtype() == fk::DType::F32 || points.dtype() == fk::DType::F64, kWhere,
            "f32 or f64 points", fk::name(points.dtype()));
   auto map = x.manager()->map(x.key());

@@ -28,14 +28,14 @@ constexpr double kInt32Limit = 2147483647.0;
 inline void check_point(const double* q, const std::vector<int32_t>& ts, int64_t i,
                         const char* where) {
   FK_CHECK(std::isfinite(q[0]) && std::abs(std::nearbyint(q[0])) < kInt32Limit, where,
-           "a finite batch index within int32 in column 0 (point " + std::to_string(i) + ")",
-           std::to_string(q[0]));
+           "a finite batch index within int32 in column 0 (point " + fk::to_text(i) + ")",
+           fk::to_text(q[0]));
   for (size_t a = 0; a < ts.size(); ++a) {
     const double t = ts[a], cell = std::floor(q[a + 1] / t);
     FK_CHECK(std::isfinite(cell) && std::abs(cell * t) < kInt32Limit &&
                  std::abs((cell + 1) * t) < kInt32Limit,
-             where, "finite coordinates within int32 (point " + std::to_string(i) + ")",
-             std::to_string(q[a + 1]));
+             where, "finite coordinates within int32 (point " + fk::to_text(i) + ")",
+             fk::to_text(q[a + 1]));
   }
 }
 

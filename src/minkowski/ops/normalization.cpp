@@ -58,21 +58,20 @@ void check_input(const fk::Tensor& x, const Segments& seg, const char* where) {
            fk::name(x.dtype()));
   const int64_t n = x.size(0);
   if (seg.of_row.empty() && seg.count == 1) {
-    FK_CHECK(seg.rows < 0 || seg.rows == n, where,
-             "one segment of the " + std::to_string(n) + " rows",
-             "one segment of " + std::to_string(seg.rows) + " rows");
+    FK_CHECK(seg.rows < 0 || seg.rows == n, where, "one segment of the " + fk::to_text(n) + " rows",
+             "one segment of " + fk::to_text(seg.rows) + " rows");
     return;
   }
   FK_CHECK(static_cast<int64_t>(seg.of_row.size()) == n, where,
-           "a segment for each of the " + std::to_string(n) + " rows",
-           std::to_string(seg.of_row.size()) + " segment entries for " + std::to_string(seg.count) +
+           "a segment for each of the " + fk::to_text(n) + " rows",
+           fk::to_text(seg.of_row.size()) + " segment entries for " + fk::to_text(seg.count) +
                " segments");
 }
 
 void check_affine(const fk::Tensor& p, const fk::Tensor& x, const char* what, const char* where) {
   if (!p.defined()) return;
   FK_CHECK(p.numel() == x.size(1) && p.dim() == 1, where,
-           std::string("a ") + what + " of shape (" + std::to_string(x.size(1)) + ")",
+           std::string("a ") + what + " of shape (" + fk::to_text(x.size(1)) + ")",
            p.shape().str());
   FK_CHECK(p.dtype() == x.dtype(), where,
            std::string("a ") + what + " of the features' dtype " + fk::name(x.dtype()),
@@ -215,7 +214,7 @@ class NormalizeBackward : public fk::autograd::Node {
 }  // namespace
 
 Segments single_segment(int64_t rows) {
-  FK_CHECK(rows >= 0, "minkowski::single_segment", "a row count >= 0", std::to_string(rows));
+  FK_CHECK(rows >= 0, "minkowski::single_segment", "a row count >= 0", fk::to_text(rows));
   Segments seg;
   seg.rows = rows;
   return seg;
@@ -268,7 +267,7 @@ NormStats normalize_statistics(const fk::Tensor& x, const Segments& seg, double 
   }
   for (int64_t s = 0; s < seg.count; ++s)
     FK_CHECK(st.rows[s] > 0, where, "at least one row in every segment",
-             "no rows in segment " + std::to_string(s));
+             "no rows in segment " + fk::to_text(s));
   auto stats = [&]<typename T>(const T* xp) {
     st.mean = segment_sums<1>(n, c, seg, [&](int64_t i, int64_t ch) {
       return std::array<double, 1>{static_cast<double>(xp[i * c + ch])};
@@ -298,19 +297,18 @@ NormStats fixed_statistics(const fk::Tensor& mean, const fk::Tensor& var, double
   NormStats st;
   st.rows = {0};
   if (mean.defined() && mean.device().is_cuda()) {
-    FK_CHECK(
-        var.defined() && var.device() == mean.device() && var.numel() == mean.numel(),
-        "minkowski::fixed_statistics",
-        std::to_string(mean.numel()) + " variances on " + mean.device().str(),
-        var.defined() ? std::to_string(var.numel()) + " on " + var.device().str() : "undefined");
+    FK_CHECK(var.defined() && var.device() == mean.device() && var.numel() == mean.numel(),
+             "minkowski::fixed_statistics",
+             fk::to_text(mean.numel()) + " variances on " + mean.device().str(),
+             var.defined() ? fk::to_text(var.numel()) + " on " + var.device().str() : "undefined");
     st.moments = device_fixed_statistics(mean, var, eps);
     return st;
   }
   st.mean = mean.to_vector<double>();
   st.var = var.to_vector<double>();
   FK_CHECK(st.mean.size() == st.var.size(), "minkowski::fixed_statistics",
-           "as many variances as means (" + std::to_string(st.mean.size()) + ")",
-           std::to_string(st.var.size()));
+           "as many variances as means (" + fk::to_text(st.mean.size()) + ")",
+           fk::to_text(st.var.size()));
   st.invstd.resize(st.var.size());
   for (size_t k = 0; k < st.var.size(); ++k) st.invstd[k] = 1.0 / std::sqrt(st.var[k] + eps);
   return st;
@@ -346,10 +344,10 @@ fk::Tensor normalize_forward(const fk::Tensor& x, const Segments& seg, const Nor
   const char* where = "minkowski::normalize";
   check_input(x, seg, where);
   const int64_t c = x.size(1);
-  FK_CHECK(stats_size(stats) == seg.count * c, where,
-           "statistics for " + std::to_string(seg.count) + " segment(s) x " + std::to_string(c) +
-               " channels",
-           std::to_string(stats_size(stats)) + " values");
+  FK_CHECK(
+      stats_size(stats) == seg.count * c, where,
+      "statistics for " + fk::to_text(seg.count) + " segment(s) x " + fk::to_text(c) + " channels",
+      fk::to_text(stats_size(stats)) + " values");
   check_affine(weight, x, "weight", where);
   check_affine(bias, x, "bias", where);
   fk::Tensor xc = x.to(compute_dtype(x.dtype())).contiguous();
@@ -431,11 +429,11 @@ BatchNorm::BatchNorm(int64_t channels, double eps, std::optional<double> momentu
                      bool track_running_stats, fk::DType dtype)
     : channels_(channels), eps_(eps), momentum_(momentum), track_(track_running_stats) {
   const char* where = "minkowski::BatchNorm";
-  FK_CHECK(channels > 0, where, "a positive channel count", std::to_string(channels));
+  FK_CHECK(channels > 0, where, "a positive channel count", fk::to_text(channels));
   FK_CHECK(fk::is_floating(dtype), where, "f32, f64, f16 or bf16", fk::name(dtype));
   if (momentum_)
     FK_CHECK(*momentum_ >= 0 && *momentum_ <= 1, where, "a momentum in [0, 1]",
-             std::to_string(*momentum_));
+             fk::to_text(*momentum_));
   if (affine) {
     weight = fk::ones({channels}, {dtype}).set_requires_grad(true);
     bias = fk::zeros({channels}, {dtype}).set_requires_grad(true);
@@ -450,7 +448,7 @@ BatchNorm::BatchNorm(int64_t channels, double eps, std::optional<double> momentu
 fk::Tensor BatchNorm::forward(const fk::Tensor& x) {
   const char* where = "minkowski::BatchNorm";
   FK_CHECK(x.defined() && x.dim() == 2 && x.size(1) == channels_, where,
-           "features of shape N x " + std::to_string(channels_),
+           "features of shape N x " + fk::to_text(channels_),
            x.defined() ? x.shape().str() : "undefined");
   check_module_dtype(x, weight, where);
   const int64_t n = x.size(0);
@@ -458,8 +456,7 @@ fk::Tensor BatchNorm::forward(const fk::Tensor& x) {
     NormStats st = fixed_statistics(running_mean, running_var, eps_);
     return normalize(x, single_segment(n), eps_, weight, bias, &st);
   }
-  FK_CHECK(n >= 2, where, "at least 2 points for batch statistics",
-           std::to_string(n) + " point(s)");
+  FK_CHECK(n >= 2, where, "at least 2 points for batch statistics", fk::to_text(n) + " point(s)");
   NormStats st;
   fk::Tensor y = normalize(x, single_segment(n), eps_, weight, bias, nullptr, &st);
   if (training_ && track_) {
@@ -485,7 +482,7 @@ fk::Tensor BatchNorm::forward(const fk::Tensor& x) {
 InstanceNorm::InstanceNorm(int64_t channels, double eps, bool affine, fk::DType dtype)
     : channels_(channels), eps_(eps) {
   const char* where = "minkowski::InstanceNorm";
-  FK_CHECK(channels > 0, where, "a positive channel count", std::to_string(channels));
+  FK_CHECK(channels > 0, where, "a positive channel count", fk::to_text(channels));
   FK_CHECK(fk::is_floating(dtype), where, "f32, f64, f16 or bf16", fk::name(dtype));
   if (affine) {
     weight = fk::ones({channels}, {dtype}).set_requires_grad(true);
@@ -495,8 +492,8 @@ InstanceNorm::InstanceNorm(int64_t channels, double eps, bool affine, fk::DType 
 
 fk::Tensor InstanceNorm::normalize_items(const fk::Tensor& features, const Segments& seg) const {
   const char* where = "minkowski::InstanceNorm";
-  FK_CHECK(features.size(1) == channels_, where, std::to_string(channels_) + " channels",
-           std::to_string(features.size(1)));
+  FK_CHECK(features.size(1) == channels_, where, fk::to_text(channels_) + " channels",
+           fk::to_text(features.size(1)));
   check_module_dtype(features, weight, where);
   return normalize(features, seg, eps_, weight, bias);
 }

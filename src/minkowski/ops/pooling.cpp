@@ -263,12 +263,11 @@ fk::Tensor pool_backward(const fk::Tensor& grad_out, const KernelMap& m, Pooling
   check_feature_rows(grad_out, m.out_size, where, "grad_out");
   const int64_t c = grad_out.size(1);
   if (mode == PoolingMode::Max)
-    FK_CHECK(
-        argmax.defined() && argmax.dtype() == fk::DType::I32 && argmax.dim() == 2 &&
-            argmax.size(0) == m.out_size && argmax.size(1) == c,
-        where,
-        "int32 arg-max rows of shape " + std::to_string(m.out_size) + " x " + std::to_string(c),
-        argmax.defined() ? argmax.shape().str() : "none");
+    FK_CHECK(argmax.defined() && argmax.dtype() == fk::DType::I32 && argmax.dim() == 2 &&
+                 argmax.size(0) == m.out_size && argmax.size(1) == c,
+             where,
+             "int32 arg-max rows of shape " + fk::to_text(m.out_size) + " x " + fk::to_text(c),
+             argmax.defined() ? argmax.shape().str() : "none");
   if (mode == PoolingMode::Max) check_same_device(grad_out, argmax, where, "arg-max rows");
   fk::DType ct = compute_dtype(grad_out.dtype());
   fk::Tensor g = grad_out.to(ct).contiguous();

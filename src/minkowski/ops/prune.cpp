@@ -18,7 +18,7 @@ std::vector<int64_t> kept_rows(const fk::Tensor& mask, int64_t n) {
   FK_CHECK(mask.defined(), kWhere, "a mask tensor", "an undefined tensor");
   FK_CHECK(mask.dtype() == fk::DType::Bool, kWhere, "a bool mask", fk::name(mask.dtype()));
   FK_CHECK(mask.numel() == n && (mask.dim() == 1 || (mask.dim() == 2 && mask.size(1) == 1)), kWhere,
-           "a mask of shape (" + std::to_string(n) + "), one entry per row", mask.shape().str());
+           "a mask of shape (" + fk::to_text(n) + "), one entry per row", mask.shape().str());
   // The new map is built on the host: a device mask is read back (a sync).
   auto m = mask.to_vector<bool>();
   std::vector<int64_t> rows;

@@ -27,11 +27,11 @@ std::vector<int32_t> floor_rows(const fk::Tensor& c, const std::vector<double>& 
            "real or integer coordinates", fk::name(c.dtype()));
   int64_t n = c.size(0), d = c.size(1);
   FK_CHECK(size.size() == 1 || static_cast<int64_t>(size.size()) == d, where,
-           "a quantization size of 1 or " + std::to_string(d) + " values",
-           std::to_string(size.size()) + " values");
+           "a quantization size of 1 or " + fk::to_text(d) + " values",
+           fk::to_text(size.size()) + " values");
   for (double s : size)
     FK_CHECK(s > 0 && std::isfinite(s), where, "a positive finite quantization size",
-             std::to_string(s));
+             fk::to_text(s));
   const bool single = c.dtype() == fk::DType::F32 || fk::is_half(c.dtype());
   auto v = c.to_vector<double>();
   std::vector<int32_t> r(v.size());
@@ -44,7 +44,7 @@ std::vector<int32_t> floor_rows(const fk::Tensor& c, const std::vector<double>& 
                            ? std::floor(static_cast<double>(static_cast<float>(v[i * d + a]) / sf))
                            : std::floor(v[i * d + a] / s);
       FK_CHECK(q >= -2147483648.0 && q <= 2147483647.0, where, "quantized coordinates within int32",
-               std::to_string(q));
+               fk::to_text(q));
       r[i * d + a] = static_cast<int32_t>(q);
     }
   return r;
@@ -55,11 +55,11 @@ void check_labels(const fk::Tensor& labels, int64_t n, int64_t ignore_label, con
            "int32 or int64 labels", fk::name(labels.dtype()));
   FK_CHECK(labels.device().is_cpu(), where, "CPU labels", labels.device().str());
   FK_CHECK(labels.dim() == 1 && labels.size(0) == n, where,
-           "labels of shape (" + std::to_string(n) + "), one per coordinate row",
+           "labels of shape (" + fk::to_text(n) + "), one per coordinate row",
            labels.shape().str());
   if (labels.dtype() == fk::DType::I32)
     FK_CHECK(ignore_label >= INT32_MIN && ignore_label <= INT32_MAX, where,
-             "an ignore label that fits the int32 labels", std::to_string(ignore_label));
+             "an ignore label that fits the int32 labels", fk::to_text(ignore_label));
 }
 
 // One label per voxel: the points' common label, or ignore_label on conflict.
@@ -90,7 +90,7 @@ Quantized sparse_quantize(const fk::Tensor& coordinates, const fk::Tensor& featu
   int64_t n = coordinates.size(0), d = coordinates.size(1);
   if (features.defined())
     FK_CHECK(features.dim() == 2 && features.size(0) == n, where,
-             "features of shape " + std::to_string(n) + " x C", features.shape().str());
+             "features of shape " + fk::to_text(n) + " x C", features.shape().str());
   if (labels.defined()) check_labels(labels, n, ignore_label, where);
   Quantized q;
   CoordinateMap map(rows.data(), n, static_cast<int>(d), std::vector<int32_t>(d, 1),
@@ -116,7 +116,7 @@ fk::Tensor batched_coordinates(const std::vector<fk::Tensor>& coordinates) {
   for (size_t b = 0; b < coordinates.size(); ++b) {
     const fk::Tensor& c = coordinates[b];
     FK_CHECK(c.defined() && c.dim() == 2 && c.size(1) == d, where,
-             "N_i x " + std::to_string(d) + " coordinates",
+             "N_i x " + fk::to_text(d) + " coordinates",
              c.defined() ? c.shape().str() : "undefined");
     auto r = floor_rows(c, {1.0}, where);
     for (int64_t i = 0; i < c.size(0); ++i) {
@@ -131,12 +131,12 @@ Collated sparse_collate(const std::vector<fk::Tensor>& coordinates,
                         const std::vector<fk::Tensor>& features) {
   FK_CHECK(
       coordinates.size() == features.size(), "minkowski::sparse_collate",
-      "as many feature tensors as coordinate tensors (" + std::to_string(coordinates.size()) + ")",
-      std::to_string(features.size()));
+      "as many feature tensors as coordinate tensors (" + fk::to_text(coordinates.size()) + ")",
+      fk::to_text(features.size()));
   for (size_t b = 0; b < features.size(); ++b)
     FK_CHECK(features[b].dim() == 2 && features[b].size(0) == coordinates[b].size(0),
              "minkowski::sparse_collate",
-             "features with one row per coordinate in sample " + std::to_string(b),
+             "features with one row per coordinate in sample " + fk::to_text(b),
              features[b].shape().str());
   return {batched_coordinates(coordinates), fk::cat(features, 0)};
 }

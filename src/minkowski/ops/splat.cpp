@@ -17,7 +17,7 @@ constexpr const char* kWhere = "minkowski::splat";
 
 void check_features(const SplatMap& map, const fk::Tensor& features) {
   FK_CHECK(features.defined() && features.dim() == 2 && features.size(0) == map.list.k, kWhere,
-           "features of shape N x C with N = " + std::to_string(map.list.k) + " points",
+           "features of shape N x C with N = " + fk::to_text(map.list.k) + " points",
            features.defined() ? features.shape().str() : "undefined");
   FK_CHECK(fk::is_floating(features.dtype()), kWhere, "f64, f32, f16 or bf16 features",
            fk::name(features.dtype()));
@@ -38,13 +38,13 @@ SplatMap splat_map(const fk::Tensor& points, const std::vector<int32_t>& tensor_
            points.defined() ? points.shape().str() : "undefined");
   const int d = static_cast<int>(points.size(1)) - 1;
   FK_CHECK(d <= multilinear::kMaxDim, kWhere, "at most 16 spatial dimensions (2^D corners)",
-           std::to_string(d));
+           fk::to_text(d));
   FK_CHECK(points.dtype() == fk::DType::F32 || points.dtype() == fk::DType::F64, kWhere,
            "f32 or f64 points", fk::name(points.dtype()));
   if (!manager) manager = std::make_shared<CoordinateManager>(d);
   FK_CHECK(manager->dimension() == d, kWhere,
-           "a coordinate manager of dimension " + std::to_string(d) + " (the points')",
-           "dimension " + std::to_string(manager->dimension()));
+           "a coordinate manager of dimension " + fk::to_text(d) + " (the points')",
+           "dimension " + fk::to_text(manager->dimension()));
   const auto ts = expand_axes(tensor_stride, d, kWhere, "tensor stride");
   const int64_t n = points.size(0), corners = int64_t{1} << d, w = d + 1;
   auto pv = points.to_vector<double>();
@@ -92,8 +92,7 @@ fk::Tensor splat_backward(const fk::Tensor& grad, const SplatMap& map, const fk:
   FK_CHECK(grad.defined() && grad.dim() == 2 && grad.size(0) == map.list.m &&
                grad.size(1) == features.size(1),
            kWhere,
-           "a gradient of shape " + std::to_string(map.list.m) + " x " +
-               std::to_string(features.size(1)),
+           "a gradient of shape " + fk::to_text(map.list.m) + " x " + fk::to_text(features.size(1)),
            grad.defined() ? grad.shape().str() : "undefined");
   return spmm_backward(grad, map.list, weights_for(map, features), features, false, true).dense;
 }

@@ -103,12 +103,12 @@ void check_operands(const CooList& a, const fk::Tensor& values, const fk::Tensor
   FK_CHECK(dense.defined() && dense.dim() == 2, kWhere, "a 2-D dense matrix (K x C)",
            dense.defined() ? dense.shape().str() : "undefined");
   FK_CHECK(dense.size(0) == a.k, kWhere,
-           "a dense matrix of " + std::to_string(a.k) + " rows (the sparse matrix's columns)",
+           "a dense matrix of " + fk::to_text(a.k) + " rows (the sparse matrix's columns)",
            dense.shape().str());
   FK_CHECK(fk::is_floating(dense.dtype()), kWhere, "an f64, f32, f16 or bf16 dense matrix",
            fk::name(dense.dtype()));
   FK_CHECK(values.defined() && values.dim() == 1 && values.size(0) == nnz, kWhere,
-           "values of shape (" + std::to_string(nnz) + "), one per entry",
+           "values of shape (" + fk::to_text(nnz) + "), one per entry",
            values.defined() ? values.shape().str() : "undefined");
   FK_CHECK(fk::is_floating(values.dtype()), kWhere, "floating values", fk::name(values.dtype()));
   detail::check_same_device(dense, values, kWhere, "values");
@@ -137,17 +137,17 @@ class SpmmBackward : public fk::autograd::Node {
 CooList coo_list(std::vector<int64_t> rows, std::vector<int64_t> cols,
                  std::array<int64_t, 2> size) {
   FK_CHECK(size[0] >= 0 && size[1] >= 0, kWhere, "a non-negative size",
-           std::to_string(size[0]) + " x " + std::to_string(size[1]));
+           fk::to_text(size[0]) + " x " + fk::to_text(size[1]));
   FK_CHECK(rows.size() == cols.size(), kWhere,
-           "as many column indices as row indices (" + std::to_string(rows.size()) + ")",
-           std::to_string(cols.size()));
+           "as many column indices as row indices (" + fk::to_text(rows.size()) + ")",
+           fk::to_text(cols.size()));
   for (size_t p = 0; p < rows.size(); ++p) {
     FK_CHECK(rows[p] >= 0 && rows[p] < size[0], kWhere,
-             "row indices in [0, " + std::to_string(size[0]) + ")",
-             std::to_string(rows[p]) + " at entry " + std::to_string(p));
+             "row indices in [0, " + fk::to_text(size[0]) + ")",
+             fk::to_text(rows[p]) + " at entry " + fk::to_text(p));
     FK_CHECK(cols[p] >= 0 && cols[p] < size[1], kWhere,
-             "column indices in [0, " + std::to_string(size[1]) + ")",
-             std::to_string(cols[p]) + " at entry " + std::to_string(p));
+             "column indices in [0, " + fk::to_text(size[1]) + ")",
+             fk::to_text(cols[p]) + " at entry " + fk::to_text(p));
   }
   return CooList{std::move(rows), std::move(cols), size[0], size[1]};
 }

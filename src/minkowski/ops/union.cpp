@@ -11,12 +11,12 @@
 namespace minkowski {
 
 UnionMap union_map(const std::vector<SparseTensor>& xs, const char* where) {
-  FK_CHECK(xs.size() >= 2, where, "at least 2 sparse tensors", std::to_string(xs.size()));
+  FK_CHECK(xs.size() >= 2, where, "at least 2 sparse tensors", fk::to_text(xs.size()));
   for (size_t i = 1; i < xs.size(); ++i) {
     check_same_manager(xs[0], xs[i], where);
     FK_CHECK(xs[i].tensor_stride() == xs[0].tensor_stride(), where,
              "tensors of one tensor stride (input 0 is " + xs[0].key().str() + ")",
-             "input " + std::to_string(i) + " at " + xs[i].key().str());
+             "input " + fk::to_text(i) + " at " + xs[i].key().str());
   }
   auto& mgr = xs[0].manager();
   const int w = mgr->dimension() + 1;
@@ -46,11 +46,11 @@ SparseTensor sparse_union(const std::vector<SparseTensor>& xs) {
   std::vector<int64_t> rows;
   for (size_t i = 0; i < xs.size(); ++i) {
     FK_CHECK(xs[i].channels() == xs[0].channels(), where,
-             std::to_string(xs[0].channels()) + " channels (as input 0)",
-             std::to_string(xs[i].channels()) + " in input " + std::to_string(i));
+             fk::to_text(xs[0].channels()) + " channels (as input 0)",
+             fk::to_text(xs[i].channels()) + " in input " + fk::to_text(i));
     FK_CHECK(xs[i].F().dtype() == xs[0].F().dtype(), where,
              std::string("features of one dtype (input 0: ") + fk::name(xs[0].F().dtype()) + ")",
-             std::string(fk::name(xs[i].F().dtype())) + " in input " + std::to_string(i));
+             std::string(fk::name(xs[i].F().dtype())) + " in input " + fk::to_text(i));
     feats.push_back(xs[i].F());
     rows.insert(rows.end(), u.rows_of[i].begin(), u.rows_of[i].end());
   }

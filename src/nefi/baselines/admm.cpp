@@ -130,14 +130,14 @@ void check_inputs(const fk::Tensor& y, const Domain& domain, const AdmmOptions& 
            domain.shape().str());
   FK_CHECK(y.shape() == domain.shape(), "nefi::admm_tv_deconvolve",
            "data of shape " + domain.shape().str(), y.shape().str());
-  FK_CHECK(opt.tv >= 0, "admm tv", "a weight >= 0", std::to_string(opt.tv));
-  FK_CHECK(opt.mu > 0, "admm mu", "a penalty > 0", std::to_string(opt.mu));
-  FK_CHECK(opt.max_iters >= 1, "admm iterations", ">= 1", std::to_string(opt.max_iters));
+  FK_CHECK(opt.tv >= 0, "admm tv", "a weight >= 0", fk::to_text(opt.tv));
+  FK_CHECK(opt.mu > 0, "admm mu", "a penalty > 0", fk::to_text(opt.mu));
+  FK_CHECK(opt.max_iters >= 1, "admm iterations", ">= 1", fk::to_text(opt.max_iters));
   FK_CHECK(opt.max_adaptations >= 0, "admm max_adaptations", ">= 0",
-           std::to_string(opt.max_adaptations));
-  FK_CHECK(opt.tol > 0, "admm tol", "a tolerance > 0", std::to_string(opt.tol));
+           fk::to_text(opt.max_adaptations));
+  FK_CHECK(opt.tol > 0, "admm tol", "a tolerance > 0", fk::to_text(opt.tol));
   FK_CHECK(opt.lo < opt.hi, "admm box", "lo < hi",
-           std::to_string(opt.lo) + " >= " + std::to_string(opt.hi));
+           fk::to_text(opt.lo) + " >= " + fk::to_text(opt.hi));
 }
 
 }  // namespace

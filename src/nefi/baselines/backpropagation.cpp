@@ -13,7 +13,7 @@ std::vector<double> filtered_backpropagation(const std::vector<double>& data,
   using c128 = std::complex<double>;
   const int64_t V = g.n_angles, R = g.n_receivers;
   FK_CHECK(static_cast<int64_t>(data.size()) == 2 * V * R, "nefi::filtered_backpropagation",
-           std::to_string(2 * V * R) + " data values", std::to_string(data.size()));
+           fk::to_text(2 * V * R) + " data values", fk::to_text(data.size()));
   g.validate(D);
   const double k0 = g.k0(), pi = std::numbers::pi, dphi = 2 * pi / R, dth = 2 * pi / V;
   const int64_t nmax = R / 2;

@@ -88,11 +88,11 @@ fk::Tensor bilinear_resize(const fk::Tensor& x, int64_t to0, int64_t to1) {
 fk::Tensor deep_decoder_render(const fk::Tensor& input, const std::vector<fk::Tensor>& weights,
                                const fk::Dims& shape, ResizeMatrices* cache) {
   const int nd = shape.size();
-  FK_CHECK(input.dim() == nd + 1 && weights.size() >= 4 && weights.size() % 3 == 1,
-           "nefi::deep_decoder_render",
-           "input (C, spatial...) of the shape's rank and 3 S + 1 weights (S >= 1)",
-           input.shape().str() + ", " + shape.str() + ", " + std::to_string(weights.size()) +
-               " weights");
+  FK_CHECK(
+      input.dim() == nd + 1 && weights.size() >= 4 && weights.size() % 3 == 1,
+      "nefi::deep_decoder_render",
+      "input (C, spatial...) of the shape's rank and 3 S + 1 weights (S >= 1)",
+      input.shape().str() + ", " + shape.str() + ", " + fk::to_text(weights.size()) + " weights");
   const int64_t c = input.size(0), stages = static_cast<int64_t>(weights.size()) / 3;
   fk::Tensor x = input;
   for (int64_t k = 0; k < stages; ++k) {
@@ -116,10 +116,10 @@ DeepDecoderField::DeepDecoderField(HeadPtr head, int ndim, int64_t width, int64_
                                    uint64_t seed, fk::DType dtype)
     : head_(std::move(head)), ndim_(ndim), width_(width), n_stages_(n_stages), dtype_(dtype) {
   FK_CHECK(head_ && head_->n_in() == 1, "nefi::DeepDecoderField", "one single-channel head",
-           head_ ? std::to_string(head_->n_in()) + " channels" : "none");
+           head_ ? fk::to_text(head_->n_in()) + " channels" : "none");
   FK_CHECK(width >= 1 && n_stages >= 1 && (ndim == 2 || ndim == 3), "nefi::DeepDecoderField",
            "width >= 1, n_stages >= 1 and 2 or 3 dimensions",
-           std::to_string(width) + ", " + std::to_string(n_stages) + ", " + std::to_string(ndim));
+           fk::to_text(width) + ", " + fk::to_text(n_stages) + ", " + fk::to_text(ndim));
   primary_ = head_->name();
   for (int64_t k = 0; k < n_stages; ++k) {
     const std::string id = std::to_string(k);
@@ -164,7 +164,7 @@ void DeepDecoderField::reset_parameters(uint64_t seed) {
 
 FieldMap DeepDecoderField::forward(const Domain& domain, double progress) {
   FK_CHECK(domain.ndim() == ndim_, "nefi::DeepDecoderField",
-           "a " + std::to_string(ndim_) + "-D domain", domain.shape().str());
+           "a " + fk::to_text(ndim_) + "-D domain", domain.shape().str());
   const fk::Tensor raw = deep_decoder_render(input_, params_.views(), domain.shape(), &resize_) +
                          head_->init_bias()[0];
   return apply_heads({head_}, raw, domain.shape(), progress);
@@ -190,9 +190,9 @@ void declare_deep_decoder_keys(Params& p, int64_t width, int64_t stages, double 
 void check_deep_decoder_keys(const Params& p) {
   const int64_t width = p.i("dd_width"), stages = p.i("dd_stages");
   FK_CHECK(width >= 1 && width <= 1024, "config key 'dd_width'", "a width in [1, 1024]",
-           std::to_string(width));
+           fk::to_text(width));
   FK_CHECK(stages >= 1 && stages <= 8, "config key 'dd_stages'", "a count in [1, 8]",
-           std::to_string(stages));
+           fk::to_text(stages));
 }
 
 std::shared_ptr<Field> deep_decoder_field(const Params& p, HeadPtr head, int ndim, uint64_t seed) {

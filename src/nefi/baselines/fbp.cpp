@@ -48,7 +48,7 @@ std::vector<double> filtered_back_projection(const std::vector<double>& sinogram
                                              int64_t n_det, double angle_range, int64_t n,
                                              double L) {
   FK_CHECK(static_cast<int64_t>(sinogram.size()) == n_views * n_det, "nefi::fbp",
-           std::to_string(n_views * n_det) + " sinogram values", std::to_string(sinogram.size()));
+           fk::to_text(n_views * n_det) + " sinogram values", fk::to_text(sinogram.size()));
   const double ds = L / n_det, h = L / n;
   std::vector<double> img(n * n, 0.0);
   for (int64_t v = 0; v < n_views; ++v) {
@@ -79,8 +79,7 @@ std::vector<double> filtered_back_projection_slices(const std::vector<double>& s
                                                     int64_t n_views, int64_t n_det, int64_t n_z,
                                                     double angle_range, int64_t n, double L) {
   FK_CHECK(n_z >= 1 && static_cast<int64_t>(sinogram.size()) == n_views * n_det * n_z, "nefi::fbp",
-           std::to_string(n_views * n_det * n_z) + " sinogram values",
-           std::to_string(sinogram.size()));
+           fk::to_text(n_views * n_det * n_z) + " sinogram values", fk::to_text(sinogram.size()));
   std::vector<double> vol(n * n * n_z), plane(n_views * n_det);
   for (int64_t k = 0; k < n_z; ++k) {
     for (int64_t r = 0; r < n_views * n_det; ++r) plane[r] = sinogram[r * n_z + k];

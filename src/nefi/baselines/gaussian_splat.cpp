@@ -32,12 +32,11 @@ fk::Tensor render_gaussian_splats(const fk::Tensor& coords, const fk::Tensor& ce
 GaussianSplatField::GaussianSplatField(int ndim, HeadPtr head, int64_t n_primitives, uint64_t seed,
                                        fk::DType dtype)
     : ndim_(ndim), head_(std::move(head)), n_primitives_(n_primitives), dtype_(dtype) {
-  FK_CHECK(ndim >= 1 && ndim <= 3, "nefi::GaussianSplatField", "ndim 1, 2 or 3",
-           std::to_string(ndim));
+  FK_CHECK(ndim >= 1 && ndim <= 3, "nefi::GaussianSplatField", "ndim 1, 2 or 3", fk::to_text(ndim));
   FK_CHECK(head_ && head_->n_in() == 1, "nefi::GaussianSplatField", "one single-channel head",
-           head_ ? std::to_string(head_->n_in()) + " channels" : "none");
+           head_ ? fk::to_text(head_->n_in()) + " channels" : "none");
   FK_CHECK(n_primitives >= 1, "nefi::GaussianSplatField", "n_primitives >= 1",
-           std::to_string(n_primitives));
+           fk::to_text(n_primitives));
   primary_ = head_->name();
   params_.add("centres", {n_primitives, ndim});
   params_.add("log_widths", {n_primitives, ndim});
@@ -71,7 +70,7 @@ void GaussianSplatField::reset_parameters(uint64_t seed) {
 
 FieldMap GaussianSplatField::forward(const Domain& domain, double progress) {
   FK_CHECK(domain.ndim() == ndim_, "nefi::GaussianSplatField",
-           "a " + std::to_string(ndim_) + "-D domain", domain.shape().str());
+           "a " + fk::to_text(ndim_) + "-D domain", domain.shape().str());
   const std::vector<fk::Tensor> p = params_.views();
   if (!coords_.defined() || !(coords_shape_ == domain.shape())) {
     coords_ = domain.coords(dtype_).reshape({domain.numel(), ndim_}).contiguous().to(device_);

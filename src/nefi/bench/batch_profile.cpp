@@ -60,9 +60,9 @@ void time_sequential(InverseProblem problem, const Curriculum& cur, uint64_t see
 
 BatchProfileReport profile_batch(const Instance& inst, const Params& config,
                                  const BatchProfileOptions& opt) {
-  FK_CHECK(opt.batch >= 1, "--batch", "a batch size >= 1", std::to_string(opt.batch));
+  FK_CHECK(opt.batch >= 1, "--batch", "a batch size >= 1", fk::to_text(opt.batch));
   FK_CHECK(opt.steps >= 1 && opt.warmup >= 0, "--steps / --warmup", "steps >= 1, warmup >= 0",
-           std::to_string(opt.steps) + " / " + std::to_string(opt.warmup));
+           fk::to_text(opt.steps) + " / " + fk::to_text(opt.warmup));
   BatchProfileReport rep;
   rep.instance = inst.name();
   rep.method = opt.method.empty() ? inst.methods().front() : opt.method;
@@ -87,13 +87,13 @@ BatchProfileReport profile_batch(const Instance& inst, const Params& config,
   rep.n_stages = static_cast<int>(cur.stages.size());
   rep.stage = opt.stage < 0 ? rep.n_stages + opt.stage : opt.stage;
   FK_CHECK(rep.stage >= 0 && rep.stage < rep.n_stages, "--stage",
-           "a stage of the " + std::to_string(rep.n_stages) + "-stage curriculum",
-           std::to_string(opt.stage));
+           "a stage of the " + fk::to_text(rep.n_stages) + "-stage curriculum",
+           fk::to_text(opt.stage));
   const Stage& st = cur.stages[rep.stage];
   rep.shape = st.shape.empty() ? problems[0].domain.shape() : st.shape;
   const int total = opt.warmup + opt.steps;
   FK_CHECK(st.steps >= total, "--warmup + --steps",
-           "at most the stage's " + std::to_string(st.steps) + " steps", std::to_string(total));
+           "at most the stage's " + fk::to_text(st.steps) + " steps", fk::to_text(total));
   StepClock bc;
   bc.warmup = opt.warmup;
   bc.total = total;
@@ -114,7 +114,7 @@ BatchProfileReport profile_batch(const Instance& inst, const Params& config,
   bc.prev_cpu = cpu_now_ms();
   batch_invert(std::move(problems), cur, bo);
   FK_CHECK(static_cast<int>(bc.wall.size()) == opt.steps, "nefi profile --batch",
-           std::to_string(opt.steps) + " timed steps", std::to_string(bc.wall.size()));
+           fk::to_text(opt.steps) + " timed steps", fk::to_text(bc.wall.size()));
   rep.batch_ms = median(bc.wall);
   rep.per_problem_ms = rep.batch_ms / opt.batch;
   rep.per_problem_cpu_ms = median(bc.cpu) / opt.batch;

@@ -257,7 +257,7 @@ Protocol make_protocol(const CampaignSpec& spec) {
   }
   FK_CHECK(!cfg.init_seed, "run.init_seed",
            "no init seed in a benchmark (--seeds gives each unit's)",
-           std::to_string(cfg.init_seed.value_or(0)));
+           fk::to_text(cfg.init_seed.value_or(0)));
   FK_CHECK(cfg.data.empty(), "run.data",
            "no measured dataset in a benchmark (it scores against each scene's ground truth; "
            "nefi run solves a measured dataset)",
@@ -265,7 +265,7 @@ Protocol make_protocol(const CampaignSpec& spec) {
   InstancePtr inst = find_instance(cfg.instance);
   Protocol p;
   FK_CHECK(spec.max_total_steps.value_or(0) >= 0, "--smoke-steps", "a step count >= 0 (0: no cap)",
-           std::to_string(spec.max_total_steps.value_or(0)));
+           fk::to_text(spec.max_total_steps.value_or(0)));
   p.max_total_steps = spec.max_total_steps.value_or(cfg.max_total_steps);
   if (spec.batched && spec.batch_device.is_cuda()) p.batch_device = spec.batch_device.str();
   p.instance = inst->name();
@@ -285,18 +285,17 @@ Protocol make_protocol(const CampaignSpec& spec) {
              "'" + c + "' twice");
   }
   FK_CHECK(!p.classes.empty(), "--classes", "at least one class", "none");
-  FK_CHECK(spec.n_samples >= 1, "--n", "at least 1 sample per class",
-           std::to_string(spec.n_samples));
+  FK_CHECK(spec.n_samples >= 1, "--n", "at least 1 sample per class", fk::to_text(spec.n_samples));
   FK_CHECK(!spec.seeds.empty(), "--seeds", "at least one seed", "none");
   // A seed twice would count its runs twice and narrow the intervals.
   for (size_t i = 0; i < spec.seeds.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       FK_CHECK(spec.seeds[i] != spec.seeds[j], "--seeds", "distinct seeds",
-               std::to_string(spec.seeds[i]) + " twice");
+               fk::to_text(spec.seeds[i]) + " twice");
   p.n_samples = spec.n_samples;
   p.seeds = spec.seeds;
   FK_CHECK(std::isfinite(spec.budget_scale) && spec.budget_scale > 0, "--budget-scale",
-           "a positive factor", std::to_string(spec.budget_scale));
+           "a positive factor", fk::to_text(spec.budget_scale));
   p.budget_scale = spec.budget_scale;
   if (spec.budget_scale != 1.0) {
     FK_CHECK(cfg.config.has("steps"), "--budget-scale", "an instance with a 'steps' config key",
@@ -351,7 +350,7 @@ std::vector<Row> run_campaign(const Instance& inst, const Protocol& proto,
                               const CampaignOptions& opt) {
   FK_CHECK(opt.shard.count >= 1 && opt.shard.index >= 0 && opt.shard.index < opt.shard.count,
            "shard", "I/N with 0 <= I < N",
-           std::to_string(opt.shard.index) + "/" + std::to_string(opt.shard.count));
+           fk::to_text(opt.shard.index) + "/" + fk::to_text(opt.shard.count));
   check_batch_device(opt.batch_device);
   check_protocol_batch_device(proto, opt);
   const Params params = protocol_params(inst, proto);

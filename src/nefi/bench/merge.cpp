@@ -68,7 +68,7 @@ ShardFile parse_shard_json(const std::string& text, const std::string& path) {
   }
   FK_CHECK(s.shard.count >= 1 && s.shard.index >= 0 && s.shard.index < s.shard.count,
            "shard file " + path, "a shard I/N with 0 <= I < N",
-           std::to_string(s.shard.index) + "/" + std::to_string(s.shard.count));
+           fk::to_text(s.shard.index) + "/" + fk::to_text(s.shard.count));
   FK_CHECK(j.contains("protocol"), "shard file " + path, "a protocol", "none");
   s.protocol = protocol_from_json(j.at("protocol"), "shard file " + path);
   FK_CHECK(j.contains("rows") && j.at("rows").is_array(), "shard file " + path, "a rows array",
@@ -80,9 +80,9 @@ ShardFile parse_shard_json(const std::string& text, const std::string& path) {
     const std::string at =
         "shard file " + path + " row (unit " + std::to_string(r.unit) + ", " + r.method + ")";
     FK_CHECK(r.unit >= 0 && r.unit < n_units && r.unit % s.shard.count == s.shard.index, at,
-             "a unit of shard " + std::to_string(s.shard.index) + "/" +
-                 std::to_string(s.shard.count) + " below " + std::to_string(n_units),
-             std::to_string(r.unit));
+             "a unit of shard " + fk::to_text(s.shard.index) + "/" + fk::to_text(s.shard.count) +
+                 " below " + fk::to_text(n_units),
+             fk::to_text(r.unit));
     FK_CHECK(std::find(s.protocol.methods.begin(), s.protocol.methods.end(), r.method) !=
                  s.protocol.methods.end(),
              at, "a method of the protocol", "'" + r.method + "'");
@@ -90,10 +90,8 @@ ShardFile parse_shard_json(const std::string& text, const std::string& path) {
     FK_CHECK(
         r.cls == u.cls && r.sample == u.sample && r.seed == u.seed && r.data_seed == u.data_seed,
         at,
-        "class " + u.cls + ", sample " + std::to_string(u.sample) + ", seed " +
-            std::to_string(u.seed),
-        "class " + r.cls + ", sample " + std::to_string(r.sample) + ", seed " +
-            std::to_string(r.seed));
+        "class " + u.cls + ", sample " + fk::to_text(u.sample) + ", seed " + fk::to_text(u.seed),
+        "class " + r.cls + ", sample " + fk::to_text(r.sample) + ", seed " + fk::to_text(r.seed));
     s.rows.push_back(std::move(r));
   }
   return s;
@@ -144,7 +142,7 @@ MergedCampaign merge_shard_files(const std::vector<ShardFile>& shards, bool allo
   for (const ShardFile& s : shards) {
     const std::string name = shard_filename(s.shard);
     FK_CHECK(s.shard.count == m.n_shards, "bench-merge",
-             "shards of one count (" + std::to_string(m.n_shards) + ")", name);
+             "shards of one count (" + fk::to_text(m.n_shards) + ")", name);
     const json pj = to_json(s.protocol);
     FK_CHECK(pj == ref, "bench-merge", "shards from one protocol",
              name + " differs from " + shard_filename(shards.front().shard) + " in '" +
@@ -152,7 +150,7 @@ MergedCampaign merge_shard_files(const std::vector<ShardFile>& shards, bool allo
     FK_CHECK(seen.insert(s.shard.index).second, "bench-merge", "each shard once", name + " twice");
     for (const Row& r : s.rows) {
       FK_CHECK(runs.insert({r.unit, r.method}).second, "bench-merge", "each run once",
-               "unit " + std::to_string(r.unit) + " " + r.method + " twice");
+               "unit " + fk::to_text(r.unit) + " " + r.method + " twice");
       m.rows.push_back(r);
     }
   }
@@ -161,7 +159,7 @@ MergedCampaign merge_shard_files(const std::vector<ShardFile>& shards, bool allo
     std::string names;
     for (int i : m.missing) names += (names.empty() ? "" : ", ") + shard_filename({i, m.n_shards});
     throw fk::Error("bench-merge",
-                    "all " + std::to_string(m.n_shards) + " shards (or --allow-missing)",
+                    "all " + fk::to_text(m.n_shards) + " shards (or --allow-missing)",
                     "missing " + names);
   }
   sort_rows(m.protocol, m.rows);

@@ -85,8 +85,8 @@ struct StageRecorder {
     rep.n_params = v.field->n_parameters();
     if (!opt.minimal)
       FK_CHECK(v.stage->steps >= timed_end, "--warmup + --steps",
-               "at most the stage's " + std::to_string(v.stage->steps) + " steps",
-               std::to_string(timed_end));
+               "at most the stage's " + fk::to_text(v.stage->steps) + " steps",
+               fk::to_text(timed_end));
     traced = opt.minimal ? opt.steps : std::min(opt.steps, v.stage->steps - timed_end);
     if (!opt.minimal) return;
     fk::reset_peak_memory();
@@ -115,8 +115,8 @@ struct StageRecorder {
 };
 
 ProfileReport start_report(const Instance& inst, const ProfileOptions& opt) {
-  FK_CHECK(opt.steps >= 1, "--steps", "at least 1", std::to_string(opt.steps));
-  FK_CHECK(opt.warmup >= 0, "--warmup", "0 or more", std::to_string(opt.warmup));
+  FK_CHECK(opt.steps >= 1, "--steps", "at least 1", fk::to_text(opt.steps));
+  FK_CHECK(opt.warmup >= 0, "--warmup", "0 or more", fk::to_text(opt.warmup));
   ProfileReport rep;
   rep.instance = inst.name();
   rep.method =
@@ -177,7 +177,7 @@ ProfileReport profile_instance(const Instance& inst, const Params& config,
   fk::profile::set_tracing(false);
   FK_CHECK(rec.stage_seen && static_cast<int>(rec.samples.size()) >= rec.timed_end, "nefi profile",
            "a method that runs the solver loop",
-           rep.method + " ran " + std::to_string(rec.samples.size()) + " steps");
+           rep.method + " ran " + fk::to_text(rec.samples.size()) + " steps");
   rep.n_stages = static_cast<int>(out.curriculum.stages.size());
   summarise_timed_steps(rec.samples, opt, rep);
   if (rec.traced > 0) add_op_table(opt, rec.traced, rep);

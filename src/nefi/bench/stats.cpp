@@ -55,14 +55,14 @@ double incomplete_beta(double a, double b, double x) {
 }  // namespace
 
 double student_t_cdf(double t, double df) {
-  FK_CHECK(df > 0, "student_t_cdf", "degrees of freedom > 0", std::to_string(df));
+  FK_CHECK(df > 0, "student_t_cdf", "degrees of freedom > 0", fk::to_text(df));
   const double tail = 0.5 * incomplete_beta(0.5 * df, 0.5, df / (df + t * t));
   return t >= 0 ? 1 - tail : tail;
 }
 
 double student_t_quantile(double p, double df) {
-  FK_CHECK(p > 0 && p < 1, "student_t_quantile", "a probability in (0, 1)", std::to_string(p));
-  FK_CHECK(df > 0, "student_t_quantile", "degrees of freedom > 0", std::to_string(df));
+  FK_CHECK(p > 0 && p < 1, "student_t_quantile", "a probability in (0, 1)", fk::to_text(p));
+  FK_CHECK(df > 0, "student_t_quantile", "degrees of freedom > 0", fk::to_text(df));
   double lo = -1, hi = 1;
   while (student_t_cdf(lo, df) > p) lo *= 2;
   while (student_t_cdf(hi, df) < p) hi *= 2;
@@ -74,8 +74,7 @@ double student_t_quantile(double p, double df) {
 }
 
 MeanCI mean_ci(const std::vector<double>& values, double level) {
-  FK_CHECK(level > 0 && level < 1, "mean_ci", "a confidence level in (0, 1)",
-           std::to_string(level));
+  FK_CHECK(level > 0 && level < 1, "mean_ci", "a confidence level in (0, 1)", fk::to_text(level));
   MeanCI r;
   double sum = 0;
   for (double v : values)
@@ -101,9 +100,8 @@ MeanCI mean_ci(const std::vector<double>& values, double level) {
 
 MeanCI scene_mean_ci(const std::vector<double>& values, const std::vector<int64_t>& scenes,
                      double level) {
-  FK_CHECK(
-      values.size() == scenes.size(), "scene_mean_ci", "a scene for every value",
-      std::to_string(scenes.size()) + " scenes for " + std::to_string(values.size()) + " values");
+  FK_CHECK(values.size() == scenes.size(), "scene_mean_ci", "a scene for every value",
+           fk::to_text(scenes.size()) + " scenes for " + fk::to_text(values.size()) + " values");
   std::map<int64_t, std::pair<double, int>> sums;  // scene -> (sum, count) of its finite values
   int runs = 0;
   for (size_t i = 0; i < values.size(); ++i)

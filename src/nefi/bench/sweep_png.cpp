@@ -73,10 +73,10 @@ void write_sweep_png(const std::string& path, const std::string& title, const st
                      const std::vector<double>& given_values,
                      const std::vector<std::string>& given_labels, const std::vector<Row>& rows,
                      double level) {
-  FK_CHECK(!given_values.empty() && given_values.size() == given_labels.size(),
-           "nefi::bench::write_sweep_png", "one label per value",
-           std::to_string(given_labels.size()) + " for " + std::to_string(given_values.size()) +
-               " values");
+  FK_CHECK(
+      !given_values.empty() && given_values.size() == given_labels.size(),
+      "nefi::bench::write_sweep_png", "one label per value",
+      fk::to_text(given_labels.size()) + " for " + fk::to_text(given_values.size()) + " values");
   // The curve runs in value order, whatever the order on the command line.
   std::vector<size_t> order(given_values.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;

@@ -74,8 +74,8 @@ void check_alike(const AutoInput& a, const AutoInput& first, size_t i) {
   same("multiscale", o.multiscale, f.multiscale);
   same("early_stop_patience", o.early_stop_patience, f.early_stop_patience);
   FK_CHECK(o.supports.size() == f.supports.size(), kWhere,
-           std::to_string(f.supports.size()) + " known supports (problem 0's)",
-           who + "'s " + std::to_string(o.supports.size()));
+           fk::to_text(f.supports.size()) + " known supports (problem 0's)",
+           who + "'s " + fk::to_text(o.supports.size()));
   for (const auto& [field, mask] : f.supports) {
     const auto it = o.supports.find(field);
     FK_CHECK(it != o.supports.end() && it->second.shape() == mask.shape() &&
@@ -99,7 +99,7 @@ std::vector<AutoProblem> shared_start_problems(const std::vector<AutoInput>& inp
     const Operator& op = *inputs[i].op;
     FK_CHECK(op.batchable() && op.parameters().empty(), kWhere,
              "built-in models that run N fields in one call, with no trainable parameters",
-             "problem " + std::to_string(i) + "'s model '" + op.kind() + "'" +
+             "problem " + fk::to_text(i) + "'s model '" + op.kind() + "'" +
                  (op.batchable() ? " (it has trainable parameters)"
                   : dynamic_cast<const FunctionOperator*>(&op)
                       ? " (a model of host or Python functions runs one field per call: solve "
@@ -108,13 +108,13 @@ std::vector<AutoProblem> shared_start_problems(const std::vector<AutoInput>& inp
     if (i > 0) check_alike(inputs[i], inputs[0], i);
   }
   FK_CHECK(fits.empty() || fits.size() == inputs.size(), kWhere,
-           std::to_string(inputs.size()) + " sets of fitted constants (one per problem)",
-           std::to_string(fits.size()));
+           fk::to_text(inputs.size()) + " sets of fitted constants (one per problem)",
+           fk::to_text(fits.size()));
   auto build = [&](size_t i, const AutoOptions& o) {
     try {
       return auto_problem(inputs[i].op, inputs[i].shape, inputs[i].measurement, o);
     } catch (const fk::Error& e) {
-      throw fk::Error("problem " + std::to_string(i) + " of the batch: " + e.where(), e.expected(),
+      throw fk::Error("problem " + fk::to_text(i) + " of the batch: " + e.where(), e.expected(),
                       e.given());
     }
   };
@@ -172,7 +172,7 @@ void check_device_batch(const std::vector<const AutoProblem*>& built, const Batc
 std::vector<Result> solve_together(const std::vector<AutoProblem>& problems, BatchOptions options) {
   FK_CHECK(!problems.empty(), kWhere, "at least one problem", "none");
   FK_CHECK(options.seeds.empty(), kWhere, "no BatchOptions::seeds (each problem's seed is used)",
-           std::to_string(options.seeds.size()) + " seeds");
+           fk::to_text(options.seeds.size()) + " seeds");
   std::vector<InverseProblem> inverse;
   for (size_t i = 0; i < problems.size(); ++i) {
     const AutoProblem& ap = problems[i];
@@ -184,7 +184,7 @@ std::vector<Result> solve_together(const std::vector<AutoProblem>& problems, Bat
       same = c.stages[s].steps == c0.stages[s].steps && c.stages[s].lr == c0.stages[s].lr &&
              c.stages[s].shape == c0.stages[s].shape;
     FK_CHECK(same, kWhere, "problem 0's curriculum (steps, lr, Morozov stop)",
-             "problem " + std::to_string(i) +
+             "problem " + fk::to_text(i) +
                  "'s differs (a noise level of 0 turns the stop off: give every problem one)");
     inverse.push_back(ap.problem);
     options.seeds.push_back(ap.seed);

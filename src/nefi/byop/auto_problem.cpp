@@ -132,8 +132,8 @@ LossPtr penalty_loss(const PriorPenalty& pen, const std::string& field, const st
 // parameters, trained in place by a solve).
 void set_values(const std::vector<fk::Tensor>& params, const std::vector<fk::Tensor>& values) {
   FK_CHECK(params.size() == values.size(), "nefi::AutoProblem",
-           std::to_string(params.size()) + " starting values of the model's parameters",
-           std::to_string(values.size()));
+           fk::to_text(params.size()) + " starting values of the model's parameters",
+           fk::to_text(values.size()));
   fk::autograd::NoGradGuard ng;
   for (size_t k = 0; k < params.size(); ++k) {
     fk::Tensor p = params[k];
@@ -185,7 +185,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   d.w = m.mask.defined() ? m.mask.to_vector<double>() : std::vector<double>(d.y.size(), 1.0);
   for (size_t i = 0; i < d.y.size(); ++i) {
     FK_CHECK(std::isfinite(d.y[i]) || d.w[i] == 0, "measurement", "finite data at observed cells",
-             "a non-finite value at cell " + std::to_string(i));
+             "a non-finite value at cell " + fk::to_text(i));
     if (d.w[i] == 0) d.y[i] = 0;  // never read, kept finite for the sums
     d.wsum += d.w[i];
   }
@@ -234,7 +234,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
       // (a NaN there would be blamed on the model).
       for (const double w : k.support[i].to_vector<double>())
         FK_CHECK(w >= 0 && w <= 1, "support of field '" + ap.fields[i] + "'", "weights in [0, 1]",
-                 std::to_string(w));
+                 fk::to_text(w));
       k.fill[i] = support_fill(pr);
     }
     // The prior must keep the field where the operator takes it.
@@ -266,14 +266,14 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
          {std::pair{"symmetric", &pr.symmetric}, {"periodic", &pr.periodic}})
       for (int a : *axes)
         FK_CHECK(a < shape.size(), where,
-                 std::string(term) + " axes of the " + std::to_string(shape.size()) + "-D field",
-                 "axis " + std::to_string(a));
+                 std::string(term) + " axes of the " + fk::to_text(shape.size()) + "-D field",
+                 "axis " + fk::to_text(a));
     if (k.support[i].defined())
       for (int a : resolved_axes(pr.symmetric, static_cast<int>(shape.size())))
         FK_CHECK(k.support[i].to_vector<double>() ==
                      fk::flip(k.support[i], {a}).contiguous().to_vector<double>(),
                  where, "a support mask symmetric about the middle of each symmetric axis",
-                 "one that is not about axis " + std::to_string(a));
+                 "one that is not about axis " + fk::to_text(a));
     FK_CHECK(resolved_axes(pr.periodic, static_cast<int>(shape.size())) ==
                  resolved_axes(ap.priors[0].periodic, static_cast<int>(shape.size())),
              where,
@@ -282,7 +282,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     for (const PriorPenalty& pen : pr.penalties)
       FK_CHECK(pen.kind != "monotone" || (pen.axis < shape.size() && shape[pen.axis] >= 2), where,
                "a monotone axis of the field with >= 2 cells (shape " + shape.str() + ")",
-               "axis " + std::to_string(pen.axis));
+               "axis " + fk::to_text(pen.axis));
   }
 
   // Domain: isotropic cells, longest axis 1, unless given.
@@ -296,7 +296,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
            "isotropic cells, longest axis 1 (grid " + fk::Dims(shape).str() + ")");
   } else {
     FK_CHECK(extent.size() == static_cast<size_t>(shape.size()), "extent",
-             std::to_string(shape.size()) + " lengths", std::to_string(extent.size()));
+             fk::to_text(shape.size()) + " lengths", fk::to_text(extent.size()));
   }
   const Domain domain(shape, extent);
 
@@ -328,8 +328,8 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   ConstantFit fit = fit_constants(*op, k, d, ap.priors, model);
   if (!o.start.empty()) {
     FK_CHECK(o.start.size() == ap.fields.size(), "start",
-             std::to_string(ap.fields.size()) + " starting constants (one per field)",
-             std::to_string(o.start.size()));
+             fk::to_text(ap.fields.size()) + " starting constants (one per field)",
+             fk::to_text(o.start.size()));
     for (size_t i = 0; i < o.start.size(); ++i) {
       const PriorSpec& pr = ap.priors[i];
       const double c = o.start[i];
@@ -356,7 +356,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   FK_CHECK(o.start_scales.empty() ||
                (o.start_scales.size() == ap.fields.size() && o.start.size() == ap.fields.size()),
            "start_scales", "one scale per field, with start",
-           std::to_string(o.start_scales.size()) + " scales and " + std::to_string(o.start.size()) +
+           fk::to_text(o.start_scales.size()) + " scales and " + fk::to_text(o.start.size()) +
                " starts");
   for (const double s : o.start_scales)
     FK_CHECK(std::isfinite(s) && s > 0, "start_scales", "finite scales > 0", num(s));
@@ -384,10 +384,10 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
            "periodic with n_octaves >= 1 (without bands the field is constant along the axis)",
            "n_octaves 0");
   fc.periodic_axes = periodic;
-  FK_CHECK(fc.hidden >= 1 && fc.depth >= 1 && fc.n_octaves >= 0, kWhere,
-           "hidden, depth >= 1 and n_octaves >= 0",
-           std::to_string(fc.hidden) + ", " + std::to_string(fc.depth) + ", " +
-               std::to_string(fc.n_octaves));
+  FK_CHECK(
+      fc.hidden >= 1 && fc.depth >= 1 && fc.n_octaves >= 0, kWhere,
+      "hidden, depth >= 1 and n_octaves >= 0",
+      fk::to_text(fc.hidden) + ", " + fk::to_text(fc.depth) + ", " + fk::to_text(fc.n_octaves));
   std::vector<HeadPtr> heads;
   for (size_t i = 0; i < ap.fields.size(); ++i)
     heads.push_back(head_for(ap.fields[i], ap.priors[i], fit.c[i], ap.head_scales[i], k.support[i],
@@ -542,7 +542,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     try {  // a probe that diverged would weigh the penalties by NaN
       r = Solver(probe, pc, so).run();
     } catch (const fk::Error& e) {
-      throw fk::Error("from_forward's penalty probe (" + std::to_string(kProbeSteps) +
+      throw fk::Error("from_forward's penalty probe (" + fk::to_text(kProbeSteps) +
                           " steps at the decided lr, weighing the prior's penalties)",
                       e.expected(), e.given());
     }

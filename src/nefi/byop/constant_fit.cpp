@@ -191,8 +191,8 @@ std::vector<fk::Tensor> pulled_back(const Operator& op, const ConstantFields& k,
   const fk::Tensor pred = op.forward(named);
   const std::vector<double> p = pred.detach().to(fk::DType::F64).to_vector<double>();
   FK_CHECK(p.size() == d.y.size() && p.size() == d.w.size(), "forward model",
-           "a prediction of the data's " + std::to_string(d.y.size()) + " values",
-           std::to_string(p.size()));
+           "a prediction of the data's " + fk::to_text(d.y.size()) + " values",
+           fk::to_text(p.size()));
   std::vector<fk::Tensor> maps(leaves.size());
   if (fk::autograd::tensor_requires_grad(pred))
     maps = fk::autograd::grad({pred}, {fk::from_vector(seed_of(p), pred.shape()).to(pred.dtype())},
@@ -333,7 +333,7 @@ double steepest_departure(const Operator& op, const ConstantFields& k, const Wei
 std::vector<fk::Tensor> misfit_gradient_at(const Operator& op, const ConstantFields& k,
                                            const Weighted& d, const std::vector<double>& c) {
   FK_CHECK(c.size() == k.names.size(), "nefi::misfit_gradient_at",
-           std::to_string(k.names.size()) + " constants (one per field)", std::to_string(c.size()));
+           fk::to_text(k.names.size()) + " constants (one per field)", fk::to_text(c.size()));
   std::vector<fk::Tensor> fields;
   for (size_t i = 0; i < k.names.size(); ++i) fields.push_back(k.make(i, c[i]));
   // d misfit / d pred = 2 w (pred - y) / wsum.

@@ -55,7 +55,7 @@ class CustomPenaltyLoss : public Loss {
       fk::profile::OpScope scope("custom_prior");
       v = f_(x64, grad ? &g : nullptr);
     }
-    FK_CHECK(std::isfinite(v), who, "a finite value", std::to_string(v));
+    FK_CHECK(std::isfinite(v), who, "a finite value", fk::to_text(v));
     fk::Tensor out = fk::full({}, v, {x.dtype()}).to(x.device());
     if (grad) {
       FK_CHECK(g.defined() && same_long_axes(g.shape(), x.shape()) && fk::is_floating(g.dtype()),

@@ -26,35 +26,33 @@ void check_representation_options(const AutoOptions& o, const fk::Dims& shape) {
            "layers+ellipses or spectral",
            o.representation);
   const bool layered = o.representation.starts_with("layers");
-  FK_CHECK(o.rank >= 1 && o.rank <= 1024, "rank", "a CP rank in [1, 1024]", std::to_string(o.rank));
-  FK_CHECK(o.modes >= 0, "modes", "cosines per axis >= 0 (0: one per cell)",
-           std::to_string(o.modes));
+  FK_CHECK(o.rank >= 1 && o.rank <= 1024, "rank", "a CP rank in [1, 1024]", fk::to_text(o.rank));
+  FK_CHECK(o.modes >= 0, "modes", "cosines per axis >= 0 (0: one per cell)", fk::to_text(o.modes));
   FK_CHECK(o.smoothness >= 0 && o.smoothness <= 8, "smoothness", "a smoothness in [0, 8]",
            fmt::format("{:g}", o.smoothness));
   FK_CHECK(o.shapes >= 1 && o.shapes <= 256, "shapes", "a shape count in [1, 256]",
-           std::to_string(o.shapes));
+           fk::to_text(o.shapes));
   if (o.representation == "stars")
     FK_CHECK(o.harmonics >= kStarMinDegree && o.harmonics <= kStarMaxDegree, "harmonics",
-             "an outline degree in [" + std::to_string(kStarMinDegree) + ", " +
-                 std::to_string(kStarMaxDegree) + "]",
-             std::to_string(o.harmonics));
+             "an outline degree in [" + fk::to_text(kStarMinDegree) + ", " +
+                 fk::to_text(kStarMaxDegree) + "]",
+             fk::to_text(o.harmonics));
   else if (layered)
     FK_CHECK(o.harmonics >= 0 && o.harmonics <= kLayeredMaxDegree, "harmonics",
-             "an interface degree in [0, " + std::to_string(kLayeredMaxDegree) + "]",
-             std::to_string(o.harmonics));
+             "an interface degree in [0, " + fk::to_text(kLayeredMaxDegree) + "]",
+             fk::to_text(o.harmonics));
   FK_CHECK(o.layers >= 2 && o.layers <= 64, "layers", "a layer count in [2, 64]",
-           std::to_string(o.layers));
+           fk::to_text(o.layers));
   FK_CHECK(o.layer_axis >= 0 && o.layer_axis < shape.size(), "layer_axis",
-           "an axis of the " + std::to_string(shape.size()) + "-D field",
-           std::to_string(o.layer_axis));
+           "an axis of the " + fk::to_text(shape.size()) + "-D field", fk::to_text(o.layer_axis));
   FK_CHECK(o.representation != "stars" || shape.size() >= 2, "representation",
            "stars on a 2- or 3-D field (a 1-D star is an interval: ellipses)",
            "stars on " + shape.str());
   if (o.representation == "polygons") {
     FK_CHECK(o.vertices >= kPolygonMinVertices && o.vertices <= kPolygonMaxVertices, "vertices",
-             "a vertex count in [" + std::to_string(kPolygonMinVertices) + ", " +
-                 std::to_string(kPolygonMaxVertices) + "]",
-             std::to_string(o.vertices));
+             "a vertex count in [" + fk::to_text(kPolygonMinVertices) + ", " +
+                 fk::to_text(kPolygonMaxVertices) + "]",
+             fk::to_text(o.vertices));
     FK_CHECK(shape.size() == 2, "representation", "polygons on a 2-D field",
              "polygons on " + shape.str());
   }

@@ -15,11 +15,11 @@ std::shared_ptr<FunctionOperator> matrix_operator(const fk::Tensor& a, const fk:
            "a real 2-D matrix (measurements, cells)",
            a.defined() ? std::string(fk::name(a.dtype())) + " " + a.shape().str() : "none");
   FK_CHECK(a.size(1) == shape.numel(), where,
-           std::to_string(a.size(1)) + " cells (its columns) in the field shape",
-           shape.str() + " (" + std::to_string(shape.numel()) + " cells)");
+           fk::to_text(a.size(1)) + " cells (its columns) in the field shape",
+           shape.str() + " (" + fk::to_text(shape.numel()) + " cells)");
   FK_CHECK(a.size(0) == out_shape.numel(), where,
-           std::to_string(a.size(0)) + " measurements (its rows) in the data",
-           out_shape.str() + " (" + std::to_string(out_shape.numel()) + " values)");
+           fk::to_text(a.size(0)) + " measurements (its rows) in the data",
+           out_shape.str() + " (" + fk::to_text(out_shape.numel()) + " values)");
   const fk::Tensor A = a.to(fk::kCPU).to(fk::DType::F64).contiguous();
   const fk::Tensor At = A.t().contiguous();
   const int64_t m = A.size(0), n = A.size(1);

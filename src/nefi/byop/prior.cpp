@@ -66,7 +66,7 @@ Term parse_term(const std::string& raw) {
 
 double strength_of(const Term& t) {
   FK_CHECK(t.args.size() <= 1, kWhere, t.name + "(strength) with at most one argument",
-           std::to_string(t.args.size()) + " arguments");
+           fk::to_text(t.args.size()) + " arguments");
   const double s = t.args.empty() ? kDefaultStrength : t.args[0];
   FK_CHECK(s > 0, kWhere, "a strength > 0 for " + t.name, exact(s));
   return s;
@@ -80,7 +80,7 @@ int axis_of(const Term& t, double v) {
 
 void no_args(const Term& t) {
   FK_CHECK(t.args.empty(), kWhere, t.name + " without arguments",
-           std::to_string(t.args.size()) + " arguments");
+           fk::to_text(t.args.size()) + " arguments");
 }
 
 // The text split at the '+' signs outside parentheses ("bounded(-1, +1)"
@@ -164,7 +164,7 @@ PriorSpec parse_prior(const std::string& text) {
       p.hi = v.back();
     } else if (n == "increasing" || n == "monotone" || n == "decreasing") {
       FK_CHECK(t.args.size() <= 2, kWhere, n + "(axis, strength) with at most two arguments",
-               std::to_string(t.args.size()) + " arguments");
+               fk::to_text(t.args.size()) + " arguments");
       PriorPenalty pen{"monotone", kDefaultStrength, 0, n == "decreasing" ? -1 : 1};
       if (!t.args.empty()) pen.axis = axis_of(t, t.args[0]);
       if (t.args.size() == 2) pen.strength = strength_of({n, {t.args[1]}});
@@ -181,7 +181,7 @@ PriorSpec parse_prior(const std::string& text) {
       for (double a : t.args) {
         const int axis = axis_of(t, a);
         FK_CHECK(std::find(axes.begin(), axes.end(), axis) == axes.end(), kWhere,
-                 "each axis once in " + n, "axis " + std::to_string(axis) + " twice");
+                 "each axis once in " + n, "axis " + fk::to_text(axis) + " twice");
         axes.push_back(axis);
       }
       if (axes.empty()) axes = {-1};
@@ -222,7 +222,7 @@ PriorSpec parse_prior(const std::string& text) {
       const bool monotone = a.kind == "monotone";
       FK_CHECK(a.kind != b.kind || (monotone && a.axis != b.axis), kWhere,
                monotone ? "one monotone term per axis" : "each penalty once",
-               monotone ? "two on axis " + std::to_string(a.axis) : a.kind + " twice");
+               monotone ? "two on axis " + fk::to_text(a.axis) : a.kind + " twice");
     }
   FK_CHECK(!p.mass || p.head == "nonnegative" || p.head == "positive", kWhere,
            "conserved with a nonnegative or positive field (the total is kept by scaling)",

@@ -25,17 +25,17 @@ RefineReport refine_fit(const AutoProblem& ap, const fk::Tensor& smooth, FitRefi
                         RefineOptions* used) {
   constexpr const char* kWho = "refine_edges";
   FK_CHECK(ap.fields.size() == 1, kWho, "a problem of one field",
-           std::to_string(ap.fields.size()) + " fields");
+           fk::to_text(ap.fields.size()) + " fields");
   FK_CHECK(ap.operator_start.empty(), kWho,
            "a model without trainable parameters (the refit would train them too)",
-           std::to_string(ap.operator_start.size()) + " parameters");
+           fk::to_text(ap.operator_start.size()) + " parameters");
   const PriorSpec& pr = ap.priors.front();
   check_refinable(pr);
   const fk::Tensor x = smooth.to(fk::DType::F64).contiguous();
   const std::vector<double> xs = x.to_vector<double>();
   for (size_t i = 0; i < xs.size(); ++i)
     FK_CHECK(std::isfinite(xs[i]), kWho, "a finite smooth field",
-             "a non-finite value at cell " + std::to_string(i));
+             "a non-finite value at cell " + fk::to_text(i));
   double lo = -std::numeric_limits<double>::infinity(), hi = -lo;
   if (pr.head == "nonnegative" || pr.head == "positive") lo = 0;
   if (pr.ranged()) lo = pr.lo, hi = pr.hi;

@@ -120,8 +120,8 @@ void adam_update_device_gated(fk::Tensor& p, const fk::Tensor& g, fk::Tensor& m,
 
 void enqueue_gather_scalars(const std::vector<fk::Tensor>& scalars, double* out) {
   FK_CHECK(!scalars.empty() && scalars.size() <= static_cast<size_t>(cuda::kMaxGathered),
-           "nefi::enqueue_gather_scalars", "1.." + std::to_string(cuda::kMaxGathered) + " scalars",
-           std::to_string(scalars.size()));
+           "nefi::enqueue_gather_scalars", "1.." + fk::to_text(cuda::kMaxGathered) + " scalars",
+           fk::to_text(scalars.size()));
   cuda::GatherSources src{};
   int device = -1;
   for (const fk::Tensor& t : scalars) {

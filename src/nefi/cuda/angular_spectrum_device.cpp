@@ -76,8 +76,8 @@ fk::Tensor propagate_device(const fk::Tensor& u, const fk::Tensor& H, const Prop
   g.edge = o.edge_pad;
   FK_CHECK(H.device() == u.device() && H.dtype() == fk::DType::C128 && H.numel() == g.m0 * g.m1,
            "nefi::propagate",
-           "a c128 transfer function (" + std::to_string(g.m0) + ", " + std::to_string(g.m1) +
-               ") on " + u.device().str(),
+           "a c128 transfer function (" + fk::to_text(g.m0) + ", " + fk::to_text(g.m1) + ") on " +
+               u.device().str(),
            std::string(fk::name(H.dtype())) + " " + H.shape().str() + " on " + H.device().str());
   const fk::Tensor uc = u.is_contiguous() ? u : u.contiguous();
   const fk::Tensor Hc = H.is_contiguous() ? H : H.contiguous();

@@ -41,7 +41,7 @@ DeviceFlatSweeper::DeviceFlatSweeper(const fk::Tensor& alpha_in, const StepGeome
            where, "f32 or f64 alpha of shape " + g.shape().str(),
            alpha_in.shape().str() + " " + fk::name(dtype_));
   FK_CHECK(chebyshev_iters >= 0 && chebyshev_iters < std::numeric_limits<int32_t>::max(), where,
-           "a Chebyshev K in [0, 2^31)", std::to_string(chebyshev_iters));
+           "a Chebyshev K in [0, 2^31)", fk::to_text(chebyshev_iters));
   fk::profile::OpScope scope("heat_device_system");
   fk::autograd::NoGradGuard ng;
   const fk::Tensor alpha = operand(alpha_in, grid_.numel(), where, "alpha");
@@ -82,10 +82,9 @@ fk::Tensor DeviceFlatSweeper::operand(const fk::Tensor& x, int64_t numel, const 
   FK_CHECK(x.defined() && x.device() == device_, where,
            std::string(what) + " on " + device_.str() + " (the sweeper's device)",
            x.defined() ? x.device().str() : "an undefined tensor");
-  FK_CHECK(
-      x.numel() == numel && x.dtype() == dtype_, where,
-      std::string(what) + " of " + std::to_string(numel) + " " + fk::name(dtype_) + " elements",
-      x.shape().str() + " " + fk::name(x.dtype()));
+  FK_CHECK(x.numel() == numel && x.dtype() == dtype_, where,
+           std::string(what) + " of " + fk::to_text(numel) + " " + fk::name(dtype_) + " elements",
+           x.shape().str() + " " + fk::name(x.dtype()));
   fk::autograd::NoGradGuard ng;
   return x.is_contiguous() ? x.detach() : x.detach().contiguous();
 }
@@ -178,7 +177,7 @@ void DeviceFlatSweeper::jacobi(int64_t iters) {
   fk::profile::OpScope scope("heat_device_jacobi");
   FK_CHECK(iters >= 0 && iters < std::numeric_limits<int32_t>::max(),
            "nefi::heat::DeviceFlatSweeper::jacobi", "a sweep count in [0, 2^31)",
-           std::to_string(iters));
+           fk::to_text(iters));
   if (iters == 0) return;
   fk::cuda::detail::DeviceGuard guard(device_.index);
   if (!fused_) {

@@ -105,16 +105,16 @@ void check_operands(const fk::Tensor& x, const fk::Tensor& p, const FusedMlpSpec
            "features and params on one CUDA device", x.device().str() + ", " + p.device().str());
   FK_CHECK(spec.hidden > 0 && spec.depth > 0 && spec.out > 0 && x.size(1) > 0, kWhere,
            "hidden, depth, output and feature widths > 0",
-           std::to_string(spec.hidden) + ", " + std::to_string(spec.depth) + ", " +
-               std::to_string(spec.out) + ", " + std::to_string(x.size(1)));
+           fk::to_text(spec.hidden) + ", " + fk::to_text(spec.depth) + ", " +
+               fk::to_text(spec.out) + ", " + fk::to_text(x.size(1)));
   const std::string why = fused_mlp_unsupported(spec, x.size(1), x.device().index);
   FK_CHECK(why.empty(), kWhere, "a network the fused kernel runs", why);
   const int64_t numel = cuda::fused_mlp_numel(shape_of(spec, x.size(1)));
   FK_CHECK(p.numel() == numel, kWhere,
-           std::to_string(numel) + " params (hidden " + std::to_string(spec.hidden) + ", depth " +
-               std::to_string(spec.depth) + ", skip " + std::to_string(spec.skip_at) + ", in " +
-               std::to_string(x.size(1)) + ", out " + std::to_string(spec.out) + ")",
-           std::to_string(p.numel()));
+           fk::to_text(numel) + " params (hidden " + fk::to_text(spec.hidden) + ", depth " +
+               fk::to_text(spec.depth) + ", skip " + fk::to_text(spec.skip_at) + ", in " +
+               fk::to_text(x.size(1)) + ", out " + fk::to_text(spec.out) + ")",
+           fk::to_text(p.numel()));
 }
 
 }  // namespace

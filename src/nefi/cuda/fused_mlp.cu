@@ -381,7 +381,7 @@ void with_operands(const FusedMlpShape& s, const char* where, Run&& run) {
     case kFusedBf16:
       return run(std::integral_constant<int, kFusedBf16>{});
     default:
-      throw fk::Error(where, "operands f32 (0), f16 (1) or bf16 (2)", std::to_string(s.operands));
+      throw fk::Error(where, "operands f32 (0), f16 (1) or bf16 (2)", fk::to_text(s.operands));
   }
 }
 

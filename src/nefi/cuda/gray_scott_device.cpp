@@ -158,7 +158,7 @@ fk::Tensor gray_scott_device(const ReactionDiffusionOperator& op, const fk::Tens
   const gray_scott::Grid grid = op.grid();
   FK_CHECK(2 * grid.size() < std::numeric_limits<int32_t>::max(), kWho,
            "a grid of fewer than 2^30 cells on a device (32-bit cell indices)",
-           std::to_string(grid.n0) + " x " + std::to_string(grid.n1));
+           fk::to_text(grid.n0) + " x " + fk::to_text(grid.n1));
   const ReactionDiffusionOptions& o = op.options();
   fk::Tensor field;
   {

@@ -101,13 +101,13 @@ std::shared_ptr<const HashGridPoints> hash_grid_points(const fk::Tensor& coords,
   const int d = layout.ndim;
   FK_CHECK(coords.dim() == 2 && coords.size(1) == d && coords.dtype() == fk::DType::F32 &&
                coords.device().is_cpu(),
-           kWhere, "f32 host coordinates (N, " + std::to_string(d) + ")",
+           kWhere, "f32 host coordinates (N, " + fk::to_text(d) + ")",
            std::string(fk::name(coords.dtype())) + " " + coords.shape().str() + " on " +
                coords.device().str());
   const int64_t n = coords.size(0);
   FK_CHECK((n << d) < (int64_t{1} << 31), kWhere,
-           "fewer than 2^" + std::to_string(31 - d) + " points on a device",
-           std::to_string(n) + " points");
+           "fewer than 2^" + fk::to_text(31 - d) + " points on a device",
+           fk::to_text(n) + " points");
   fk::profile::OpScope scope("hash_grid_points");
   const fk::Tensor x = coords.contiguous();
   const cuda::HashGridLevels L = hash_grid_levels(layout);
@@ -120,8 +120,8 @@ std::shared_ptr<const HashGridPoints> hash_grid_points(const fk::Tensor& coords,
   } catch (const std::bad_alloc&) {
     const double gb = static_cast<double>(n) * static_cast<double>(L.count << d) * 4e-9;
     throw fk::Error(kWhere, "an inverse map that fits the host's memory",
-                    std::to_string(n) + " points x " + std::to_string(L.count) + " levels x " +
-                        std::to_string(1 << d) + " vertices (" + std::to_string(gb) + " GB)");
+                    fk::to_text(n) + " points x " + fk::to_text(L.count) + " levels x " +
+                        fk::to_text(1 << d) + " vertices (" + fk::to_text(gb) + " GB)");
   }
   std::vector<int64_t> chunk_start(start.size(), 0);
   std::vector<int32_t> chunk_row;
@@ -149,20 +149,20 @@ fk::Tensor hash_grid_encode_device(std::shared_ptr<const HashGridPoints> points,
   const int levels = static_cast<int>(layout.resolution.size()), F = layout.features;
   FK_CHECK(points->coords.size(1) == layout.ndim && points->start.numel() == layout.entries + 1,
            kWhere,
-           "points mapped for this layout (" + std::to_string(layout.ndim) + "-D, " +
-               std::to_string(layout.entries) + " rows)",
-           "points of another (" + std::to_string(points->coords.size(1)) + "-D, " +
-               std::to_string(points->start.numel() - 1) + " rows)");
+           "points mapped for this layout (" + fk::to_text(layout.ndim) + "-D, " +
+               fk::to_text(layout.entries) + " rows)",
+           "points of another (" + fk::to_text(points->coords.size(1)) + "-D, " +
+               fk::to_text(points->start.numel() - 1) + " rows)");
   FK_CHECK(table.shape() == fk::Dims({layout.entries, F}) && table.dtype() == fk::DType::F32 &&
                table.device() == device,
            kWhere,
-           "an f32 table (" + std::to_string(layout.entries) + ", " + std::to_string(F) + ") on " +
+           "an f32 table (" + fk::to_text(layout.entries) + ", " + fk::to_text(F) + ") on " +
                device.str(),
            std::string(fk::name(table.dtype())) + " " + table.shape().str() + " on " +
                table.device().str());
   FK_CHECK(level_weight.shape() == fk::Dims{levels} && level_weight.dtype() == fk::DType::F32 &&
                level_weight.device() == device && level_weight.is_contiguous(),
-           kWhere, std::to_string(levels) + " f32 level weights on " + device.str(),
+           kWhere, fk::to_text(levels) + " f32 level weights on " + device.str(),
            std::string(fk::name(level_weight.dtype())) + " " + level_weight.shape().str() + " on " +
                level_weight.device().str());
   fk::profile::OpScope scope("hash_grid_encode_device");

@@ -24,7 +24,7 @@ namespace {
 void check_on(const fk::Tensor& t, const fk::Device& d, int64_t numel, fk::DType dt,
               const char* where, const char* what) {
   FK_CHECK(t.device() == d && t.dtype() == dt && t.numel() == numel && t.is_contiguous(), where,
-           std::string(what) + ": contiguous, " + std::to_string(numel) + " " + fk::name(dt) +
+           std::string(what) + ": contiguous, " + fk::to_text(numel) + " " + fk::name(dt) +
                " elements on " + d.str(),
            t.shape().str() + " " + fk::name(t.dtype()) + " on " + t.device().str());
 }

@@ -198,8 +198,8 @@ cuda::StencilGrid stencil_grid(const fk::Dims& grid, const std::vector<double>& 
     stride *= grid[a];
   }
   for (int a : periodic_axes) {
-    FK_CHECK(a >= 0 && a < g.ndim, "nefi::TV",
-             "periodic axes in [0, " + std::to_string(g.ndim) + ")", std::to_string(a));
+    FK_CHECK(a >= 0 && a < g.ndim, "nefi::TV", "periodic axes in [0, " + fk::to_text(g.ndim) + ")",
+             fk::to_text(a));
     g.periodic[a] = true;
   }
   return g;
@@ -274,7 +274,7 @@ fk::Tensor cellwise_loss_device(const CellLoss& loss, const fk::Tensor& p, const
   const fk::Tensor pc = operand(p, p), yc = operand(y, pc), wc = operand(mask, pc);
   const int64_t R = row_count(p, rows);
   FK_CHECK(norm.scale.empty() || static_cast<int64_t>(norm.scale.size()) == R, kWhere,
-           "one scale per row (" + std::to_string(R) + ")", std::to_string(norm.scale.size()));
+           "one scale per row (" + fk::to_text(R) + ")", fk::to_text(norm.scale.size()));
   const cuda::CellwiseTerm t = kernel_term(loss);
   fk::Tensor ab;
   if (loss.ab.defined()) {
@@ -388,7 +388,7 @@ fk::Tensor laplacian_loss_device(const fk::Tensor& x, const std::vector<double>&
   check_input(x, "field");
   const fk::Dims grid = grid_of(x, rows);
   FK_CHECK(static_cast<int>(h.size()) == grid.size(), kWhere, "one spacing per grid axis",
-           std::to_string(h.size()) + " for " + grid.str());
+           fk::to_text(h.size()) + " for " + grid.str());
   std::vector<double> scale(h.size(), 0.0);
   bool any = false;
   for (size_t a = 0; a < h.size(); ++a)

@@ -71,7 +71,7 @@ fk::Tensor parametric_shapes_device(const fk::Tensor& coords, const fk::Tensor& 
                tunables.dtype() == fk::DType::F64 && tunables.device() == device &&
                tunables.is_contiguous(),
            kWhere,
-           std::to_string(cuda::kShapeTunables) + " contiguous f64 tunables on " + device.str(),
+           fk::to_text(cuda::kShapeTunables) + " contiguous f64 tunables on " + device.str(),
            tunables.defined() ? std::string(fk::name(tunables.dtype())) + " " +
                                     tunables.shape().str() + " on " + tunables.device().str()
                               : std::string("none"));

@@ -49,12 +49,12 @@ void see_through_mask(Linearization& L, const Measurement& y) {
 Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement& y,
                      const DiagnoseOptions& o) {
   FK_CHECK(o.probes >= 1 && o.probes <= 100000, "probes (--probes)", "a probe count in [1, 100000]",
-           std::to_string(o.probes));
+           fk::to_text(o.probes));
   FK_CHECK(o.k >= 1 && o.k <= 1000, "k (--k)", "a count of singular values in [1, 1000]",
-           std::to_string(o.k));
+           fk::to_text(o.k));
   FK_CHECK(o.n_iter >= o.k && o.n_iter <= 10000, "n_iter (--n-iter)",
-           "bidiagonalisation steps in [k, 10000] (k = " + std::to_string(o.k) + ")",
-           std::to_string(o.n_iter));
+           "bidiagonalisation steps in [k, 10000] (k = " + fk::to_text(o.k) + ")",
+           fk::to_text(o.n_iter));
   check_mask(y, "diagnose measurement");
   Diagnostics d;
   d.options = o;
@@ -72,7 +72,7 @@ Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement&
     // holds the operator const and leaves them where they are.
     FK_CHECK(op.parameters().empty(), "diagnose device",
              "an operator without trainable parameters (diagnose it on the CPU)",
-             "operator " + op.kind() + " with " + std::to_string(op.parameters().size()) +
+             "operator " + op.kind() + " with " + fk::to_text(op.parameters().size()) +
                  " trainable parameter tensor(s)");
     op.prepare_tables(o.device, xd.dtype());
     xd = xd.to(o.device);
@@ -85,9 +85,9 @@ Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement&
   d.spectrum = leading_singular_values(L.map, o.k, o.n_iter, o.seed);
   const auto& s = d.spectrum.singular_values;
   d.condition = s.back() > 0 ? s.front() / s.back() : std::numeric_limits<double>::infinity();
-  FK_CHECK(
-      !o.exact_sensitivity || L.map.n <= kMaxExactCells, "exact_sensitivity (--exact-sensitivity)",
-      "a field of at most " + std::to_string(kMaxExactCells) + " cells", std::to_string(L.map.n));
+  FK_CHECK(!o.exact_sensitivity || L.map.n <= kMaxExactCells,
+           "exact_sensitivity (--exact-sensitivity)",
+           "a field of at most " + fk::to_text(kMaxExactCells) + " cells", fk::to_text(L.map.n));
   d.probes = probe(L.map, o.probes, s.front(), o.seed, o.exact_sensitivity);
   {
     const Vec ones(L.map.n, 1.0 / std::sqrt(static_cast<double>(L.map.n)));

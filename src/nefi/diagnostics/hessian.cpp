@@ -82,9 +82,9 @@ HessianSpectrum hessian_spectrum(const InverseProblem& problem, int k, int n_ite
   FK_CHECK(problem.field && problem.op, "nefi::diagnostics::hessian_spectrum",
            "a problem with a field and an operator", "none");
   FK_CHECK(k >= 1 && k <= 1000, "hessian_spectrum k", "eigenvalues per end in [1, 1000]",
-           std::to_string(k));
+           fk::to_text(k));
   FK_CHECK(n_iter >= k && n_iter <= 1000, "hessian_spectrum n_iter",
-           "Lanczos steps in [k, 1000] (k = " + std::to_string(k) + ")", std::to_string(n_iter));
+           "Lanczos steps in [k, 1000] (k = " + fk::to_text(k) + ")", fk::to_text(n_iter));
   constexpr const char* kDevice = "hessian_spectrum device";
   if (device.is_cuda()) {
     fk::check_usable(device, kDevice);

@@ -43,7 +43,7 @@ Vec random_unit(int64_t n, uint64_t seed) {
 
 void check_length(const Vec& v, int64_t want, const char* what) {
   FK_CHECK(static_cast<int64_t>(v.size()) == want, "nefi::diagnostics::leading_singular_values",
-           std::string(what) + " of length " + std::to_string(want), std::to_string(v.size()));
+           std::string(what) + " of length " + fk::to_text(want), fk::to_text(v.size()));
 }
 
 }  // namespace
@@ -51,10 +51,9 @@ void check_length(const Vec& v, int64_t want, const char* what) {
 Spectrum leading_singular_values(const LinearMap& J, int k, int n_iter, uint64_t seed) {
   FK_CHECK(J.n >= 1 && J.m >= 1 && J.apply && J.adjoint,
            "nefi::diagnostics::leading_singular_values", "a map with n, m >= 1 and both products",
-           "n " + std::to_string(J.n) + ", m " + std::to_string(J.m));
+           "n " + fk::to_text(J.n) + ", m " + fk::to_text(J.m));
   FK_CHECK(k >= 1 && n_iter >= k, "nefi::diagnostics::leading_singular_values",
-           "k >= 1 and n_iter >= k",
-           "k " + std::to_string(k) + ", n_iter " + std::to_string(n_iter));
+           "k >= 1 and n_iter >= k", "k " + fk::to_text(k) + ", n_iter " + fk::to_text(n_iter));
   const int steps = static_cast<int>(std::min<int64_t>({n_iter, J.n, J.m}));
   // B = U^T J V entry by entry: (row of u, column of v, value).
   struct Entry {
@@ -156,8 +155,7 @@ Spectrum leading_singular_values(const LinearMap& J, int k, int n_iter, uint64_t
 std::vector<double> dense_singular_values(std::vector<double> a, int rows, int cols) {
   FK_CHECK(rows >= 1 && cols >= 1 && a.size() == static_cast<size_t>(rows) * cols,
            "nefi::diagnostics::dense_singular_values", "a rows x cols matrix",
-           std::to_string(a.size()) + " values for " + std::to_string(rows) + " x " +
-               std::to_string(cols));
+           fk::to_text(a.size()) + " values for " + fk::to_text(rows) + " x " + fk::to_text(cols));
   // Rotate column pairs until all are orthogonal; the column norms are then
   // the singular values (Hestenes' one-sided Jacobi).
   auto col_dot = [&](int p, int q) {
@@ -191,10 +189,9 @@ std::vector<double> dense_singular_values(std::vector<double> a, int rows, int c
 
 Eigenvalues extreme_eigenvalues(const SymmetricMap& H, int k, int n_iter, uint64_t seed) {
   FK_CHECK(H.n >= 1 && H.apply, "nefi::diagnostics::extreme_eigenvalues",
-           "a map with n >= 1 and its product", "n " + std::to_string(H.n));
+           "a map with n >= 1 and its product", "n " + fk::to_text(H.n));
   FK_CHECK(k >= 1 && n_iter >= k, "nefi::diagnostics::extreme_eigenvalues",
-           "k >= 1 and n_iter >= k",
-           "k " + std::to_string(k) + ", n_iter " + std::to_string(n_iter));
+           "k >= 1 and n_iter >= k", "k " + fk::to_text(k) + ", n_iter " + fk::to_text(n_iter));
   const int steps = static_cast<int>(std::min<int64_t>(n_iter, H.n));
   std::vector<Vec> qs{random_unit(H.n, seed)};
   std::vector<double> alpha, beta;
@@ -203,7 +200,7 @@ Eigenvalues extreme_eigenvalues(const SymmetricMap& H, int k, int n_iter, uint64
   for (int j = 0; j < steps; ++j) {
     Vec w = H.apply(qs.back());
     FK_CHECK(static_cast<int64_t>(w.size()) == H.n, "nefi::diagnostics::extreme_eigenvalues",
-             "H v of length " + std::to_string(H.n), std::to_string(w.size()));
+             "H v of length " + fk::to_text(H.n), fk::to_text(w.size()));
     alpha.push_back(dot(w, qs.back()));
     reorthogonalise(w, qs);
     const double b = norm(w);
@@ -248,7 +245,7 @@ Eigenvalues extreme_eigenvalues(const SymmetricMap& H, int k, int n_iter, uint64
 std::vector<double> dense_symmetric_eigenvalues(std::vector<double> a, int n) {
   FK_CHECK(n >= 1 && a.size() == static_cast<size_t>(n) * n,
            "nefi::diagnostics::dense_symmetric_eigenvalues", "an n x n matrix",
-           std::to_string(a.size()) + " entries for n " + std::to_string(n));
+           fk::to_text(a.size()) + " entries for n " + fk::to_text(n));
   for (int sweep = 0; sweep < 100; ++sweep) {
     double off = 0, diag = 0;
     for (int i = 0; i < n; ++i)

@@ -10,7 +10,7 @@
 namespace nefi::diagnostics {
 
 ProbeReport probe(const LinearMap& J, int probes, double sigma_max, uint64_t seed, bool exact) {
-  FK_CHECK(probes >= 1, "nefi::diagnostics::probe", "at least one probe", std::to_string(probes));
+  FK_CHECK(probes >= 1, "nefi::diagnostics::probe", "at least one probe", fk::to_text(probes));
   std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ull);
   std::normal_distribution<double> normal;
   ProbeReport r;

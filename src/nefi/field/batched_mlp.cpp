@@ -213,7 +213,7 @@ MlpLayout mlp_layout(const NeuralField& field) {
   }
   L.n_params = off;
   FK_CHECK(fp.size() == 2 * (L.depth + 1) && off == fp.numel(), "nefi::batched_mlp",
-           "the NeuralField parameter layout", std::to_string(fp.size()) + " buffers");
+           "the NeuralField parameter layout", fk::to_text(fp.size()) + " buffers");
   return L;
 }
 
@@ -225,15 +225,15 @@ fk::Tensor batched_mlp(const fk::Tensor& params, const fk::Tensor& features, con
            params.device().str() + " and " + features.device().str());
   FK_CHECK(params.dim() == 2 && params.size(1) == L.n_params && params.dtype() == kF32 &&
                params.is_contiguous(),
-           "nefi::batched_mlp", "contiguous f32 parameters (N, " + std::to_string(L.n_params) + ")",
+           "nefi::batched_mlp", "contiguous f32 parameters (N, " + fk::to_text(L.n_params) + ")",
            params.shape().str());
   FK_CHECK(features.dim() == 2 && features.size(1) == L.features && features.dtype() == kF32 &&
                features.is_contiguous(),
-           "nefi::batched_mlp", "contiguous f32 features (M, " + std::to_string(L.features) + ")",
+           "nefi::batched_mlp", "contiguous f32 features (M, " + fk::to_text(L.features) + ")",
            features.shape().str());
   const int64_t n = params.size(0), m = features.size(0), H = L.hidden, D = L.features;
   FK_CHECK(!active || static_cast<int64_t>(active->size()) == n, "nefi::batched_mlp",
-           "one active flag per problem", std::to_string(active ? active->size() : 0));
+           "one active flag per problem", fk::to_text(active ? active->size() : 0));
   // The activations' inputs are kept only for a backward (act None); without
   // one, one scratch block per problem row serves every layer.
   const bool record = fk::autograd::needs_grad(params);

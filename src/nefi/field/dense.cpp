@@ -238,7 +238,7 @@ Bf16Activation to_bf16(const fk::Tensor& x) {
 Bf16Activation cat_columns(const Bf16Activation& a, const Bf16Activation& b) {
   if (!a.data || !b.data) return {};
   FK_CHECK(a.rows == b.rows, "nefi::cat_columns", "as many rows in both",
-           std::to_string(a.rows) + ", " + std::to_string(b.rows));
+           fk::to_text(a.rows) + ", " + fk::to_text(b.rows));
   Bf16Activation r = bf16_buffer(a.rows, a.cols + b.cols);
   for (int64_t i = 0; i < r.rows; ++i) {
     uint16_t* d = r.data.get() + i * r.ld;
@@ -277,8 +277,8 @@ fk::Tensor dense(const fk::Tensor& x, const fk::Tensor& w, const fk::Tensor& b, 
   const bool native = bf16 && dt == fk::DType::F32 && dense_gemm_bf16_native();
   FK_CHECK(!x16.data || (x16.rows == n && x16.cols == in && x16.ld % 2 == 0 && x16.ld >= in),
            "nefi::dense", "x16 of x's shape " + x.shape().str() + " with an even row length",
-           "(" + std::to_string(x16.rows) + ", " + std::to_string(x16.cols) + ") rows of " +
-               std::to_string(x16.ld));
+           "(" + fk::to_text(x16.rows) + ", " + fk::to_text(x16.cols) + ") rows of " +
+               fk::to_text(x16.ld));
   DenseBf16Sides sides;
   if (native && x16.data) {
     sides.a = x16.data.get();

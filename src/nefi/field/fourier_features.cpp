@@ -19,10 +19,10 @@ FourierFeatures::FourierFeatures(int in_dim, int n_octaves, bool include_input, 
       annealed_(annealed),
       periodic_(static_cast<size_t>(std::max(in_dim, 0)), false) {
   FK_CHECK(in_dim >= 1 && n_octaves >= 0, "nefi::FourierFeatures", "in_dim >= 1 and n_octaves >= 0",
-           std::to_string(in_dim) + ", " + std::to_string(n_octaves));
+           fk::to_text(in_dim) + ", " + fk::to_text(n_octaves));
   for (int a : periodic_axes) {
     FK_CHECK(a >= 0 && a < in_dim, "nefi::FourierFeatures periodic_axes",
-             "axes in 0.." + std::to_string(in_dim - 1), std::to_string(a));
+             "axes in 0.." + fk::to_text(in_dim - 1), fk::to_text(a));
     periodic_[a] = true;
   }
   FK_CHECK(include_input || n_octaves > 0, "nefi::FourierFeatures",
@@ -92,7 +92,7 @@ void FourierFeatures::to(fk::Device d) {
 
 fk::Tensor FourierFeatures::forward(const fk::Tensor& coords, double progress) {
   FK_CHECK(coords.dim() == 2 && coords.size(1) == in_dim_, "nefi::FourierFeatures",
-           "coordinates (N, " + std::to_string(in_dim_) + ")", coords.shape().str());
+           "coordinates (N, " + fk::to_text(in_dim_) + ")", coords.shape().str());
   FK_CHECK(coords.device().is_cpu(), "nefi::FourierFeatures", "coordinates on the host",
            coords.device().str());
   const int64_t n = coords.size(0);

@@ -65,7 +65,7 @@ bool use_fused_mlp(const FusedMlpSpec& spec, int64_t rows, int64_t in, int devic
   const std::string why = fused_mlp_unsupported(spec, in, device);
   FK_CHECK(m == Mode::Auto || why.empty(), "NEFI_FUSED_MLP=1",
            "a network the fused kernel runs (hidden and output widths <= " +
-               std::to_string(kFusedMlpMaxWidth) + ", shared memory for 32 rows)",
+               fk::to_text(kFusedMlpMaxWidth) + ", shared memory for 32 rows)",
            why);
   return why.empty() && (m == Mode::On || spec.hidden <= fused_mlp_auto_width(spec, rows));
 }

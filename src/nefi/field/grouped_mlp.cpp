@@ -127,15 +127,15 @@ fk::Tensor grouped_mlp(const fk::Tensor& params, const fk::Tensor& features, con
   fk::profile::OpScope scope("grouped_mlp");
   FK_CHECK(params.dim() == 2 && params.size(1) == L.n_params && params.is_contiguous() &&
                (params.dtype() == fk::DType::F32 || params.dtype() == fk::DType::F64),
-           kWhere, "contiguous f32 or f64 parameters (N, " + std::to_string(L.n_params) + ")",
+           kWhere, "contiguous f32 or f64 parameters (N, " + fk::to_text(L.n_params) + ")",
            params.shape().str() + " " + fk::name(params.dtype()) +
                (params.is_contiguous() ? "" : " (strided)"));
   FK_CHECK(
       features.dim() == 2 && features.size(1) == L.features && features.dtype() == params.dtype() &&
           features.device() == params.device(),
       kWhere,
-      std::string("features (M, ") + std::to_string(L.features) + ") in " +
-          fk::name(params.dtype()) + " on " + params.device().str(),
+      std::string("features (M, ") + fk::to_text(L.features) + ") in " + fk::name(params.dtype()) +
+          " on " + params.device().str(),
       features.shape().str() + " " + fk::name(features.dtype()) + " on " + features.device().str());
   const int64_t n = params.size(0), m = features.size(0), H = L.hidden, D = L.features;
   const Products pr{params.device(), params.dtype(), n, L.n_params};

@@ -82,8 +82,8 @@ cuda::HashGridLevels hash_grid_levels(const HashGridLayout& L) {
                L.resolution.size() <= static_cast<size_t>(cuda::kHashGridMaxLevels) &&
                L.table_size.size() == L.resolution.size() && L.offset.size() == L.resolution.size(),
            "nefi::hash_grid_levels", "a layout of 1-3 axes, 1-16 features and 1-32 levels",
-           std::to_string(L.ndim) + " axes, " + std::to_string(L.features) + " features, " +
-               std::to_string(L.resolution.size()) + " levels");
+           fk::to_text(L.ndim) + " axes, " + fk::to_text(L.features) + " features, " +
+               fk::to_text(L.resolution.size()) + " levels");
   cuda::HashGridLevels out;
   out.count = static_cast<int>(L.resolution.size());
   out.features = L.features;
@@ -110,17 +110,17 @@ bool HashGridLayout::hashed(int level) const {
 
 HashGridLayout hash_grid_layout(int ndim, const HashGridConfig& c, int64_t largest_axis) {
   constexpr const char* kWhere = "nefi::HashGridField";
-  FK_CHECK(ndim >= 1 && ndim <= 3, kWhere, "a 1-, 2- or 3-D domain", std::to_string(ndim) + "-D");
+  FK_CHECK(ndim >= 1 && ndim <= 3, kWhere, "a 1-, 2- or 3-D domain", fk::to_text(ndim) + "-D");
   FK_CHECK(
       c.levels >= 1 && c.levels <= cuda::kHashGridMaxLevels && c.features >= 1 && c.features <= 16,
       kWhere, "levels in [1, 32] and features in [1, 16]",
-      std::to_string(c.levels) + ", " + std::to_string(c.features));
+      fk::to_text(c.levels) + ", " + fk::to_text(c.features));
   FK_CHECK(c.log2_table >= 4 && c.log2_table <= 24, kWhere, "log2_table in [4, 24]",
-           std::to_string(c.log2_table));
+           fk::to_text(c.log2_table));
   const int64_t n_max = c.finest_resolution > 0 ? c.finest_resolution : 2 * largest_axis;
   FK_CHECK(c.base_resolution >= 1 && n_max >= c.base_resolution && n_max <= (int64_t{1} << 20),
            kWhere, "1 <= base_resolution <= finest_resolution <= 2^20",
-           std::to_string(c.base_resolution) + ", " + std::to_string(n_max));
+           fk::to_text(c.base_resolution) + ", " + fk::to_text(n_max));
   HashGridLayout L;
   L.ndim = ndim;
   L.features = c.features;
@@ -155,16 +155,15 @@ fk::Tensor hash_grid_encode(const fk::Tensor& coords, const fk::Tensor& table,
   constexpr const char* kWhere = "nefi::hash_grid_encode";
   const int levels = static_cast<int>(layout.resolution.size()), F = layout.features;
   FK_CHECK(coords.dim() == 2 && coords.size(1) == layout.ndim && coords.dtype() == fk::DType::F32,
-           kWhere, "f32 coordinates (N, " + std::to_string(layout.ndim) + ")",
+           kWhere, "f32 coordinates (N, " + fk::to_text(layout.ndim) + ")",
            std::string(fk::name(coords.dtype())) + " " + coords.shape().str());
   FK_CHECK(table.shape() == fk::Dims({layout.entries, F}) && table.dtype() == fk::DType::F32 &&
                table.device().is_cpu(),
-           kWhere,
-           "an f32 CPU table (" + std::to_string(layout.entries) + ", " + std::to_string(F) + ")",
+           kWhere, "an f32 CPU table (" + fk::to_text(layout.entries) + ", " + fk::to_text(F) + ")",
            std::string(fk::name(table.dtype())) + " " + table.shape().str() + " on " +
                table.device().str());
   FK_CHECK(level_weight.size() == static_cast<size_t>(levels), kWhere,
-           std::to_string(levels) + " level weights", std::to_string(level_weight.size()));
+           fk::to_text(levels) + " level weights", fk::to_text(level_weight.size()));
   FK_CHECK(coords.device().is_cpu(), kWhere, "coordinates on the cpu", coords.device().str());
   fk::profile::OpScope scope("hash_grid_encode");
   const fk::Tensor x = coords.contiguous(), t = table.detach().contiguous();
@@ -207,7 +206,7 @@ HashGridField::HashGridField(const fk::Dims& shape, std::vector<HeadPtr> heads, 
     : heads_(std::move(heads)), cfg_(cfg) {
   FK_CHECK(!heads_.empty(), "nefi::HashGridField", "at least one head", "none");
   FK_CHECK(cfg_.hidden >= 1 && cfg_.depth >= 1, "nefi::HashGridField", "hidden, depth >= 1",
-           std::to_string(cfg_.hidden) + ", " + std::to_string(cfg_.depth));
+           fk::to_text(cfg_.hidden) + ", " + fk::to_text(cfg_.depth));
   FK_CHECK(shape.size() >= 1, "nefi::HashGridField", "a 1-, 2- or 3-D grid", shape.str());
   layout_ = hash_grid_layout(shape.size(), cfg_, *std::max_element(shape.begin(), shape.end()));
   for (const HeadPtr& h : heads_) n_out_ += h->n_in();
@@ -279,7 +278,7 @@ bool HashGridField::retarget(double progress) {
 
 FieldMap HashGridField::forward(const Domain& domain, double progress) {
   FK_CHECK(domain.ndim() == layout_.ndim, "nefi::HashGridField",
-           std::to_string(layout_.ndim) + "-D domain", domain.str());
+           fk::to_text(layout_.ndim) + "-D domain", domain.str());
   FK_CHECK(params_.flat().device() == device_, "nefi::HashGridField",
            "parameters on " + device_.str() + " (where to() put them)",
            params_.flat().device().str());

@@ -54,7 +54,7 @@ struct SoftplusHead : Head {
   double v0, beta;
   SoftplusHead(std::string n, double v, double b) : Head(std::move(n)), v0(v), beta(b) {
     FK_CHECK(v > 0 && b > 0, "nefi::Softplus head", "init_value > 0 and beta > 0",
-             std::to_string(v) + ", " + std::to_string(b));
+             fk::to_text(v) + ", " + fk::to_text(b));
   }
   std::vector<double> init_bias() const override { return {inv_softplus(v0, beta)}; }
   fk::Tensor transform(const std::vector<fk::Tensor>& r, const FieldMap&, double) const override {
@@ -67,7 +67,7 @@ struct SoftplusHead : Head {
 struct ExpHead : Head {
   double v0;
   ExpHead(std::string n, double v) : Head(std::move(n)), v0(v) {
-    FK_CHECK(v > 0, "nefi::Exp head", "init_value > 0", std::to_string(v));
+    FK_CHECK(v > 0, "nefi::Exp head", "init_value > 0", fk::to_text(v));
   }
   std::vector<double> init_bias() const override { return {std::log(v0)}; }
   fk::Tensor transform(const std::vector<fk::Tensor>& r, const FieldMap&, double) const override {
@@ -85,7 +85,7 @@ struct BoundedHead : Head {
     FK_CHECK(hi > lo && v0 > lo && v0 < hi && (!lg || lo > 0),
              lg ? "nefi::LogBounded head" : "nefi::Bounded head",
              "lo < init_value < hi" + std::string(lg ? " and lo > 0" : ""),
-             std::to_string(lo) + ", " + std::to_string(v0) + ", " + std::to_string(hi));
+             fk::to_text(lo) + ", " + fk::to_text(v0) + ", " + fk::to_text(hi));
   }
   std::vector<double> init_bias() const override {
     if (log_scale) return {logit((std::log(v0) - std::log(lo)) / (std::log(hi) - std::log(lo)))};
@@ -105,7 +105,7 @@ struct GatedSoftplusHead : Head {
   GatedSoftplusHead(std::string n, double v, double g, double b)
       : Head(std::move(n)), v0(v), g0(g), beta(b) {
     FK_CHECK(v > 0 && g > 0 && g < 1, "nefi::GatedSoftplus head",
-             "init_value > 0 and 0 < gate_init < 1", std::to_string(v) + ", " + std::to_string(g));
+             "init_value > 0 and 0 < gate_init < 1", fk::to_text(v) + ", " + fk::to_text(g));
   }
   int n_in() const override { return 2; }
   std::vector<double> init_bias() const override {
@@ -164,11 +164,10 @@ struct MultiPhaseHead : Head {
              "nefi::MultiPhase head",
              "2 or more ascending distinct values v_1 < init_value < v_K, eps_start, eps_end > 0 "
              "and leak >= 0",
-             values.empty()
-                 ? std::string("no values")
-                 : std::to_string(values.size()) + " values from " + exact(values.front()) +
-                       " to " + exact(values.back()) + ", init " + exact(v0) + ", eps " +
-                       exact(e0) + " -> " + exact(e1) + ", leak " + exact(lk));
+             values.empty() ? std::string("no values")
+                            : fk::to_text(values.size()) + " values from " + exact(values.front()) +
+                                  " to " + exact(values.back()) + ", init " + exact(v0) + ", eps " +
+                                  exact(e0) + " -> " + exact(e1) + ", leak " + exact(lk));
   }
   int n_in() const override { return static_cast<int>(values.size()); }
   double eps(double progress) const {
@@ -339,7 +338,7 @@ struct MaskedHead : ModifierHead {
     uint64_t hash = 1469598103934665603ull;
     for (size_t i = 0; i < v.size(); ++i) {
       FK_CHECK(v[i] >= 0 && v[i] <= 1, "nefi::Masked head", "mask values in [0, 1]",
-               exact(v[i]) + " at cell " + std::to_string(i));
+               exact(v[i]) + " at cell " + fk::to_text(i));
       sum += v[i];
       unsigned char bytes[sizeof(double)];
       std::memcpy(bytes, &v[i], sizeof bytes);
@@ -420,10 +419,10 @@ struct SymmetricHead : ModifierHead {
     FK_CHECK(!axes.empty(), "nefi::Symmetric head", "at least one axis", "none");
     for (size_t i = 0; i < axes.size(); ++i) {
       FK_CHECK(axes[i] >= 0 && axes[i] <= 2, "nefi::Symmetric head", "axes in 0..2",
-               std::to_string(axes[i]));
+               fk::to_text(axes[i]));
       for (size_t j = 0; j < i; ++j)
         FK_CHECK(axes[i] != axes[j], "nefi::Symmetric head", "each axis once",
-                 "axis " + std::to_string(axes[i]) + " twice");
+                 "axis " + fk::to_text(axes[i]) + " twice");
     }
   }
   fk::Tensor transform(const std::vector<fk::Tensor>& r, const FieldMap& done,
@@ -447,7 +446,7 @@ struct SymmetricHead : ModifierHead {
       for (int a : axes) {
         const int64_t d = lead + a;
         FK_CHECK(d < v.dim(), "nefi::Symmetric head '" + name() + "'",
-                 "a field with axis " + std::to_string(a), v.shape().str());
+                 "a field with axis " + fk::to_text(a), v.shape().str());
         v = fk::mul(fk::add(v, fk::flip(v, {d})), 0.5);
       }
     return raw;

@@ -50,10 +50,9 @@ int layered_mode_count(int lateral, int degree) {
 fk::Tensor layered_modes(const fk::Dims& lateral_shape, int degree, double progress,
                          fk::DType dtype) {
   const int lateral = lateral_shape.size();
-  FK_CHECK(
-      lateral <= 2 && degree >= 0 && degree <= kLayeredMaxDegree, kWhere,
-      "0 to 2 lateral axes and a mode degree in [0, " + std::to_string(kLayeredMaxDegree) + "]",
-      std::to_string(lateral) + " axes, degree " + std::to_string(degree));
+  FK_CHECK(lateral <= 2 && degree >= 0 && degree <= kLayeredMaxDegree, kWhere,
+           "0 to 2 lateral axes and a mode degree in [0, " + fk::to_text(kLayeredMaxDegree) + "]",
+           fk::to_text(lateral) + " axes, degree " + fk::to_text(degree));
   const auto k = mode_indices(lateral, degree);
   const int64_t cells = lateral_shape.numel(), M = static_cast<int64_t>(k.size());
   const int64_t n0 = lateral > 0 ? lateral_shape[0] : 1, n1 = lateral > 1 ? lateral_shape[1] : 1;
@@ -89,7 +88,7 @@ fk::Tensor layered_values(const fk::Tensor& z, const fk::Tensor& phi, const fk::
       z.shape().str() + ", " + phi.shape().str() + ", " + base.shape().str() + ", " +
           jumps.shape().str() + ", " + depths.shape().str());
   FK_CHECK(eps > 0 && std::isfinite(eps), "nefi::layered_values", "an interface width eps > 0",
-           std::to_string(eps));
+           fk::to_text(eps));
   const int64_t C = base.size(0), I = jumps.size(1), M = phi.size(1), n = z.size(0);
   fk::Tensor Z = depths.unsqueeze(1);  // (C, 1 or cells, I)
   if (M > 0) {
@@ -111,16 +110,16 @@ fk::Tensor layered_values(const fk::Tensor& z, const fk::Tensor& phi, const fk::
 void check_layered_config(const LayeredConfig& cfg, const fk::Dims& shape, const char* who) {
   FK_CHECK(shape.size() >= 1 && shape.size() <= 3, who, "a 1-, 2- or 3-D domain", shape.str());
   FK_CHECK(cfg.layers >= 2 && cfg.layers <= 64, who, "a layer count in [2, 64]",
-           std::to_string(cfg.layers));
+           fk::to_text(cfg.layers));
   FK_CHECK(cfg.axis >= 0 && cfg.axis < shape.size(), who,
-           "a layer axis in [0, " + std::to_string(shape.size()) + ")", std::to_string(cfg.axis));
+           "a layer axis in [0, " + fk::to_text(shape.size()) + ")", fk::to_text(cfg.axis));
   FK_CHECK(cfg.modes >= 0 && cfg.modes <= kLayeredMaxDegree, who,
-           "an interface mode degree in [0, " + std::to_string(kLayeredMaxDegree) + "]",
-           std::to_string(cfg.modes));
+           "an interface mode degree in [0, " + fk::to_text(kLayeredMaxDegree) + "]",
+           fk::to_text(cfg.modes));
   FK_CHECK(cfg.eps_start > 0 && cfg.eps_end > 0 && std::isfinite(cfg.eps_start) &&
                std::isfinite(cfg.eps_end),
            who, "interface widths eps > 0",
-           std::to_string(cfg.eps_start) + ", " + std::to_string(cfg.eps_end));
+           fk::to_text(cfg.eps_start) + ", " + fk::to_text(cfg.eps_end));
 }
 
 int add_layered_interfaces(FlatParams& params, int64_t channels, const LayeredConfig& cfg,
@@ -177,8 +176,8 @@ fk::Tensor layered_grid(const fk::Dims& shape, const LayeredConfig& cfg, double 
   const int nd = shape.size(), a = cfg.axis;
   FK_CHECK(a >= 0 && a < nd && (params.size() == 3 || params.size() == 4), "nefi::layered_grid",
            "a layer axis of the grid and (base, jumps, depths[, modes])",
-           "axis " + std::to_string(a) + " of " + shape.str() + " and " +
-               std::to_string(params.size()) + " parameters");
+           "axis " + fk::to_text(a) + " of " + shape.str() + " and " + fk::to_text(params.size()) +
+               " parameters");
   const int64_t n = shape[a], C = params[0].size(0);
   std::vector<int64_t> lateral;
   for (int b = 0; b < nd; ++b)
@@ -217,7 +216,7 @@ fk::Tensor layered_grid(const fk::Dims& shape, const LayeredConfig& cfg, double 
 }
 
 FieldMap LayeredField::forward(const Domain& domain, double progress) {
-  FK_CHECK(domain.ndim() == ndim_, kWhere, std::to_string(ndim_) + "-D domain", domain.str());
+  FK_CHECK(domain.ndim() == ndim_, kWhere, fk::to_text(ndim_) + "-D domain", domain.str());
   return apply_heads(heads_, layered_grid(domain.shape(), cfg_, progress, params_.views(), &rows_),
                      domain.shape(), progress);
 }

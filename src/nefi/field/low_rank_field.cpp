@@ -22,7 +22,7 @@ LowRankField::LowRankField(const fk::Dims& shape, std::vector<HeadPtr> heads, in
   FK_CHECK(shape.size() >= 1 && shape.size() <= 3, "nefi::LowRankField", "a 1-, 2- or 3-D grid",
            shape.str());
   FK_CHECK(rank_ >= 1 && rank_ <= 1024, "nefi::LowRankField", "a rank in [1, 1024]",
-           std::to_string(rank_));
+           fk::to_text(rank_));
   for (const HeadPtr& h : heads_) n_out_ += h->n_in();
   primary_ = heads_.front()->name();
   allocate(shape);
@@ -79,7 +79,7 @@ void LowRankField::reset_parameters(uint64_t seed) {
 void LowRankField::on_stage_start(const Domain& domain) {
   if (domain.shape() == shape_) return;
   FK_CHECK(domain.ndim() == shape_.size(), "nefi::LowRankField",
-           std::to_string(shape_.size()) + "-D grids", domain.str());
+           fk::to_text(shape_.size()) + "-D grids", domain.str());
   const fk::Dims old = shape_;
   std::vector<std::vector<double>> factors;
   for (int a = 0; a < old.size(); ++a) {

@@ -52,7 +52,7 @@ NeuralField::NeuralField(int ndim, std::vector<HeadPtr> heads, NeuralFieldConfig
       enc_(ndim, cfg_.n_octaves, cfg_.include_input, cfg_.annealed, cfg_.periodic_axes) {
   FK_CHECK(!heads_.empty(), "nefi::NeuralField", "at least one head", "none");
   FK_CHECK(cfg_.hidden > 0 && cfg_.depth > 0, "nefi::NeuralField", "hidden > 0 and depth > 0",
-           std::to_string(cfg_.hidden) + ", " + std::to_string(cfg_.depth));
+           fk::to_text(cfg_.hidden) + ", " + fk::to_text(cfg_.depth));
   const std::string& a = cfg_.activation;
   FK_CHECK(
       a == "tanh" || a == "relu" || a == "gelu" || a == "silu" || a == "softplus" || a == "sine",
@@ -125,7 +125,7 @@ const fk::Tensor& NeuralField::coords_for(const Domain& domain) {
 }
 
 fk::Tensor NeuralField::raw(const Domain& domain, double progress) {
-  FK_CHECK(domain.ndim() == ndim_, "nefi::NeuralField", std::to_string(ndim_) + "-D domain",
+  FK_CHECK(domain.ndim() == ndim_, "nefi::NeuralField", fk::to_text(ndim_) + "-D domain",
            domain.str());
   const fk::Tensor x = enc_.forward(coords_for(domain), progress);
   if (!device().is_cpu()) {

@@ -27,9 +27,9 @@ using Profile = cuda::ShapeProfile;
 void check_star_gate_count(size_t gates, const char* where) {
   const int n_gates = kStarMaxDegree - kStarMinDegree + 1;
   FK_CHECK(gates >= 1 && static_cast<int>(gates) <= n_gates, where,
-           "stars with 1 to " + std::to_string(n_gates) + " degree gates (degrees " +
-               std::to_string(kStarMinDegree) + " to " + std::to_string(kStarMaxDegree) + ")",
-           std::to_string(gates));
+           "stars with 1 to " + fk::to_text(n_gates) + " degree gates (degrees " +
+               fk::to_text(kStarMinDegree) + " to " + fk::to_text(kStarMaxDegree) + ")",
+           fk::to_text(gates));
 }
 
 // vertices: the polygons' V (read for polygons only).
@@ -40,28 +40,28 @@ Profile profile_of(const std::string& family, double eps, const std::vector<doub
   Profile p;
   p.ellipse = family != "blobs";
   if (p.ellipse) {
-    FK_CHECK(eps > 0 && std::isfinite(eps), kWhere, "an edge width eps > 0", std::to_string(eps));
+    FK_CHECK(eps > 0 && std::isfinite(eps), kWhere, "an edge width eps > 0", fk::to_text(eps));
     p.inv_2eps = 0.5 / eps;
   }
   FK_CHECK(family == "stars" || family == "polygons" || gates.empty(), kWhere,
            "degree gates for stars and polygons only",
-           std::to_string(gates.size()) + " for " + family);
+           fk::to_text(gates.size()) + " for " + family);
   if (family == "polygons") {
     FK_CHECK(gates.size() == 1 && gates[0] >= 0 && gates[0] <= 1, kWhere,
              "polygons with one outline gate in [0, 1]",
-             std::to_string(gates.size()) + " gates" +
-                 (gates.empty() ? "" : ", the first " + std::to_string(gates[0])));
+             fk::to_text(gates.size()) + " gates" +
+                 (gates.empty() ? "" : ", the first " + fk::to_text(gates[0])));
     FK_CHECK(vertices >= kPolygonMinVertices && vertices <= kPolygonMaxVertices, kWhere,
-             "polygons of " + std::to_string(kPolygonMinVertices) + " to " +
-                 std::to_string(kPolygonMaxVertices) + " vertices",
-             std::to_string(vertices));
+             "polygons of " + fk::to_text(kPolygonMinVertices) + " to " +
+                 fk::to_text(kPolygonMaxVertices) + " vertices",
+             fk::to_text(vertices));
     p.vertices = vertices;
     p.gates[0] = gates[0];
   }
   if (family == "stars") {
     check_star_gate_count(gates.size(), kWhere);
     for (double g : gates)
-      FK_CHECK(g >= 0 && g <= 1, kWhere, "degree gates in [0, 1]", std::to_string(g));
+      FK_CHECK(g >= 0 && g <= 1, kWhere, "degree gates in [0, 1]", fk::to_text(g));
     p.degree = static_cast<int>(gates.size()) + kStarMinDegree - 1;
     std::copy(gates.begin(), gates.end(), p.gates);
   }
@@ -149,24 +149,24 @@ int check_parametric_operands(const fk::Tensor& coords, const fk::Tensor& shapes
                       : "coordinates (N, d) with d in 1..3",
            coords.shape().str());
   FK_CHECK(!stars || (degree >= kStarMinDegree && degree <= kStarMaxDegree), op,
-           "stars of an outline degree " + std::to_string(kStarMinDegree) + " to " +
-               std::to_string(kStarMaxDegree) + " (1 to " +
-               std::to_string(kStarMaxDegree - kStarMinDegree + 1) + " degree gates)",
-           std::to_string(degree));
+           "stars of an outline degree " + fk::to_text(kStarMinDegree) + " to " +
+               fk::to_text(kStarMaxDegree) + " (1 to " +
+               fk::to_text(kStarMaxDegree - kStarMinDegree + 1) + " degree gates)",
+           fk::to_text(degree));
   // A polygon's V is what its shapes hold past the alpha, centre and matrix.
   FK_CHECK(!polygons || (shapes.dim() == 3 && shapes.size(2) >= 7 + kPolygonMinVertices &&
                          shapes.size(2) <= 7 + kPolygonMaxVertices),
            op,
-           "polygons' shapes (C, K, 7 + V) with V in " + std::to_string(kPolygonMinVertices) +
-               ".." + std::to_string(kPolygonMaxVertices),
+           "polygons' shapes (C, K, 7 + V) with V in " + fk::to_text(kPolygonMinVertices) + ".." +
+               fk::to_text(kPolygonMaxVertices),
            shapes.shape().str());
   const int vertices = polygons ? static_cast<int>(shapes.size(2)) - 7 : 0;
   const int d = static_cast<int>(coords.size(1));
   const int P = parametric_shape_size(d, stars ? degree : 0, vertices);
-  FK_CHECK(shapes.dim() == 3 && shapes.size(2) == P, op, "shapes (C, K, " + std::to_string(P) + ")",
+  FK_CHECK(shapes.dim() == 3 && shapes.size(2) == P, op, "shapes (C, K, " + fk::to_text(P) + ")",
            shapes.shape().str());
   FK_CHECK(background.dim() == 1 && background.size(0) == shapes.size(0), op,
-           "a background of " + std::to_string(shapes.size(0)) + " channels",
+           "a background of " + fk::to_text(shapes.size(0)) + " channels",
            background.shape().str());
   const fk::DType dt = shapes.dtype();
   FK_CHECK((dt == fk::DType::F32 || dt == fk::DType::F64) && coords.dtype() == dt &&
@@ -226,12 +226,12 @@ ParametricField::ParametricField(const fk::Dims& shape, std::vector<HeadPtr> hea
   FK_CHECK(!heads_.empty(), kWhere, "at least one head", "none");
   FK_CHECK(shape.size() >= 1 && shape.size() <= 3, kWhere, "a 1-, 2- or 3-D domain", shape.str());
   FK_CHECK(cfg_.count >= 1 && cfg_.count <= 256, kWhere, "a shape count in [1, 256]",
-           std::to_string(cfg_.count));
+           fk::to_text(cfg_.count));
   const bool stars = cfg_.family == "stars";
   FK_CHECK(!stars || (cfg_.harmonics >= kStarMinDegree && cfg_.harmonics <= kStarMaxDegree), kWhere,
-           "stars with an outline of degree " + std::to_string(kStarMinDegree) + " to " +
-               std::to_string(kStarMaxDegree),
-           std::to_string(cfg_.harmonics));
+           "stars with an outline of degree " + fk::to_text(kStarMinDegree) + " to " +
+               fk::to_text(kStarMaxDegree),
+           fk::to_text(cfg_.harmonics));
   FK_CHECK(!stars || shape.size() >= 2, kWhere,
            "stars on a 2- or 3-D domain (a 1-D star is an interval: ellipses)", shape.str());
   const bool polygons = cfg_.family == "polygons";
@@ -322,7 +322,7 @@ bool ParametricField::retarget(double progress) {
 }
 
 FieldMap ParametricField::forward(const Domain& domain, double progress) {
-  FK_CHECK(domain.ndim() == ndim_, kWhere, std::to_string(ndim_) + "-D domain", domain.str());
+  FK_CHECK(domain.ndim() == ndim_, kWhere, fk::to_text(ndim_) + "-D domain", domain.str());
   FK_CHECK(params_.flat().device() == device_, kWhere,
            "parameters on " + device_.str() + " (where to() put them)",
            params_.flat().device().str());

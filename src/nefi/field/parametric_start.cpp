@@ -236,9 +236,9 @@ bool outside_placed(const ParametricStart& placed, int d, const double* x, doubl
 void ParametricField::start_at_extrema(int channel, const fk::Tensor& map,
                                        const fk::Tensor& support) {
   FK_CHECK(channel >= 0 && channel < n_out_, kWhere,
-           "a channel in [0, " + std::to_string(n_out_) + ")", std::to_string(channel));
+           "a channel in [0, " + fk::to_text(n_out_) + ")", fk::to_text(channel));
   FK_CHECK(map.dim() == ndim_ && map.numel() > 0 && fk::is_floating(map.dtype()), kWhere,
-           "a real " + std::to_string(ndim_) + "-D start map",
+           "a real " + fk::to_text(ndim_) + "-D start map",
            std::string(fk::name(map.dtype())) + " " + map.shape().str());
   const fk::Tensor m = map.detach().to(fk::DType::F64).contiguous();
   std::vector<double> v = m.to_vector<double>();

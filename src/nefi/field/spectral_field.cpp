@@ -32,8 +32,7 @@ std::vector<int64_t> mode_index(int64_t flat, const fk::Dims& modes) {
 std::vector<double> spectral_gains(const fk::Dims& modes, const std::vector<double>& extent,
                                    double smoothness) {
   FK_CHECK(static_cast<int>(extent.size()) == modes.size(), "nefi::spectral_gains",
-           "one extent per axis (" + std::to_string(modes.size()) + ")",
-           std::to_string(extent.size()));
+           "one extent per axis (" + fk::to_text(modes.size()) + ")", fk::to_text(extent.size()));
   const double longest = *std::max_element(extent.begin(), extent.end());
   std::vector<double> g(modes.numel());
   double energy = 0;  // sum of g^2 nu before the normalisation
@@ -56,7 +55,7 @@ std::vector<double> spectral_gains(const fk::Dims& modes, const std::vector<doub
 SpectralField::SpectralField(const Domain& domain, std::vector<HeadPtr> heads, SpectralConfig cfg)
     : heads_(std::move(heads)), cfg_(cfg) {
   FK_CHECK(!heads_.empty(), kWhere, "at least one head", "none");
-  FK_CHECK(cfg_.modes >= 0, kWhere, "modes >= 0 (0: one per cell)", std::to_string(cfg_.modes));
+  FK_CHECK(cfg_.modes >= 0, kWhere, "modes >= 0 (0: one per cell)", fk::to_text(cfg_.modes));
   FK_CHECK(cfg_.smoothness >= 0 && cfg_.smoothness <= 8, kWhere, "a smoothness in [0, 8]",
            fmt::format("{:g}", cfg_.smoothness));
   for (const HeadPtr& h : heads_) n_out_ += h->n_in();
@@ -110,7 +109,7 @@ void SpectralField::reset_parameters(uint64_t) {
 
 void SpectralField::on_stage_start(const Domain& domain) {
   if (domain.shape() == shape_) return;
-  FK_CHECK(domain.ndim() == shape_.size(), kWhere, std::to_string(shape_.size()) + "-D grids",
+  FK_CHECK(domain.ndim() == shape_.size(), kWhere, fk::to_text(shape_.size()) + "-D grids",
            domain.str());
   const fk::Dims old_modes = modes_;
   const std::vector<double> old_gains = gains_;

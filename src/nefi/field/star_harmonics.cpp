@@ -19,8 +19,8 @@ int star_harmonic_count(int ndim, int degree) {
 int star_harmonic_degree(int ndim, int j) {
   FK_CHECK((ndim == 2 || ndim == 3) && j >= 0 && j < star_harmonic_count(ndim, kStarMaxDegree),
            "nefi::star_harmonic_degree",
-           "a coefficient of a 2- or 3-D outline of degree <= " + std::to_string(kStarMaxDegree),
-           std::to_string(j) + " in " + std::to_string(ndim) + "-D");
+           "a coefficient of a 2- or 3-D outline of degree <= " + fk::to_text(kStarMaxDegree),
+           fk::to_text(j) + " in " + fk::to_text(ndim) + "-D");
   int l = kStarMinDegree;
   while (star_harmonic_count(ndim, l) <= j) ++l;
   return l;
@@ -39,8 +39,8 @@ double star_log_radius(int ndim, int degree, const double* u, const double* c, c
   const int count = star_harmonic_count(ndim, degree);
   FK_CHECK(ndim >= 1 && ndim <= 3 && degree <= kStarMaxDegree && (count == 0 || basis),
            "nefi::star_log_radius",
-           "1-3 axes, a degree <= " + std::to_string(kStarMaxDegree) + " and a basis buffer",
-           std::to_string(ndim) + " axes, degree " + std::to_string(degree));
+           "1-3 axes, a degree <= " + fk::to_text(kStarMaxDegree) + " and a basis buffer",
+           fk::to_text(ndim) + " axes, degree " + fk::to_text(degree));
   return cuda::star_log_radius_at(ndim, degree, u, c, gates, dh_du, basis);
 }
 

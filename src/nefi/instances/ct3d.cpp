@@ -54,28 +54,28 @@ struct Ct3dConfig {
     Ct3dConfig c;
     c.n = p.i("n");
     FK_CHECK(c.n >= 8 && c.n <= 1024, "config key 'n'", "a grid size in [8, 1024]",
-             std::to_string(c.n));
+             fk::to_text(c.n));
     c.n_z = p.i("n_z");
     FK_CHECK(c.n_z >= 4 && c.n_z <= 1024, "config key 'n_z'", "a slice count in [4, 1024]",
-             std::to_string(c.n_z));
+             fk::to_text(c.n_z));
     c.extent = p.d("extent");
-    FK_CHECK(c.extent > 0, "config key 'extent'", "a length > 0", std::to_string(c.extent));
+    FK_CHECK(c.extent > 0, "config key 'extent'", "a length > 0", fk::to_text(c.extent));
     c.height = p.d("height");
-    FK_CHECK(c.height > 0, "config key 'height'", "a length > 0", std::to_string(c.height));
+    FK_CHECK(c.height > 0, "config key 'height'", "a length > 0", fk::to_text(c.height));
     c.geometry = radon_geometry_from(p);
     const int64_t ss = p.i("supersample");
     FK_CHECK(ss >= 1 && ss <= 16, "config key 'supersample'", "a refinement in [1, 16]",
-             std::to_string(ss));
+             fk::to_text(ss));
     c.rays_per_bin = 2 * ss;  // data: 2 detector sub-bins per pixel, ss rays each
     c.z_per_row = ss;
     c.noise_std = noise_std_key(p);
     c.iou_tau = p.d("iou_tau");
     FK_CHECK(c.iou_tau > 0 && c.iou_tau < 1, "config key 'iou_tau'", "a fraction in (0, 1)",
-             std::to_string(c.iou_tau));
+             fk::to_text(c.iou_tau));
     c.scene = p.choice("scene", {"ellipsoids", "blobs", "piecewise"});
     c.init_value = p.d("init_value");
     FK_CHECK(c.init_value > 0 && c.init_value < 1, "config key 'init_value'",
-             "a value in (0, 1) (bounded head)", std::to_string(c.init_value));
+             "a value in (0, 1) (bounded head)", fk::to_text(c.init_value));
     c.fbp_clip = p.b("fbp_clip");
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, c.shape(), "lr");

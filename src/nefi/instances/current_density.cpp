@@ -55,12 +55,12 @@ struct CurrentDensityConfig {
     CurrentDensityConfig c;
     c.n = p.i("n");
     FK_CHECK(c.n >= 8 && c.n <= 2048, "config key 'n'", "a grid size in [8, 2048]",
-             std::to_string(c.n));
+             fk::to_text(c.n));
     c.pixel = p.d("pixel");
-    FK_CHECK(c.pixel > 0, "config key 'pixel'", "a size > 0 (um)", std::to_string(c.pixel));
+    FK_CHECK(c.pixel > 0, "config key 'pixel'", "a size > 0 (um)", fk::to_text(c.pixel));
     c.mag.standoff = p.d("z0");
     FK_CHECK(c.mag.standoff > 0, "config key 'z0'", "a standoff > 0 (um)",
-             std::to_string(c.mag.standoff));
+             fk::to_text(c.mag.standoff));
     c.mag.component =
         field_component_from(p.choice("component", {"z", "x", "y", "nv"}), "component");
     const auto axis = p.list("nv_axis");
@@ -69,23 +69,23 @@ struct CurrentDensityConfig {
     c.mag.nv_axis = {axis[0], axis[1], axis[2]};
     c.mag.layer_thickness = p.d("nv_layer_thickness");
     FK_CHECK(c.mag.layer_thickness >= 0, "config key 'nv_layer_thickness'", ">= 0 (um)",
-             std::to_string(c.mag.layer_thickness));
+             fk::to_text(c.mag.layer_thickness));
     c.mag.pad_factor = p.i("pad_factor");
     FK_CHECK(c.mag.pad_factor >= 1 && c.mag.pad_factor <= 8, "config key 'pad_factor'",
-             "an integer in [1, 8]", std::to_string(c.mag.pad_factor));
+             "an integer in [1, 8]", fk::to_text(c.mag.pad_factor));
     c.supersample = p.i("supersample");
     FK_CHECK(c.supersample >= 1 && c.supersample <= 4, "config key 'supersample'",
-             "a refinement in [1, 4]", std::to_string(c.supersample));
+             "a refinement in [1, 4]", fk::to_text(c.supersample));
     c.width_px = p.list("width_px");
     FK_CHECK(c.width_px.size() == 2 && c.width_px[0] > 0 && c.width_px[1] >= c.width_px[0],
              "config key 'width_px'", "a range [lo, hi] with 0 < lo <= hi (pixels)",
              Params::render(c.width_px));
     c.noise_std = noise_std_key(p);
     c.fourier_reg = p.d("fourier_reg");
-    FK_CHECK(c.fourier_reg > 0, "config key 'fourier_reg'", "> 0", std::to_string(c.fourier_reg));
+    FK_CHECK(c.fourier_reg > 0, "config key 'fourier_reg'", "> 0", fk::to_text(c.fourier_reg));
     c.fourier_cutoff = p.d("fourier_cutoff");
     FK_CHECK(c.fourier_cutoff > 0, "config key 'fourier_cutoff'", "> 0 (k_c z0)",
-             std::to_string(c.fourier_cutoff));
+             fk::to_text(c.fourier_cutoff));
     c.scene = p.choice("scene", {"wires", "loops", "branching"});
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");

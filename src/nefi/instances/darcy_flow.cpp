@@ -44,19 +44,19 @@ struct DarcyConfig {
     DarcyConfig c;
     c.n = p.i("n");
     FK_CHECK(c.n >= 8 && c.n <= 1024, "config key 'n'", "a grid size in [8, 1024]",
-             std::to_string(c.n));
+             fk::to_text(c.n));
     c.supersample = p.i("supersample");
     FK_CHECK(c.supersample >= 1 && c.supersample <= 8, "config key 'supersample'",
-             "a refinement in [1, 8]", std::to_string(c.supersample));
+             "a refinement in [1, 8]", fk::to_text(c.supersample));
     c.layout.extent = p.d("extent");
     FK_CHECK(c.layout.extent > 0, "config key 'extent'", "a length > 0",
              Params::render(c.layout.extent));
     c.layout.n_configs = p.i("n_configs");
     FK_CHECK(c.layout.n_configs >= 1 && c.layout.n_configs <= 256, "config key 'n_configs'",
-             "a count in [1, 256]", std::to_string(c.layout.n_configs));
+             "a count in [1, 256]", fk::to_text(c.layout.n_configs));
     c.layout.n_sensors = p.i("n_sensors");
     FK_CHECK(c.layout.n_sensors >= 2 && c.layout.n_sensors <= 256, "config key 'n_sensors'",
-             "a lattice size in [2, 256]", std::to_string(c.layout.n_sensors));
+             "a lattice size in [2, 256]", fk::to_text(c.layout.n_sensors));
     c.layout.well_angle = p.d("well_angle");
     c.layout.rate = p.d("rate");
     c.layout.viscosity = p.d("viscosity");

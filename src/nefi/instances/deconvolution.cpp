@@ -161,7 +161,7 @@ struct DeconvolutionConfig {
 double background_counts_of(const Params& p) {
   const double alias = p.d("background");
   const double bg = alias >= 0 ? alias : p.d("background_counts");
-  FK_CHECK(bg >= 0, "config key 'background_counts'", "counts >= 0", std::to_string(bg));
+  FK_CHECK(bg >= 0, "config key 'background_counts'", "counts >= 0", fk::to_text(bg));
   return bg;
 }
 
@@ -188,9 +188,9 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   DeconvolutionConfig c;
   c.n = p.i("n");
   c.supersample = p.i("supersample");
-  FK_CHECK(c.n >= 8, "config key 'n'", "a grid size >= 8", std::to_string(c.n));
+  FK_CHECK(c.n >= 8, "config key 'n'", "a grid size >= 8", fk::to_text(c.n));
   FK_CHECK(c.supersample >= 1 && c.supersample <= 64, "config key 'supersample'",
-           "a refinement in [1, 64]", std::to_string(c.supersample));
+           "a refinement in [1, 64]", fk::to_text(c.supersample));
   // A positive, finite length of the config, at most `most` (the PSF's sizes:
   // a blur wider than the field of view leaves a flat image, and its kernel
   // grows with it).
@@ -205,7 +205,7 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   c.extent = length("extent", std::numeric_limits<double>::infinity());
   c.render_factor = p.i("render_factor");
   FK_CHECK(c.render_factor >= 1, "config key 'render_factor'", ">= 1",
-           std::to_string(c.render_factor));
+           fk::to_text(c.render_factor));
   c.scene = p.s("scene");
   FK_CHECK(c.scene == "phantom" || c.scene == "smooth" || c.scene == "sparse_dots",
            "config key 'scene'", "phantom, smooth or sparse_dots", c.scene);
@@ -228,7 +228,7 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   c.bounded_head = p.choice("head", {"softplus", "bounded"}) == "bounded";
   c.init_value = p.d("init_value");
   FK_CHECK(!c.bounded_head || (c.init_value > 0 && c.init_value < 1), "config key 'init_value'",
-           "a value in (0, 1) for head bounded", std::to_string(c.init_value));
+           "a value in (0, 1) for head bounded", fk::to_text(c.init_value));
   c.field = neural_field_config_from(p);
   c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
   c.grid_curriculum = curriculum_from(p, {c.n, c.n}, "grid_lr");
@@ -237,12 +237,12 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   c.dd_width = p.i("dd_width");
   c.dd_stages = p.i("dd_stages");
   FK_CHECK(c.dd_width >= 1 && c.dd_width <= 1024, "config key 'dd_width'", "a width in [1, 1024]",
-           std::to_string(c.dd_width));
+           fk::to_text(c.dd_width));
   FK_CHECK(c.dd_stages >= 1 && c.dd_stages <= 8, "config key 'dd_stages'", "a count in [1, 8]",
-           std::to_string(c.dd_stages));
+           fk::to_text(c.dd_stages));
   c.splat_primitives = p.i("splat_primitives");
   FK_CHECK(c.splat_primitives >= 1 && c.splat_primitives <= 4096, "config key 'splat_primitives'",
-           "a count in [1, 4096]", std::to_string(c.splat_primitives));
+           "a count in [1, 4096]", fk::to_text(c.splat_primitives));
   c.tv.eps = p.d("tv_eps");
   c.tv.use_spacing = true;  // gradients per unit length: the weight holds at every stage
   c.tv_weight = weight_key(p, "tv");
@@ -266,10 +266,9 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   c.admm.tol = p.d("admm_tol");
   c.admm.adaptive = p.b("admm_adaptive");
   c.admm.hi = c.bounded_head ? 1.0 : std::numeric_limits<double>::infinity();
-  FK_CHECK(c.admm.mu > 0, "config key 'admm_mu'", "a penalty > 0", std::to_string(c.admm.mu));
-  FK_CHECK(c.admm.max_iters >= 1, "config key 'admm_iters'", ">= 1",
-           std::to_string(c.admm.max_iters));
-  FK_CHECK(c.admm.tol > 0, "config key 'admm_tol'", "a tolerance > 0", std::to_string(c.admm.tol));
+  FK_CHECK(c.admm.mu > 0, "config key 'admm_mu'", "a penalty > 0", fk::to_text(c.admm.mu));
+  FK_CHECK(c.admm.max_iters >= 1, "config key 'admm_iters'", ">= 1", fk::to_text(c.admm.max_iters));
+  FK_CHECK(c.admm.tol > 0, "config key 'admm_tol'", "a tolerance > 0", fk::to_text(c.admm.tol));
   return c;
 }
 

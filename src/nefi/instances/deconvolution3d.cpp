@@ -90,23 +90,23 @@ struct Deconvolution3dConfig {
     Deconvolution3dConfig c;
     c.n = p.i("n");
     FK_CHECK(c.n >= 8 && c.n <= 1024, "config key 'n'", "a grid size in [8, 1024]",
-             std::to_string(c.n));
+             fk::to_text(c.n));
     c.n_z = p.i("n_z");
     FK_CHECK(c.n_z >= 4 && c.n_z <= 1024, "config key 'n_z'", "a slice count in [4, 1024]",
-             std::to_string(c.n_z));
+             fk::to_text(c.n_z));
     c.supersample = p.i("supersample");
     FK_CHECK(c.supersample >= 1 && c.supersample <= 4, "config key 'supersample'",
-             "a refinement in [1, 4]", std::to_string(c.supersample));
+             "a refinement in [1, 4]", fk::to_text(c.supersample));
     c.pixel = p.d("pixel");
-    FK_CHECK(c.pixel > 0, "config key 'pixel'", "a size > 0 (um)", std::to_string(c.pixel));
+    FK_CHECK(c.pixel > 0, "config key 'pixel'", "a size > 0 (um)", fk::to_text(c.pixel));
     c.z_step = p.d("z_step");
-    FK_CHECK(c.z_step > 0, "config key 'z_step'", "a step > 0 (um)", std::to_string(c.z_step));
+    FK_CHECK(c.z_step > 0, "config key 'z_step'", "a step > 0 (um)", fk::to_text(c.z_step));
     c.sigma_xy = p.d("psf_sigma_xy");
     FK_CHECK(c.sigma_xy > 0, "config key 'psf_sigma_xy'", "a width > 0 (um)",
-             std::to_string(c.sigma_xy));
+             fk::to_text(c.sigma_xy));
     c.axial_ratio = p.d("axial_ratio");
     FK_CHECK(c.axial_ratio > 0, "config key 'axial_ratio'", "a ratio > 0",
-             std::to_string(c.axial_ratio));
+             fk::to_text(c.axial_ratio));
     c.noise_std = noise_std_key(p);
     c.psf_extent = deconv3d::psf_extent_from(p.s("psf_extent"));
     c.poisson = p.choice("noise", {"gaussian", "poisson"}) == "poisson";
@@ -118,21 +118,21 @@ struct Deconvolution3dConfig {
     }
     c.peak_counts = p.d("peak_counts");
     FK_CHECK(c.peak_counts > 0, "config key 'peak_counts'", "counts > 0 at intensity 1",
-             std::to_string(c.peak_counts));
+             fk::to_text(c.peak_counts));
     c.background_counts = p.d("background_counts");
     FK_CHECK(c.background_counts >= 0, "config key 'background_counts'", "counts >= 0",
-             std::to_string(c.background_counts));
+             fk::to_text(c.background_counts));
     c.iou_threshold = p.d("iou_threshold");
     FK_CHECK(c.iou_threshold >= 0 && c.iou_threshold < 1, "config key 'iou_threshold'",
-             "0 (the truth's Otsu level) or a fraction in (0, 1)", std::to_string(c.iou_threshold));
+             "0 (the truth's Otsu level) or a fraction in (0, 1)", fk::to_text(c.iou_threshold));
     c.rl_iterations = p.i("rl_iterations");
     FK_CHECK(c.rl_iterations >= 1 && c.rl_iterations <= 100000, "config key 'rl_iterations'",
-             "an iteration count in [1, 100000]", std::to_string(c.rl_iterations));
+             "an iteration count in [1, 100000]", fk::to_text(c.rl_iterations));
     c.scene = p.choice("scene",
                        {"filaments", "bezier_filaments", "puncta", "cells", "uniform_filaments"});
     c.init_value = p.d("init_value");
     FK_CHECK(c.init_value > 0, "config key 'init_value'", "> 0 (softplus head)",
-             std::to_string(c.init_value));
+             fk::to_text(c.init_value));
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, c.shape(), "lr");
     c.grid_curriculum = curriculum_from(p, c.shape(), "grid_lr");

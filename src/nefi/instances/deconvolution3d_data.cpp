@@ -265,9 +265,9 @@ std::vector<double> gaussian_blur(const std::vector<double>& v, const std::array
 
 std::vector<double> poisson_counts(const std::vector<double>& clean, double peak, double background,
                                    uint64_t seed) {
-  FK_CHECK(peak > 0, "config key 'peak_counts'", "counts > 0 at intensity 1", std::to_string(peak));
+  FK_CHECK(peak > 0, "config key 'peak_counts'", "counts > 0 at intensity 1", fk::to_text(peak));
   FK_CHECK(background >= 0, "config key 'background_counts'", "counts >= 0",
-           std::to_string(background));
+           fk::to_text(background));
   datagen::Rng rng(seed);
   std::vector<double> y(clean.size());
   for (size_t i = 0; i < y.size(); ++i)

@@ -18,7 +18,7 @@ Diagnostics diagnose_instance(const Instance& inst, const RunConfig& cfg, const 
   FK_CHECK(opt.hessian_k == 0 ||
                (opt.hessian_k > 0 && opt.hessian_iter >= opt.hessian_k && opt.hessian_iter <= 1000),
            "diagnose --hessian / --hessian-iter", "K >= 0 and K <= Lanczos steps <= 1000",
-           std::to_string(opt.hessian_k) + " and " + std::to_string(opt.hessian_iter));
+           fk::to_text(opt.hessian_k) + " and " + fk::to_text(opt.hessian_iter));
   std::optional<ProblemSetup> s = inst.setup(cfg.config, method, cfg.seed);
   FK_CHECK(s.has_value(), "diagnose method (--method)",
            "an instance and method that expose their inverse problem (a solver-loop method)",

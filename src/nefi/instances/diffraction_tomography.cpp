@@ -123,8 +123,7 @@ struct DtConfig {
     auto count = [&](const char* key, int64_t lo, int64_t hi) {
       const int64_t v = p.i(key);
       FK_CHECK(v >= lo && v <= hi, std::string("config key '") + key + "'",
-               "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
-               std::to_string(v));
+               "an integer in [" + fk::to_text(lo) + ", " + fk::to_text(hi) + "]", fk::to_text(v));
       return v;
     };
     c.n = count("n", 8, 1024);

@@ -68,7 +68,7 @@ struct Dot3dConfig {
     c.geometry.extent = {e[0], e[1], e[2]};
     c.supersample = p.i("supersample");
     FK_CHECK(c.supersample >= 1 && c.supersample <= 4, "config key 'supersample'",
-             "a refinement in [1, 4]", std::to_string(c.supersample));
+             "a refinement in [1, 4]", fk::to_text(c.supersample));
     c.geometry.mus_prime = p.d("mus_prime");
     FK_CHECK(c.geometry.mus_prime > 0, "config key 'mus_prime'", "a scattering > 0 (1/mm)",
              Params::render(c.geometry.mus_prime));
@@ -120,13 +120,13 @@ struct Dot3dConfig {
   static void read_layout(const Params& p, dot::Geometry& g) {
     g.n_sources = p.i("n_sources");
     FK_CHECK(g.n_sources >= 1 && g.n_sources <= 16, "config key 'n_sources'",
-             "a lattice size in [1, 16]", std::to_string(g.n_sources));
+             "a lattice size in [1, 16]", fk::to_text(g.n_sources));
     g.n_detectors = p.i("n_detectors");
     FK_CHECK(g.n_detectors >= 2 && g.n_detectors <= 64, "config key 'n_detectors'",
-             "a lattice size in [2, 64]", std::to_string(g.n_detectors));
+             "a lattice size in [2, 64]", fk::to_text(g.n_detectors));
     g.detector_samples = p.i("detector_samples");
     FK_CHECK(g.detector_samples >= 1 && g.detector_samples <= 8, "config key 'detector_samples'",
-             "samples per footprint side in [1, 8]", std::to_string(g.detector_samples));
+             "samples per footprint side in [1, 8]", fk::to_text(g.detector_samples));
     g.source_span = p.d("source_span");
     FK_CHECK(g.source_span >= 0 && g.source_span <= 0.95, "config key 'source_span'",
              "a fraction in [0, 0.95]", Params::render(g.source_span));

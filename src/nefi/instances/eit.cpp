@@ -58,13 +58,13 @@ struct EitConfig {
     EitConfig c;
     c.n = p.i("n");
     FK_CHECK(c.n >= 8 && c.n <= 1024, "config key 'n'", "a grid size in [8, 1024]",
-             std::to_string(c.n));
+             fk::to_text(c.n));
     c.n_patterns = p.i("n_patterns");
     FK_CHECK(c.n_patterns >= 1 && c.n_patterns <= 2 * c.n, "config key 'n_patterns'",
-             "a pattern count in [1, 2 n]", std::to_string(c.n_patterns));
+             "a pattern count in [1, 2 n]", fk::to_text(c.n_patterns));
     c.supersample = p.i("supersample");
     FK_CHECK(c.supersample >= 1 && c.supersample <= 8, "config key 'supersample'",
-             "a refinement in [1, 8]", std::to_string(c.supersample));
+             "a refinement in [1, 8]", fk::to_text(c.supersample));
     c.amplitude = p.d("amplitude");
     FK_CHECK(c.amplitude > 0, "config key 'amplitude'", "> 0", Params::render(c.amplitude));
     c.sigma_bg = p.d("sigma_bg");

@@ -17,7 +17,7 @@ constexpr const char* kWhere = "nefi::eit::FluxTerm";
 
 std::vector<int64_t> boundary_ring_cells(int64_t n) {
   FK_CHECK(n >= 3, "nefi::eit::boundary_ring_cells", "a grid of n >= 3 cells per axis",
-           std::to_string(n));
+           fk::to_text(n));
   std::vector<int64_t> cells;
   cells.reserve(4 * n - 4);
   for (int64_t row : {int64_t{0}, n - 1})
@@ -42,7 +42,7 @@ fk::Tensor boundary_ring(const fk::Tensor& x) {
 FluxTerm::FluxTerm(const fk::Tensor& c, int64_t n) : n_(n) {
   const std::vector<int64_t> ring = boundary_ring_cells(n);
   FK_CHECK(c.dim() == 2 && c.size(1) == n * n, kWhere,
-           "a (R, " + std::to_string(n * n) + ") flux matrix", c.shape().str());
+           "a (R, " + fk::to_text(n * n) + ") flux matrix", c.shape().str());
   const int64_t rows = c.size(0), cols = n * n, k = static_cast<int64_t>(ring.size());
   const std::vector<double> v = c.to(fk::DType::F64).contiguous().to_vector<double>();
   std::vector<bool> on_ring(cols, false);
@@ -51,7 +51,7 @@ FluxTerm::FluxTerm(const fk::Tensor& c, int64_t n) : n_(n) {
     for (int64_t j = 0; j < cols; ++j)
       FK_CHECK(on_ring[j] || v[i * cols + j] == 0, kWhere,
                "a flux matrix that is zero off the boundary cells",
-               "a nonzero at row " + std::to_string(i) + ", cell " + std::to_string(j));
+               "a nonzero at row " + fk::to_text(i) + ", cell " + fk::to_text(j));
   std::vector<double> kept(rows * k);
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t r = 0; r < k; ++r) kept[i * k + r] = v[i * cols + ring[r]];

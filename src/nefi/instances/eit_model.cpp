@@ -71,13 +71,13 @@ void reference_to_mean(double* w, int64_t m, int64_t cells) {
 
 void check_electrodes(const Electrodes& e, int64_t n_patterns) {
   FK_CHECK(e.count >= 0, "config key 'electrodes'", "an electrode count >= 0 (0: continuum)",
-           std::to_string(e.count));
+           fk::to_text(e.count));
   FK_CHECK(e.coverage > 0 && e.coverage <= 1, "config key 'electrode_coverage'",
-           "a boundary fraction in (0, 1]", std::to_string(e.coverage));
+           "a boundary fraction in (0, 1]", fk::to_text(e.coverage));
   const int64_t k_max = (n_patterns + 1) / 2;
   FK_CHECK(e.count == 0 || 2 * k_max < e.count, "config keys 'electrodes' and 'n_patterns'",
            "more than 2 ceil(n_patterns / 2) electrodes",
-           std::to_string(e.count) + " electrodes for " + std::to_string(n_patterns) + " patterns");
+           fk::to_text(e.count) + " electrodes for " + fk::to_text(n_patterns) + " patterns");
 }
 
 std::vector<Segment> observed_segments(int64_t native, const Electrodes& e) {
@@ -98,7 +98,7 @@ std::vector<Segment> observed_segments(int64_t native, const Electrodes& e) {
 std::vector<double> inject(int64_t n, const std::vector<Segment>& segments,
                            const std::vector<double>& currents) {
   FK_CHECK(currents.size() == segments.size(), "nefi::eit::inject", "one current per segment",
-           std::to_string(currents.size()) + " for " + std::to_string(segments.size()));
+           fk::to_text(currents.size()) + " for " + fk::to_text(segments.size()));
   const double h = 2.0 / static_cast<double>(n);
   std::vector<double> b(n * n, 0.0);
   for (size_t k = 0; k < segments.size(); ++k)
@@ -110,7 +110,7 @@ std::vector<double> inject(int64_t n, const std::vector<Segment>& segments,
 std::vector<double> inject_adjoint(int64_t n, const std::vector<Segment>& segments,
                                    const std::vector<double>& u) {
   FK_CHECK(static_cast<int64_t>(u.size()) == n * n, "nefi::eit::inject_adjoint",
-           std::to_string(n * n) + " cell values", std::to_string(u.size()));
+           fk::to_text(n * n) + " cell values", fk::to_text(u.size()));
   const double h = 2.0 / static_cast<double>(n);
   std::vector<double> out;
   for (const Segment& k : segments) {
@@ -150,7 +150,7 @@ std::vector<double> trace_matrix(int64_t n, const std::vector<Segment>& segments
                                  bool extrapolate) {
   FK_CHECK(n >= 2 && !segments.empty(), "nefi::eit::trace_matrix",
            "n >= 2 cells and at least one segment",
-           std::to_string(n) + ", " + std::to_string(segments.size()));
+           fk::to_text(n) + ", " + fk::to_text(segments.size()));
   const auto m = static_cast<int64_t>(segments.size());
   const int64_t cells = n * n;
   std::vector<double> w(m * cells, 0.0);
@@ -165,7 +165,7 @@ std::vector<double> trace_matrix(int64_t n, const std::vector<Segment>& segments
 }
 
 std::vector<double> trace_matrix(int64_t n, int64_t native) {
-  FK_CHECK(native >= 1, "nefi::eit::trace_matrix", "native >= 1", std::to_string(native));
+  FK_CHECK(native >= 1, "nefi::eit::trace_matrix", "native >= 1", fk::to_text(native));
   return trace_matrix(n, observed_segments(native, {}));
 }
 
@@ -251,7 +251,7 @@ std::vector<double> render_sigma(const std::vector<Inclusion>& inc, double sigma
 double inclusion_iou(const std::vector<double>& pred, const std::vector<double>& gt,
                      double sigma_bg) {
   FK_CHECK(pred.size() == gt.size(), "nefi::eit::inclusion_iou", "maps of equal size",
-           std::to_string(pred.size()) + " and " + std::to_string(gt.size()));
+           fk::to_text(pred.size()) + " and " + fk::to_text(gt.size()));
   auto log_contrast = [sigma_bg](const std::vector<double>& x, double* peak) {
     std::vector<double> l(x.size());
     *peak = 0;

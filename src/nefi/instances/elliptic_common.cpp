@@ -44,10 +44,10 @@ EllipticOperatorOptions elliptic_options_from(const Params& p) {
   o.solve.cg.check_every = p.i("check_every");
   FK_CHECK(o.solve.cg.check_every >= 1 && o.solve.cg.check_every <= 1000,
            "config key 'check_every'", "an integer in [1, 1000]",
-           std::to_string(o.solve.cg.check_every));
+           fk::to_text(o.solve.cg.check_every));
   o.solve.cg.max_iter = p.i("max_iter");
   FK_CHECK(o.solve.cg.max_iter >= 0, "config key 'max_iter'", ">= 0 (0: automatic)",
-           std::to_string(o.solve.cg.max_iter));
+           fk::to_text(o.solve.cg.max_iter));
   // No unrolled gradient here: autograd through the PCG is the derivative of
   // its Krylov iterates, which for point sources (the wells, the patterns)
   // stop in a subspace that lacks directions dA u needs (darcy 16^2 at tol

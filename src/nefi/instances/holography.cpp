@@ -49,37 +49,37 @@ struct HolographyConfig {
     HolographyConfig c;
     c.n = p.i("n");
     FK_CHECK(c.n >= 8 && c.n <= 4096, "config key 'n'", "a grid size in [8, 4096]",
-             std::to_string(c.n));
+             fk::to_text(c.n));
     c.supersample = p.i("supersample");
     FK_CHECK(c.supersample >= 1 && c.supersample <= 4, "config key 'supersample'",
-             "a refinement in [1, 4]", std::to_string(c.supersample));
+             "a refinement in [1, 4]", fk::to_text(c.supersample));
     c.pixel = p.d("pixel");
-    FK_CHECK(c.pixel > 0, "config key 'pixel'", "a size > 0 (um)", std::to_string(c.pixel));
+    FK_CHECK(c.pixel > 0, "config key 'pixel'", "a size > 0 (um)", fk::to_text(c.pixel));
     c.prop.wavelength = p.d("wavelength");
     FK_CHECK(c.prop.wavelength > 0, "config key 'wavelength'", "a wavelength > 0 (um)",
-             std::to_string(c.prop.wavelength));
+             fk::to_text(c.prop.wavelength));
     c.distances = p.list("distances");
     FK_CHECK(!c.distances.empty(), "config key 'distances'", "at least one distance", "[]");
     for (double z : c.distances)
       FK_CHECK(z > 0, "config key 'distances'", "distances > 0 (um)", Params::render(c.distances));
     c.prop.pad_factor = p.i("pad_factor");
     FK_CHECK(c.prop.pad_factor >= 1 && c.prop.pad_factor <= 8, "config key 'pad_factor'",
-             "an integer in [1, 8]", std::to_string(c.prop.pad_factor));
+             "an integer in [1, 8]", fk::to_text(c.prop.pad_factor));
     c.prop.edge_pad = p.choice("pad_mode", {"edge", "zero"}) == "edge";
     c.prop.band_limit = p.b("band_limit");
     c.absorption = p.d("absorption");
-    FK_CHECK(c.absorption >= 0, "config key 'absorption'", ">= 0", std::to_string(c.absorption));
+    FK_CHECK(c.absorption >= 0, "config key 'absorption'", ">= 0", fk::to_text(c.absorption));
     c.phase_amplitude = p.d("phase_amplitude");
     FK_CHECK(c.phase_amplitude > 0, "config key 'phase_amplitude'", "> 0 (rad)",
-             std::to_string(c.phase_amplitude));
+             fk::to_text(c.phase_amplitude));
     c.phase_bound = p.d("phase_bound");
     FK_CHECK(c.phase_bound > 0, "config key 'phase_bound'", "> 0 (rad)",
-             std::to_string(c.phase_bound));
+             fk::to_text(c.phase_bound));
     c.noise_std = noise_std_key(p);
     c.gs_iterations = p.i("gs_iterations");
     c.gs_sequential = p.choice("gs_variant", {"sequential", "averaged"}) == "sequential";
     FK_CHECK(c.gs_iterations >= 1 && c.gs_iterations <= 100000, "config key 'gs_iterations'",
-             "an iteration count in [1, 100000]", std::to_string(c.gs_iterations));
+             "an iteration count in [1, 100000]", fk::to_text(c.gs_iterations));
     c.scene = p.choice("scene", {"smooth_phase", "cells"});
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");

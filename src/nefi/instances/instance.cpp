@@ -176,7 +176,7 @@ LbfgsOptions lbfgs_options_from(const Params& p) {
   auto count = [&](const char* key, int64_t lo) {
     const int64_t v = p.i(key);
     FK_CHECK(v >= lo && v <= 1000000, std::string("config key '") + key + "'",
-             "an integer in [" + std::to_string(lo) + ", 1000000]", std::to_string(v));
+             "an integer in [" + fk::to_text(lo) + ", 1000000]", fk::to_text(v));
     return static_cast<int>(v);
   };
   o.history = count("lbfgs_history", 1);
@@ -204,11 +204,11 @@ NeuralFieldConfig neural_field_config_from(const Params& p) {
   NeuralFieldConfig fc;
   const int64_t hidden = p.i("hidden"), depth = p.i("depth"), octaves = p.i("n_octaves");
   FK_CHECK(hidden >= 1 && hidden <= kMaxHidden, "config key 'hidden'",
-           "a width in [1, " + std::to_string(kMaxHidden) + "]", std::to_string(hidden));
+           "a width in [1, " + fk::to_text(kMaxHidden) + "]", fk::to_text(hidden));
   FK_CHECK(depth >= 1 && depth <= kMaxDepth, "config key 'depth'",
-           "a layer count in [1, " + std::to_string(kMaxDepth) + "]", std::to_string(depth));
+           "a layer count in [1, " + fk::to_text(kMaxDepth) + "]", fk::to_text(depth));
   FK_CHECK(octaves >= 0 && octaves <= 60, "config key 'n_octaves'", "an octave count in [0, 60]",
-           std::to_string(octaves));
+           fk::to_text(octaves));
   fc.hidden = static_cast<int>(hidden);
   fc.depth = static_cast<int>(depth);
   fc.skip_at = static_cast<int>(std::clamp<int64_t>(p.i("skip_at"), -1, depth));
@@ -224,7 +224,7 @@ Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::st
                            const std::string& steps_key) {
   const double lr = p.d(lr_key);
   FK_CHECK(lr > 0 && std::isfinite(lr), "config key '" + lr_key + "'", "a finite learning rate > 0",
-           std::to_string(lr));
+           fk::to_text(lr));
   std::vector<int> steps;
   const std::vector<double> listed = p.list(steps_key);
   for (double s : listed) {
@@ -234,15 +234,15 @@ Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::st
   }
   const double anneal = p.d("anneal_fraction");
   FK_CHECK(anneal > 0 && anneal <= 1, "config key 'anneal_fraction'", "a fraction in (0, 1]",
-           std::to_string(anneal));
+           fk::to_text(anneal));
   const int64_t warmup = p.i("lr_warmup");
   const int64_t shortest = steps.empty() ? 1 : *std::min_element(steps.begin(), steps.end());
   FK_CHECK(warmup >= 0 && warmup < shortest, "config key 'lr_warmup'",
-           "a step count in [0, " + std::to_string(shortest) + ") (below every stage's steps)",
-           std::to_string(warmup));
+           "a step count in [0, " + fk::to_text(shortest) + ") (below every stage's steps)",
+           fk::to_text(warmup));
   const int64_t factor = p.i("coarse_factor");
   FK_CHECK(factor >= 2 && factor <= 16, "config key 'coarse_factor'", "an integer in [2, 16]",
-           std::to_string(factor));
+           fk::to_text(factor));
   Curriculum c =
       Curriculum::multiscale(shape, steps, lr, p.d("lr_decay"), p.i("min_coarse"), factor);
   const bool reset = p.b("anneal_reset");

@@ -173,7 +173,7 @@ double NumpyRng::uniform(double lo, double hi) {
 int64_t NumpyRng::integers(int64_t lo, int64_t hi) {
   FK_CHECK(lo < hi && static_cast<uint64_t>(hi - lo - 1) < 0xffffffffull,
            "nefi::NumpyRng::integers", "lo < hi with hi - lo <= 2^32 - 1",
-           std::to_string(lo) + ", " + std::to_string(hi));
+           fk::to_text(lo) + ", " + fk::to_text(hi));
   const uint32_t range = static_cast<uint32_t>(hi - lo - 1);  // inclusive span
   if (range == 0) return lo;
   const uint32_t excl = range + 1;
@@ -225,7 +225,7 @@ double NumpyRng::standard_normal() {
 }
 
 std::vector<double> NumpyRng::dirichlet_flat(int64_t k) {
-  FK_CHECK(k >= 1, "nefi::NumpyRng::dirichlet_flat", "k >= 1 components", std::to_string(k));
+  FK_CHECK(k >= 1, "nefi::NumpyRng::dirichlet_flat", "k >= 1 components", fk::to_text(k));
   std::vector<double> w(k);
   double sum = 0;
   for (double& v : w) {

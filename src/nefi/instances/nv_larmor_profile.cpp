@@ -17,12 +17,11 @@ class LarmorProfile : public Postprocess {
       : op_(std::move(op)), o_(o) {
     FK_CHECK(op_ != nullptr, "nefi::larmor_profile", "an NV operator", "none");
     FK_CHECK(o_.band_lo < o_.band_hi, "nefi::larmor_profile", "a band lo < hi",
-             std::to_string(o_.band_lo) + ", " + std::to_string(o_.band_hi));
+             fk::to_text(o_.band_lo) + ", " + fk::to_text(o_.band_hi));
     FK_CHECK(o_.tau >= 0 && o_.tau < 1, "nefi::larmor_profile", "tau in [0, 1)",
-             std::to_string(o_.tau));
-    FK_CHECK(o_.eps > 0, "nefi::larmor_profile", "eps > 0", std::to_string(o_.eps));
-    FK_CHECK(o_.scan >= 2, "nefi::larmor_profile", "at least 2 scan samples",
-             std::to_string(o_.scan));
+             fk::to_text(o_.tau));
+    FK_CHECK(o_.eps > 0, "nefi::larmor_profile", "eps > 0", fk::to_text(o_.eps));
+    FK_CHECK(o_.scan >= 2, "nefi::larmor_profile", "at least 2 scan samples", fk::to_text(o_.scan));
   }
 
   std::map<std::string, double> apply(FieldMap& fields, fk::Tensor& pred,

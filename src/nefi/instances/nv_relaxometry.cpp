@@ -86,8 +86,7 @@ double positive_key(const Params& p, const char* key, bool allow_zero = false) {
 NVConfig NVConfig::from(const Params& p) {
   NVConfig c;
   c.n = p.i("n");
-  FK_CHECK(c.n >= 8 && c.n <= 1024, "config key 'n'", "a grid size in [8, 1024]",
-           std::to_string(c.n));
+  FK_CHECK(c.n >= 8 && c.n <= 1024, "config key 'n'", "a grid size in [8, 1024]", fk::to_text(c.n));
   c.spacing = positive_key(p, "spacing");
   c.phys.z0 = positive_key(p, "z0");
   c.phys.gamma = positive_key(p, "gamma");
@@ -97,8 +96,7 @@ NVConfig NVConfig::from(const Params& p) {
   c.phys.larmor_default = 0.5 * (c.band[0] + c.band[1]);
   const std::vector<double> fr = range_key(p, "freq_range", 0.0, true);
   const int64_t nf = p.i("n_freq");
-  FK_CHECK(nf >= 2 && nf <= 4096, "config key 'n_freq'", "a count in [2, 4096]",
-           std::to_string(nf));
+  FK_CHECK(nf >= 2 && nf <= 4096, "config key 'n_freq'", "a count in [2, 4096]", fk::to_text(nf));
   for (int64_t f = 0; f < nf; ++f) c.phys.freqs.push_back(fr[0] + (fr[1] - fr[0]) * f / (nf - 1));
   const std::vector<double> axis = p.list("nv_axis");
   FK_CHECK(axis.size() == 3, "config key 'nv_axis'", "a 3-vector (axis 0, axis 1, z)",
@@ -132,7 +130,7 @@ NVConfig NVConfig::from(const Params& p) {
   c.curriculum = curriculum_from(p, {c.n, c.n}, "lr");
   const int64_t restarts = p.i("restarts");
   FK_CHECK(restarts >= 1 && restarts <= 100, "config key 'restarts'", "a count in [1, 100]",
-           std::to_string(restarts));
+           fk::to_text(restarts));
   c.curriculum.restarts = static_cast<int>(restarts);
   for (const char* w :
        {"w_log_mse", "w_noise_map", "w_direct_density", "w_sparsity", "w_l1", "w_tv", "w_spectrum"})
@@ -150,11 +148,11 @@ NVConfig NVConfig::from(const Params& p) {
   c.gmsd_c = positive_key(p, "gmsd_c");
   const int64_t proj = p.i("swd_projections");
   FK_CHECK(proj >= 1 && proj <= 100000, "config key 'swd_projections'", "a count in [1, 100000]",
-           std::to_string(proj));
+           fk::to_text(proj));
   c.swd_projections = static_cast<int>(proj);
   const int64_t gsteps = p.i("grid_steps");
   FK_CHECK(gsteps >= 1 && gsteps <= 1000000000, "config key 'grid_steps'", "a step count >= 1",
-           std::to_string(gsteps));
+           fk::to_text(gsteps));
   c.grid_curriculum =
       Curriculum::single({c.n, c.n}, static_cast<int>(gsteps), positive_key(p, "grid_lr"));
   c.grid_curriculum.stages[0].anneal = false;
@@ -369,7 +367,7 @@ class NVRelaxometry : public Instance {
     // the data's (a run's own run.init_seed still wins).
     const int64_t init = p.i("init_seed");
     FK_CHECK(init >= -1, "config key 'init_seed'", "a seed >= 0, or -1 (the run's seed)",
-             std::to_string(init));
+             fk::to_text(init));
     if (init < 0 || so.init_seed) return run_method(*this, p, method, seed, so);
     SolverOptions with_init = so;
     with_init.init_seed = static_cast<uint64_t>(init);

@@ -48,8 +48,8 @@ std::vector<Source> draw_scene(const SceneSpec& spec, int64_t n, double z0_px, u
   hi *= z0_px;
   const int64_t m = static_cast<int64_t>(std::ceil(spec.margin_z0 * z0_px));
   FK_CHECK(n - 1 - 2 * m >= 0, "config key 'margin_z0'",
-           "a margin that leaves room on the " + std::to_string(n) + "^2 grid",
-           std::to_string(spec.margin_z0) + " z0 = " + std::to_string(m) + " px per side");
+           "a margin that leaves room on the " + fk::to_text(n) + "^2 grid",
+           fk::to_text(spec.margin_z0) + " z0 = " + fk::to_text(m) + " px per side");
   NumpyRng rng(seed);
   const int64_t k =
       rng.integers(static_cast<int64_t>((*counts)[0]), static_cast<int64_t>((*counts)[1]) + 1);
@@ -79,9 +79,9 @@ std::vector<Source> draw_scene(const SceneSpec& spec, int64_t n, double z0_px, u
   }
   FK_CHECK(false, "config key 'scene'",
            "a class whose sources fit the grid (n, margin_z0, separations)",
-           spec.count + "/" + spec.separation + ": no placement of " + std::to_string(k) +
-               " sources found on the " + std::to_string(n) + "^2 grid (a larger n, e.g. --set n=" +
-               std::to_string(2 * n) + ", or a smaller margin_z0 leaves room)");
+           spec.count + "/" + spec.separation + ": no placement of " + fk::to_text(k) +
+               " sources found on the " + fk::to_text(n) + "^2 grid (a larger n, e.g. --set n=" +
+               fk::to_text(2 * n) + ", or a smaller margin_z0 leaves room)");
   return {};
 }
 

@@ -68,10 +68,10 @@ struct PhotoacousticConfig {
     }
     c.supersample = p.i("supersample");
     FK_CHECK(c.supersample >= 1 && c.supersample <= 4, "config key 'supersample'",
-             "a refinement in [1, 4]", std::to_string(c.supersample));
+             "a refinement in [1, 4]", fk::to_text(c.supersample));
     c.gen_order = p.i("gen_order");
     FK_CHECK(c.gen_order == 2 || c.gen_order == 4, "config key 'gen_order'", "2 or 4",
-             std::to_string(c.gen_order));
+             fk::to_text(c.gen_order));
     c.scene = p.choice("scene", {"vessels", "spheres"});
     c.noise = p.d("noise");
     FK_CHECK(c.noise >= 0, "config key 'noise'", ">= 0", Params::render(c.noise));

@@ -47,31 +47,31 @@ struct PoissonSourceConfig {
   static PoissonSourceConfig from(const Params& p) {
     PoissonSourceConfig c;
     c.n = p.i("n");
-    FK_CHECK(c.n >= 8, "config key 'n'", "a grid size >= 8", std::to_string(c.n));
+    FK_CHECK(c.n >= 8, "config key 'n'", "a grid size >= 8", fk::to_text(c.n));
     c.supersample = p.i("supersample");
     FK_CHECK(c.supersample >= 1 && c.supersample <= 16, "config key 'supersample'",
-             "a refinement in [1, 16]", std::to_string(c.supersample));
+             "a refinement in [1, 16]", fk::to_text(c.supersample));
     c.extent = p.d("extent");
-    FK_CHECK(c.extent > 0, "config key 'extent'", "a length > 0", std::to_string(c.extent));
+    FK_CHECK(c.extent > 0, "config key 'extent'", "a length > 0", fk::to_text(c.extent));
     c.kappa = p.d("kappa");
-    FK_CHECK(c.kappa > 0, "config key 'kappa'", "a conductivity > 0", std::to_string(c.kappa));
+    FK_CHECK(c.kappa > 0, "config key 'kappa'", "a conductivity > 0", fk::to_text(c.kappa));
     c.spectrum = p.choice("spectrum", {"continuous", "fd"}) == "fd"
                      ? PoissonSpectrum::kFiniteDifference
                      : PoissonSpectrum::kContinuous;
     c.obs = p.choice("obs", {"random", "boundary", "full"});
     c.obs_fraction = p.d("obs_fraction");
     FK_CHECK(c.obs_fraction > 0 && c.obs_fraction <= 1, "config key 'obs_fraction'",
-             "a fraction in (0, 1]", std::to_string(c.obs_fraction));
+             "a fraction in (0, 1]", fk::to_text(c.obs_fraction));
     c.boundary_width = p.i("boundary_width");
     FK_CHECK(c.boundary_width >= 1 && 2 * c.boundary_width <= c.n, "config key 'boundary_width'",
-             "cells in [1, n/2]", std::to_string(c.boundary_width));
+             "cells in [1, n/2]", fk::to_text(c.boundary_width));
     c.noise_std = noise_std_key(p);
     c.scene = p.choice("scene", {"blobs", "points", "smooth"});
     c.point_cells = p.d("point_cells");
-    FK_CHECK(c.point_cells > 0, "config key 'point_cells'", "> 0", std::to_string(c.point_cells));
+    FK_CHECK(c.point_cells > 0, "config key 'point_cells'", "> 0", fk::to_text(c.point_cells));
     c.init_value = p.d("init_value");
     FK_CHECK(c.init_value > 0, "config key 'init_value'", "> 0 (softplus head)",
-             std::to_string(c.init_value));
+             fk::to_text(c.init_value));
     c.relative_loss = p.choice("data_loss", {"relative_mse", "mse"}) == "relative_mse";
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
@@ -217,8 +217,8 @@ class PoissonSource : public Instance {
     // not as the solver's all-zero mask.
     FK_CHECK(c.obs != "random" || std::find(mask.begin(), mask.end(), 1.0) != mask.end(),
              "config key 'obs_fraction'",
-             "a fraction that observes some of the " + std::to_string(n * n) + " cells (seed " +
-                 std::to_string(seed) + " drew none)",
+             "a fraction that observes some of the " + fk::to_text(n * n) + " cells (seed " +
+                 fk::to_text(seed) + " drew none)",
              Params::render(c.obs_fraction));
     Measurement m;
     m.noise_std = c.noise_std * mx;

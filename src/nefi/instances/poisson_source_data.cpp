@@ -72,7 +72,7 @@ std::vector<double> render_sources(const std::vector<Source>& s, int64_t m, int6
 std::vector<double> solve_dirichlet_fd(const std::vector<double>& f, int64_t m, double h,
                                        double kappa, double tol) {
   FK_CHECK(static_cast<int64_t>(f.size()) == m * m, "nefi::poisson::solve_dirichlet_fd",
-           std::to_string(m * m) + " values", std::to_string(f.size()));
+           fk::to_text(m * m) + " values", fk::to_text(f.size()));
   std::vector<double> u(f.size(), 0.0), r(f.size()), p, Ap(f.size());
   for (size_t i = 0; i < f.size(); ++i) r[i] = f[i] / kappa;
   p = r;

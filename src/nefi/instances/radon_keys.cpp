@@ -18,17 +18,17 @@ RadonGeometry radon_geometry_from(const Params& p) {
   RadonGeometry g;
   g.n_views = p.i("n_views");
   FK_CHECK(g.n_views >= 1 && g.n_views <= 100000, "config key 'n_views'",
-           "a view count in [1, 100000]", std::to_string(g.n_views));
+           "a view count in [1, 100000]", fk::to_text(g.n_views));
   const double range = p.d("angle_range");
   FK_CHECK(range > 0 && range <= 360, "config key 'angle_range'", "degrees in (0, 360]",
-           std::to_string(range));
+           fk::to_text(range));
   g.angle_range = range * std::numbers::pi / 180;
   g.det_per_pixel = p.i("det_per_pixel");
   FK_CHECK(g.det_per_pixel >= 1 && g.det_per_pixel <= 16, "config key 'det_per_pixel'",
-           "an integer in [1, 16]", std::to_string(g.det_per_pixel));
+           "an integer in [1, 16]", fk::to_text(g.det_per_pixel));
   g.samples_per_pixel = p.i("samples_per_pixel");
   FK_CHECK(g.samples_per_pixel >= 1 && g.samples_per_pixel <= 16, "config key 'samples_per_pixel'",
-           "an integer in [1, 16]", std::to_string(g.samples_per_pixel));
+           "an integer in [1, 16]", fk::to_text(g.samples_per_pixel));
   return g;
 }
 

@@ -46,21 +46,21 @@ struct SparseViewCtConfig {
   static SparseViewCtConfig from(const Params& p) {
     SparseViewCtConfig c;
     c.n = p.i("n");
-    FK_CHECK(c.n >= 8, "config key 'n'", "a grid size >= 8", std::to_string(c.n));
+    FK_CHECK(c.n >= 8, "config key 'n'", "a grid size >= 8", fk::to_text(c.n));
     c.extent = p.d("extent");
-    FK_CHECK(c.extent > 0, "config key 'extent'", "a length > 0", std::to_string(c.extent));
+    FK_CHECK(c.extent > 0, "config key 'extent'", "a length > 0", fk::to_text(c.extent));
     c.geometry = radon_geometry_from(p);
     const int64_t ss = p.i("supersample"), dd = p.i("data_det_per_pixel");
     FK_CHECK(ss >= 1 && ss <= 16, "config key 'supersample'", "a refinement in [1, 16]",
-             std::to_string(ss));
+             fk::to_text(ss));
     FK_CHECK(dd >= 1 && dd <= 16, "config key 'data_det_per_pixel'", "an integer in [1, 16]",
-             std::to_string(dd));
+             fk::to_text(dd));
     c.rays_per_bin = ss * dd;
     c.noise_std = noise_std_key(p);
     c.scene = p.choice("scene", {"shepp", "blobs", "piecewise"});
     c.init_value = p.d("init_value");
     FK_CHECK(c.init_value > 0 && c.init_value < 1, "config key 'init_value'",
-             "a value in (0, 1) (bounded head)", std::to_string(c.init_value));
+             "a value in (0, 1) (bounded head)", fk::to_text(c.init_value));
     c.fbp_clip = p.b("fbp_clip");
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");

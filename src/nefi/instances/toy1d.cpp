@@ -78,9 +78,9 @@ struct Toy1DConfig {
     Toy1DConfig c;
     c.n = p.i("n");
     c.supersample = p.i("supersample");
-    FK_CHECK(c.n >= 8, "config key 'n'", "a grid size >= 8", std::to_string(c.n));
+    FK_CHECK(c.n >= 8, "config key 'n'", "a grid size >= 8", fk::to_text(c.n));
     FK_CHECK(c.supersample >= 1 && c.supersample <= 64, "config key 'supersample'",
-             "a refinement in [1, 64]", std::to_string(c.supersample));
+             "a refinement in [1, 64]", fk::to_text(c.supersample));
     c.sigma = p.d("sigma");
     FK_CHECK(c.sigma > 0 && c.sigma <= 1, "config key 'sigma'",
              "a PSF width in (0, 1] (the domain's length)", Params::render(c.sigma));

@@ -45,8 +45,7 @@ struct WaveFwiConfig {
   static int64_t count(const Params& p, const char* key, int64_t lo, int64_t hi) {
     const int64_t v = p.i(key);
     FK_CHECK(v >= lo && v <= hi, std::string("config key '") + key + "'",
-             "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]",
-             std::to_string(v));
+             "an integer in [" + fk::to_text(lo) + ", " + fk::to_text(hi) + "]", fk::to_text(v));
     return v;
   }
   static double positive(const Params& p, const char* key) {

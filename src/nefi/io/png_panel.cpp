@@ -156,8 +156,8 @@ void check_labels(const PanelInput& in) {
   FK_CHECK(in.labels.field_axes.size() == static_cast<size_t>(in.gt.dim()) &&
                in.labels.measured_axes.size() == static_cast<size_t>(in.measurement.dim()),
            "nefi::write_panel_png", "a labelled axis per axis of the truth and the measurement",
-           std::to_string(in.labels.field_axes.size()) + " for " + in.gt.shape().str() + ", " +
-               std::to_string(in.labels.measured_axes.size()) + " for " +
+           fk::to_text(in.labels.field_axes.size()) + " for " + in.gt.shape().str() + ", " +
+               fk::to_text(in.labels.measured_axes.size()) + " for " +
                in.measurement.shape().str());
 }
 

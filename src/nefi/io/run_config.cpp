@@ -252,8 +252,8 @@ void apply_instance_section(RunConfig& cfg, const YAML::Node& c, const std::stri
 // wrap (4294967296 read as 0).
 int64_t int_count(int64_t v, int64_t lo, const std::string& where) {
   FK_CHECK(v >= lo && v <= std::numeric_limits<int>::max(), where,
-           "an integer in [" + std::to_string(lo) + ", 2147483647]" + (lo == 0 ? " (0: none)" : ""),
-           std::to_string(v));
+           "an integer in [" + fk::to_text(lo) + ", 2147483647]" + (lo == 0 ? " (0: none)" : ""),
+           fk::to_text(v));
   return v;
 }
 

@@ -111,7 +111,7 @@ fk::Tensor device_mean(CellLoss term, const fk::Tensor& p, const fk::Tensor& y,
 // sigma^2 of a noise-aware MSE; an unknown (< 0) or zero noise level is refused.
 double noise_variance(double noise_std) {
   FK_CHECK(noise_std > 0, "nefi::MSE(noise_aware)", "a measurement with a known positive noise_std",
-           std::to_string(noise_std));
+           fk::to_text(noise_std));
   return noise_std * noise_std;
 }
 
@@ -361,7 +361,7 @@ struct NormalizedMseLoss : Loss {
 struct HuberLoss : Loss {
   double delta;
   HuberLoss(std::string n, double d) : Loss(std::move(n)), delta(d) {
-    FK_CHECK(d > 0, "nefi::Huber", "delta > 0", std::to_string(d));
+    FK_CHECK(d > 0, "nefi::Huber", "delta > 0", fk::to_text(d));
   }
   bool is_data() const override { return true; }
   fk::Tensor forward(const LossContext& c) const override {
@@ -466,7 +466,7 @@ fk::Tensor masked_mse_rows(const fk::Tensor& p, const fk::Tensor& y, const fk::T
                (!mask.defined() || mask.shape() == y.shape()) &&
                static_cast<int64_t>(scale.size()) == p.size(0),
            "nefi::MSE rows", "prediction, data and mask (N, ...) and N scales",
-           p.shape().str() + ", " + y.shape().str() + ", " + std::to_string(scale.size()));
+           p.shape().str() + ", " + y.shape().str() + ", " + fk::to_text(scale.size()));
   FK_CHECK(p.dtype() == fk::DType::F32 || p.dtype() == fk::DType::F64, "nefi::MSE rows",
            "an f32/f64 prediction", fk::name(p.dtype()));
   if (on_device(p))

@@ -32,8 +32,8 @@ struct Stencil {
     for (int a = d - 2; a >= 0; --a) stride[a] = stride[a + 1] * shape[a + 1];
     periodic.assign(d, false);
     for (int a : per) {
-      FK_CHECK(a >= 0 && a < d, "nefi::TV", "periodic axes in [0, " + std::to_string(d) + ")",
-               std::to_string(a));
+      FK_CHECK(a >= 0 && a < d, "nefi::TV", "periodic axes in [0, " + fk::to_text(d) + ")",
+               fk::to_text(a));
       periodic[a] = true;
     }
   }
@@ -189,7 +189,7 @@ std::vector<double> spacing_for(const LossContext* c, const BatchLossContext* b,
   if (use_spacing) h = c != nullptr ? c->domain->spacing(grid) : b->domain->spacing(grid);
   for (int a : component_axes) {
     FK_CHECK(a >= 0 && a < grid.size(), "nefi::regularizer",
-             "component axes in [0, " + std::to_string(grid.size()) + ")", std::to_string(a));
+             "component axes in [0, " + fk::to_text(grid.size()) + ")", fk::to_text(a));
     h[a] = std::numeric_limits<double>::infinity();
   }
   return h;
@@ -291,8 +291,7 @@ struct RangeLoss : FieldLoss {
   double lo, hi;
   RangeLoss(std::string n, std::string f, double l, double h)
       : FieldLoss(std::move(n), std::move(f)), lo(l), hi(h) {
-    FK_CHECK(lo <= hi, "nefi::RangePenalty", "lo <= hi",
-             std::to_string(lo) + " > " + std::to_string(hi));
+    FK_CHECK(lo <= hi, "nefi::RangePenalty", "lo <= hi", fk::to_text(lo) + " > " + fk::to_text(hi));
   }
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor& x = c.field(field);
@@ -318,7 +317,7 @@ struct RangeLoss : FieldLoss {
 fk::Tensor monotone_violation(const fk::Tensor& x, int axis, int sign, double h, int first) {
   const int64_t d = first + axis;
   FK_CHECK(d < x.dim() && x.size(d) >= 2, "nefi::Monotone",
-           "a field with >= 2 cells along axis " + std::to_string(axis), x.shape().str());
+           "a field with >= 2 cells along axis " + fk::to_text(axis), x.shape().str());
   const int64_t n = x.size(d);
   fk::Tensor diff = fk::sub(x.narrow(d, 1, n - 1), x.narrow(d, 0, n - 1));
   return fk::square(fk::relu(fk::mul(diff, -sign / h)));
@@ -330,7 +329,7 @@ struct MonotoneLoss : FieldLoss {
       : FieldLoss(std::move(n), std::move(f)), axis(a), sign(s) {
     FK_CHECK(a >= 0 && a <= 2 && (s == 1 || s == -1), "nefi::Monotone",
              "an axis in 0..2 and a direction of +1 (increasing) or -1 (decreasing)",
-             std::to_string(a) + ", " + std::to_string(s));
+             fk::to_text(a) + ", " + fk::to_text(s));
   }
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor& x = c.field(field);

@@ -94,8 +94,8 @@ AdvectionDiffusionOperator::AdvectionDiffusionOperator(Domain domain,
   const AdvectionDiffusionOptions& o = options_;
   FK_CHECK(nd >= 1 && nd <= 3, kWhere, "a 1-, 2- or 3-D domain", shape.str());
   FK_CHECK(o.velocity.empty() || static_cast<int>(o.velocity.size()) == nd, kWhere,
-           "no velocity or one component per axis (" + std::to_string(nd) + ")",
-           std::to_string(o.velocity.size()) + " components");
+           "no velocity or one component per axis (" + fk::to_text(nd) + ")",
+           fk::to_text(o.velocity.size()) + " components");
   auto plan = std::make_shared<Plan>();
   transport::Flow& flow = plan->flow;
   for (int a = 0; a < static_cast<int>(o.velocity.size()); ++a) {
@@ -118,8 +118,8 @@ AdvectionDiffusionOperator::AdvectionDiffusionOperator(Domain domain,
              fmt::format("{:g}", o.times[k]) + " after " +
                  (k ? fmt::format("{:g}", o.times[k - 1]) : std::string("t = 0")));
   FK_CHECK(o.boundary.size() == 1 || static_cast<int>(o.boundary.size()) == nd, kWhere,
-           "one boundary for every axis or one per axis (" + std::to_string(nd) + ")",
-           std::to_string(o.boundary.size()));
+           "one boundary for every axis or one per axis (" + fk::to_text(nd) + ")",
+           fk::to_text(o.boundary.size()));
   FK_CHECK(o.courant > 0 && o.courant <= 1, kWhere, "courant in (0, 1]",
            fmt::format("{:g}", o.courant));
   const bool by_diffusivity = o.unknown == TransportUnknown::kDiffusivity;
@@ -130,7 +130,7 @@ AdvectionDiffusionOperator::AdvectionDiffusionOperator(Domain domain,
            o.release.defined() ? "one" : "release_is_source");
   FK_CHECK(o.unknown != TransportUnknown::kVelocity || o.velocity.empty(), kWhere,
            "no velocity option with the unknown velocity (the field is v)",
-           std::to_string(o.velocity.size()) + " components");
+           fk::to_text(o.velocity.size()) + " components");
   if (by_coefficient) {
     const std::string field = by_diffusivity ? "D" : "v";
     FK_CHECK(!by_diffusivity || o.diffusivity == 0, kWhere,
@@ -144,7 +144,7 @@ AdvectionDiffusionOperator::AdvectionDiffusionOperator(Domain domain,
     plan->release = o.release.to(fk::kCPU).to(fk::DType::F64).contiguous().to_vector<double>();
     for (size_t i = 0; i < plan->release.size(); ++i)
       FK_CHECK(std::isfinite(plan->release[i]), kWhere, "a finite release",
-               "a non-finite value at cell " + std::to_string(i));
+               "a non-finite value at cell " + fk::to_text(i));
   }
 
   plan->cells = shape.numel();
@@ -156,11 +156,11 @@ AdvectionDiffusionOperator::AdvectionDiffusionOperator(Domain domain,
     const auto m = o.sensors.to(fk::kCPU).to(fk::DType::F64).contiguous().to_vector<double>();
     for (size_t i = 0; i < m.size(); ++i) {
       FK_CHECK(std::isfinite(m[i]), kWhere, "a finite sensor mask",
-               "a non-finite value at cell " + std::to_string(i));
+               "a non-finite value at cell " + fk::to_text(i));
       if (m[i] > 0) plan->sensors.push_back(static_cast<int64_t>(i));
     }
     FK_CHECK(!plan->sensors.empty(), kWhere, "a sensor mask with at least one cell > 0",
-             "none of its " + std::to_string(m.size()) + " cells");
+             "none of its " + fk::to_text(m.size()) + " cells");
   }
   FK_CHECK(plan->cells <= std::numeric_limits<int32_t>::max(), kWhere,
            "at most 2^31 - 1 cells (the stencil stores int32 columns)", shape.str());
@@ -173,7 +173,7 @@ int AdvectionDiffusionOperator::factor_count() const {
 }
 const SparseRows& AdvectionDiffusionOperator::stencil(int factor) const {
   FK_CHECK(factor >= 0 && factor < factor_count(), std::string(kWhere) + "::stencil",
-           "a factor in [0, " + std::to_string(factor_count()) + ")", std::to_string(factor));
+           "a factor in [0, " + fk::to_text(factor_count()) + ")", fk::to_text(factor));
   return plan_->factors[factor].L;
 }
 std::string AdvectionDiffusionOperator::fidelity_tag() const {
@@ -233,8 +233,8 @@ std::vector<double> AdvectionDiffusionOperator::forward_rows(const std::vector<d
   const Plan& p = *plan_;
   const int64_t n = p.cells, m = p.observed(), K = std::ssize(p.tau);
   FK_CHECK(rows >= 0 && std::ssize(x) == rows * n, std::string(kWhere) + "::forward_rows",
-           std::to_string(rows) + " rows of " + std::to_string(n) + " cells",
-           std::to_string(x.size()) + " values");
+           fk::to_text(rows) + " rows of " + fk::to_text(n) + " cells",
+           fk::to_text(x.size()) + " values");
   const int64_t block = std::min(rows, kBlock);
   StepWeights M(p.factors, false);
   const size_t nf = p.factors.size();
@@ -273,8 +273,8 @@ std::vector<double> AdvectionDiffusionOperator::adjoint_rows(const std::vector<d
   const Plan& p = *plan_;
   const int64_t n = p.cells, m = p.observed(), K = std::ssize(p.tau);
   FK_CHECK(rows >= 0 && std::ssize(g) == rows * K * m, std::string(kWhere) + "::adjoint_rows",
-           std::to_string(rows) + " rows of " + std::to_string(K * m) + " observed values",
-           std::to_string(g.size()) + " values");
+           fk::to_text(rows) + " rows of " + fk::to_text(K * m) + " observed values",
+           fk::to_text(g.size()) + " values");
   const int64_t block = std::min(rows, kBlock);
   StepWeights M(p.factors, true);
   const size_t nf = p.factors.size();

@@ -126,14 +126,14 @@ HolographyOperator::HolographyOperator(Domain domain, std::vector<double> distan
       absorption_(absorption) {
   FK_CHECK(domain_.ndim() == 2, "nefi::HolographyOperator", "a 2-D domain", domain_.str());
   FK_CHECK(options_.wavelength > 0, "nefi::HolographyOperator", "a wavelength > 0",
-           std::to_string(options_.wavelength));
+           fk::to_text(options_.wavelength));
   FK_CHECK(!distances_.empty(), "nefi::HolographyOperator", "at least one distance", "none");
   for (double z : distances_)
-    FK_CHECK(z >= 0, "nefi::HolographyOperator", "distances >= 0", std::to_string(z));
+    FK_CHECK(z >= 0, "nefi::HolographyOperator", "distances >= 0", fk::to_text(z));
   FK_CHECK(absorption_ >= 0, "nefi::HolographyOperator", "absorption >= 0",
-           std::to_string(absorption_));
+           fk::to_text(absorption_));
   FK_CHECK(options_.pad_factor >= 1 && options_.pad_factor <= 8, "nefi::HolographyOperator",
-           "pad_factor in [1, 8]", std::to_string(options_.pad_factor));
+           "pad_factor in [1, 8]", fk::to_text(options_.pad_factor));
 }
 
 fk::Tensor HolographyOperator::transfer_on(double dz, fk::Device device) const {

@@ -20,7 +20,7 @@ std::vector<double> MagneticField::along(const std::array<double, 3>& axis) cons
 SheetCurrent curl_of_stream(const std::vector<double>& g, const Domain& grid) {
   FK_CHECK(grid.ndim() == 2 && static_cast<int64_t>(g.size()) == grid.numel(),
            "nefi::curl_of_stream", "a stream function on a 2-D grid of " + grid.shape().str(),
-           std::to_string(g.size()) + " values on " + grid.str());
+           fk::to_text(g.size()) + " values on " + grid.str());
   const int64_t m0 = grid.shape()[0], m1 = grid.shape()[1];
   const auto h = grid.spacing();
   auto at = [&](int64_t i, int64_t j) {
@@ -41,12 +41,12 @@ MagneticField biot_savart_sheet(const SheetCurrent& k, const Domain& sources, co
   FK_CHECK(sources.ndim() == 2 && sensors.ndim() == 2 && sources.extent() == sensors.extent(), who,
            "2-D source and sensor grids over one box", sources.str() + ", " + sensors.str());
   FK_CHECK(static_cast<int64_t>(k.k0.size()) == sources.numel() && k.k1.size() == k.k0.size(), who,
-           std::to_string(sources.numel()) + " values per current component",
-           std::to_string(k.k0.size()) + " and " + std::to_string(k.k1.size()));
-  FK_CHECK(z0 > 0 && layer_thickness >= 0 && layer_samples >= 1, who,
-           "z0 > 0, a layer thickness >= 0 and >= 1 layer sample",
-           std::to_string(z0) + ", " + std::to_string(layer_thickness) + ", " +
-               std::to_string(layer_samples));
+           fk::to_text(sources.numel()) + " values per current component",
+           fk::to_text(k.k0.size()) + " and " + fk::to_text(k.k1.size()));
+  FK_CHECK(
+      z0 > 0 && layer_thickness >= 0 && layer_samples >= 1, who,
+      "z0 > 0, a layer thickness >= 0 and >= 1 layer sample",
+      fk::to_text(z0) + ", " + fk::to_text(layer_thickness) + ", " + fk::to_text(layer_samples));
   const int64_t m0 = sources.shape()[0], m1 = sources.shape()[1];
   const int64_t n0 = sensors.shape()[0], n1 = sensors.shape()[1];
   const auto hs = sources.spacing(), ho = sensors.spacing();

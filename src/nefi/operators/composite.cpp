@@ -59,7 +59,7 @@ NuisanceOperator::NuisanceOperator(OperatorPtr inner, double gain, double offset
       train_gain_(tg),
       train_offset_(to) {
   FK_CHECK(inner_ != nullptr, "nefi::NuisanceOperator", "an inner operator", "none");
-  FK_CHECK(gain > 0, "nefi::NuisanceOperator", "a positive gain", std::to_string(gain));
+  FK_CHECK(gain > 0, "nefi::NuisanceOperator", "a positive gain", fk::to_text(gain));
   primary = inner_->primary;
   leaves_->log_gain = fk::scalar_tensor(std::log(gain), {fk::DType::F32});
   leaves_->offset = fk::scalar_tensor(offset, {fk::DType::F32});

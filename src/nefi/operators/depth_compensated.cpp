@@ -20,11 +20,11 @@ DepthCompensatedOperator::DepthCompensatedOperator(OperatorPtr inner, const fk::
   FK_CHECK(o.gamma >= 0 && std::isfinite(o.gamma), "nefi::DepthCompensatedOperator", "gamma >= 0",
            Params::render(o.gamma));
   FK_CHECK(o.probes >= 1, "nefi::DepthCompensatedOperator", "at least one probe",
-           std::to_string(o.probes));
+           fk::to_text(o.probes));
   const int nd = static_cast<int>(shape_.size());
   const int axis = o.axis < 0 ? o.axis + nd : o.axis;
   FK_CHECK(axis >= 0 && axis < nd, "nefi::DepthCompensatedOperator",
-           "an axis of the grid " + shape_.str(), std::to_string(o.axis));
+           "an axis of the grid " + shape_.str(), fk::to_text(o.axis));
   const fk::Dims out = inner_->output_shape(shape_);
   FK_CHECK(!o.mask.defined() || o.mask.shape() == out, "nefi::DepthCompensatedOperator",
            "a mask of the output's shape " + out.str(),
@@ -54,7 +54,7 @@ DepthCompensatedOperator::DepthCompensatedOperator(OperatorPtr inner, const fk::
   for (int64_t k = 0; k < layers; ++k) {
     sensitivity_[k] /= per_layer;
     FK_CHECK(sensitivity_[k] > 0, "nefi::DepthCompensatedOperator",
-             "a layer the data see (sensitivity > 0)", "layer " + std::to_string(k));
+             "a layer the data see (sensitivity > 0)", "layer " + fk::to_text(k));
     weights_[k] = std::pow(sensitivity_[k], -0.5 * o.gamma);
     total += sensitivity_[k];
     weighted += sensitivity_[k] * weights_[k] * weights_[k];

@@ -146,7 +146,7 @@ fk::Tensor spectral_filter(const fk::Tensor& v, const fk::Tensor& H, const std::
 
 PsfFunction gaussian_psf(double sigma, double truncate) {
   FK_CHECK(std::isfinite(sigma) && sigma > 0, "nefi::gaussian_psf", "a finite sigma > 0",
-           std::to_string(sigma));
+           fk::to_text(sigma));
   return [sigma, truncate](const std::vector<double>& h) {
     PsfSample s;
     std::vector<int64_t> r;
@@ -154,10 +154,9 @@ PsfFunction gaussian_psf(double sigma, double truncate) {
     for (double hi : h) {
       const double radius = std::ceil(truncate * sigma / hi);
       cells *= 2 * radius + 1;
-      FK_CHECK(
-          cells <= double(int64_t{1} << 26), "nefi::gaussian_psf",
-          "a sampled kernel of at most 2^26 cells (2 ceil(4 sigma / h) + 1 a side)",
-          "sigma " + std::to_string(sigma) + " (a radius of " + std::to_string(radius) + " cells)");
+      FK_CHECK(cells <= double(int64_t{1} << 26), "nefi::gaussian_psf",
+               "a sampled kernel of at most 2^26 cells (2 ceil(4 sigma / h) + 1 a side)",
+               "sigma " + fk::to_text(sigma) + " (a radius of " + fk::to_text(radius) + " cells)");
       r.push_back(static_cast<int64_t>(radius));
       s.shape.push_back(2 * r.back() + 1);
     }
@@ -175,7 +174,7 @@ PsfFunction gaussian_psf(double sigma, double truncate) {
 }
 
 PsfFunction motion_psf(double length, double angle_deg) {
-  FK_CHECK(length > 0, "nefi::motion_psf", "length > 0", std::to_string(length));
+  FK_CHECK(length > 0, "nefi::motion_psf", "length > 0", fk::to_text(length));
   return [length, angle_deg](const std::vector<double>& h) {
     const size_t d = h.size();
     const double th = angle_deg * std::numbers::pi / 180.0;
@@ -222,7 +221,7 @@ PsfFunction motion_psf(double length, double angle_deg) {
 }
 
 PsfFunction disk_psf(double radius) {
-  FK_CHECK(radius > 0, "nefi::disk_psf", "radius > 0", std::to_string(radius));
+  FK_CHECK(radius > 0, "nefi::disk_psf", "radius > 0", fk::to_text(radius));
   return [radius](const std::vector<double>& h) {
     PsfSample s;
     std::vector<int64_t> r;
@@ -269,7 +268,7 @@ std::shared_ptr<Operator> FFTConvolution::at_resolution(const fk::Dims& shape) c
 void FFTConvolution::prepare() {
   const PsfSample k = kernel();
   FK_CHECK(k.shape.size() == domain_.ndim(), "nefi::FFTConvolution",
-           "a " + std::to_string(domain_.ndim()) + "-D kernel", k.shape.str());
+           "a " + fk::to_text(domain_.ndim()) + "-D kernel", k.shape.str());
   fft_shape_.clear();
   radius_.clear();
   for (int a = 0; a < domain_.ndim(); ++a) {

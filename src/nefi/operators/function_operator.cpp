@@ -96,10 +96,10 @@ std::vector<fk::Tensor> FunctionOperator::call_vjp(const std::vector<fk::Tensor>
   const std::string where = "vjp of forward model '" + name_ + "'";
   std::vector<fk::Tensor> out = model_.vjp(xs64, g64);
   FK_CHECK(out.size() == inputs_.size() + params_.size(), where,
-           std::to_string(inputs_.size() + params_.size()) +
+           fk::to_text(inputs_.size() + params_.size()) +
                (params_.empty() ? " gradients (one per field)"
                                 : " gradients (one per field, then one per parameter)"),
-           std::to_string(out.size()));
+           fk::to_text(out.size()));
   for (size_t i = 0; i < out.size(); ++i)
     out[i] = i < inputs_.size()
                  ? checked(out[i], in_shape_, where, "a gradient of field '" + inputs_[i] + "'")
@@ -110,8 +110,8 @@ std::vector<fk::Tensor> FunctionOperator::call_vjp(const std::vector<fk::Tensor>
 
 fk::Tensor FunctionOperator::apply_fields(const std::vector<fk::Tensor>& xs) const {
   const std::string where = "forward model '" + name_ + "'";
-  FK_CHECK(xs.size() == inputs_.size(), where, std::to_string(inputs_.size()) + " fields",
-           std::to_string(xs.size()));
+  FK_CHECK(xs.size() == inputs_.size(), where, fk::to_text(inputs_.size()) + " fields",
+           fk::to_text(xs.size()));
   std::vector<fk::Tensor> xs64;
   std::vector<fk::DType> dtypes;
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -158,13 +158,13 @@ fk::Tensor FunctionOperator::forward(const FieldMap& fields) const {
 
 fk::Tensor FunctionOperator::apply(const fk::Tensor& x) const {
   FK_CHECK(inputs_.size() == 1, "forward model '" + name_ + "'",
-           "fields by name (it reads " + std::to_string(inputs_.size()) + ")", "one tensor");
+           "fields by name (it reads " + fk::to_text(inputs_.size()) + ")", "one tensor");
   return apply_fields({x});
 }
 
 fk::Tensor FunctionOperator::vjp(const fk::Tensor& x, const fk::Tensor& g) const {
   const std::string where = "vjp of forward model '" + name_ + "'";
-  FK_CHECK(inputs_.size() == 1, where, "one field", std::to_string(inputs_.size()) + " fields");
+  FK_CHECK(inputs_.size() == 1, where, "one field", fk::to_text(inputs_.size()) + " fields");
   FK_CHECK(x.shape() == in_shape_, where, "a field of shape " + in_shape_.str(), x.shape().str());
   FK_CHECK(g.shape() == out_shape_, where, "a cotangent of shape " + out_shape_.str(),
            g.shape().str());

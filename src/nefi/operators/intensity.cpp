@@ -13,7 +13,7 @@ namespace nefi {
 namespace {
 
 void check_real(const fk::Tensor& x, int rank, const char* who) {
-  FK_CHECK(x.dim() >= rank, who, "a field of at least " + std::to_string(rank) + " axes",
+  FK_CHECK(x.dim() >= rank, who, "a field of at least " + fk::to_text(rank) + " axes",
            x.shape().str());
   FK_CHECK(fk::is_floating(x.dtype()), who, "a real field", fk::name(x.dtype()));
 }
@@ -23,14 +23,14 @@ void check_real(const fk::Tensor& x, int rank, const char* who) {
 PhaseRetrievalOperator::PhaseRetrievalOperator(int rank, double oversample)
     : rank_(rank), oversample_(oversample) {
   FK_CHECK(rank >= 1 && rank <= 3, "nefi::PhaseRetrievalOperator", "a field of 1-3 axes",
-           std::to_string(rank) + " axes");
+           fk::to_text(rank) + " axes");
   FK_CHECK(std::isfinite(oversample) && oversample >= 1, "nefi::PhaseRetrievalOperator",
-           "oversample >= 1", std::to_string(oversample));
+           "oversample >= 1", fk::to_text(oversample));
 }
 
 fk::Dims PhaseRetrievalOperator::output_shape(const fk::Dims& shape) const {
   FK_CHECK(shape.size() == rank_, "nefi::PhaseRetrievalOperator",
-           "a field of " + std::to_string(rank_) + " axes", shape.str());
+           "a field of " + fk::to_text(rank_) + " axes", shape.str());
   fk::Dims out;
   for (int64_t n : shape) out.push_back(static_cast<int64_t>(std::ceil(oversample_ * n - 1e-9)));
   return out;
@@ -54,14 +54,14 @@ AxisIntegralOperator::AxisIntegralOperator(const fk::Dims& shape, int axis, doub
   FK_CHECK(shape.size() >= 1 && shape.size() <= 3, "nefi::AxisIntegralOperator",
            "a field of 1-3 axes", shape.str());
   FK_CHECK(axis >= 0 && axis < shape.size(), "nefi::AxisIntegralOperator",
-           "an axis in 0.." + std::to_string(shape.size() - 1), std::to_string(axis));
+           "an axis in 0.." + fk::to_text(shape.size() - 1), fk::to_text(axis));
   FK_CHECK(std::isfinite(length) && length > 0, "nefi::AxisIntegralOperator",
-           "a cell path length > 0", std::to_string(length));
+           "a cell path length > 0", fk::to_text(length));
 }
 
 std::shared_ptr<Operator> AxisIntegralOperator::at_resolution(const fk::Dims& shape) const {
   FK_CHECK(shape.size() == shape_.size(), "nefi::AxisIntegralOperator::at_resolution",
-           "a grid of " + std::to_string(shape_.size()) + " axes", shape.str());
+           "a grid of " + fk::to_text(shape_.size()) + " axes", shape.str());
   const double length =
       length_ * static_cast<double>(shape_[axis_]) / static_cast<double>(shape[axis_]);
   auto op = std::make_shared<AxisIntegralOperator>(shape, axis_, length);
@@ -96,7 +96,7 @@ BeerLambertOperator::BeerLambertOperator(OperatorPtr path, double i0)
   FK_CHECK(path_ != nullptr, "nefi::BeerLambertOperator", "a path operator", "none");
   FK_CHECK(path_->linear(), "nefi::BeerLambertOperator",
            "a linear path operator (homogeneity 1: a projection)", path_->kind());
-  FK_CHECK(std::isfinite(i0) && i0 > 0, "nefi::BeerLambertOperator", "i0 > 0", std::to_string(i0));
+  FK_CHECK(std::isfinite(i0) && i0 > 0, "nefi::BeerLambertOperator", "i0 > 0", fk::to_text(i0));
   primary = path_->primary;
 }
 

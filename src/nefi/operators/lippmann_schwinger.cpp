@@ -72,11 +72,11 @@ std::vector<c128> lippmann_schwinger_field(const std::vector<double>& chi, int64
                                            const LippmannSchwingerOptions& o, int* iterations,
                                            double* change) {
   FK_CHECK(static_cast<int64_t>(chi.size()) == m * m, "nefi::lippmann_schwinger",
-           std::to_string(m * m) + " contrast values", std::to_string(chi.size()));
+           fk::to_text(m * m) + " contrast values", fk::to_text(chi.size()));
   FK_CHECK(o.oversample >= 3 && o.oversample <= 16, "lippmann_schwinger 'oversample'",
-           "a factor in [3, 16]", std::to_string(o.oversample));
+           "a factor in [3, 16]", fk::to_text(o.oversample));
   FK_CHECK(o.relax > 0 && o.relax <= 1, "lippmann_schwinger 'relax'", "a factor in (0, 1]",
-           std::to_string(o.relax));
+           fk::to_text(o.relax));
   const double h = D / m;
   const int64_t M = o.oversample * m, P = 2 * m;
   static thread_local std::vector<c128> spec;
@@ -113,9 +113,9 @@ std::vector<c128> lippmann_schwinger_field(const std::vector<double>& chi, int64
   if (iterations) *iterations = it;
   if (change) *change = rel;
   FK_CHECK(rel <= o.tol, "lippmann_schwinger 'max_iter'",
-           "convergence to tol " + std::to_string(o.tol) + " within " + std::to_string(o.max_iter) +
+           "convergence to tol " + fk::to_text(o.tol) + " within " + fk::to_text(o.max_iter) +
                " iterations (contrast too strong?)",
-           "relative change " + std::to_string(rel));
+           "relative change " + fk::to_text(rel));
   return u;
 }
 

@@ -108,17 +108,17 @@ MagnetostaticsOperator::MagnetostaticsOperator(Domain domain, MagnetostaticsOpti
     : domain_(std::move(domain)), options_(options) {
   const char* who = "nefi::MagnetostaticsOperator";
   FK_CHECK(domain_.ndim() == 2, who, "a 2-D domain", domain_.str());
-  FK_CHECK(options_.standoff > 0, who, "a standoff z0 > 0", std::to_string(options_.standoff));
+  FK_CHECK(options_.standoff > 0, who, "a standoff z0 > 0", fk::to_text(options_.standoff));
   FK_CHECK(options_.layer_thickness >= 0, who, "a sensor layer thickness >= 0",
-           std::to_string(options_.layer_thickness));
+           fk::to_text(options_.layer_thickness));
   FK_CHECK(options_.source != MagneticSource::kFilm || options_.film_thickness > 0, who,
-           "a film thickness > 0", std::to_string(options_.film_thickness));
+           "a film thickness > 0", fk::to_text(options_.film_thickness));
   const auto& a = options_.nv_axis;
   FK_CHECK(options_.component != FieldComponent::kNV || a[0] * a[0] + a[1] * a[1] + a[2] * a[2] > 0,
            who, "a non-zero NV axis", "(0, 0, 0)");
-  FK_CHECK(options_.mu0 > 0, who, "mu0 > 0", std::to_string(options_.mu0));
+  FK_CHECK(options_.mu0 > 0, who, "mu0 > 0", fk::to_text(options_.mu0));
   FK_CHECK(options_.pad_factor >= 1 && options_.pad_factor <= 8, who, "pad_factor in [1, 8]",
-           std::to_string(options_.pad_factor));
+           fk::to_text(options_.pad_factor));
   prepare();
 }
 

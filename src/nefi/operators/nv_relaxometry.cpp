@@ -19,7 +19,7 @@ PsfFunction full_extent_kernel(std::vector<double> extent,
                                std::function<double(double, double)> f) {
   return [extent = std::move(extent), f = std::move(f)](const std::vector<double>& h) {
     FK_CHECK(h.size() == 2 && extent.size() == 2, "nefi::NVOperator", "a 2-D grid",
-             std::to_string(h.size()) + "-D");
+             fk::to_text(h.size()) + "-D");
     PsfSample s;
     int64_t r[2];
     for (int a = 0; a < 2; ++a) {
@@ -46,15 +46,15 @@ std::pair<double, double> offset_and_projection(const NVPhysics& p, double dx, d
 
 void NVPhysics::validate() const {
   FK_CHECK(!freqs.empty(), "config key 'n_freq'", "at least one frequency", "none");
-  FK_CHECK(z0 > 0 && std::isfinite(z0), "config key 'z0'", "a standoff > 0", std::to_string(z0));
+  FK_CHECK(z0 > 0 && std::isfinite(z0), "config key 'z0'", "a standoff > 0", fk::to_text(z0));
   FK_CHECK(gamma > 0 && std::isfinite(gamma), "config key 'gamma'", "a line width > 0",
-           std::to_string(gamma));
+           fk::to_text(gamma));
   FK_CHECK(length_scale > 0 && std::isfinite(length_scale), "config key 'length_scale'",
-           "metres per unit > 0", std::to_string(length_scale));
+           "metres per unit > 0", fk::to_text(length_scale));
   const double len = std::hypot(nv_axis[0], nv_axis[1], nv_axis[2]);
-  FK_CHECK(len > 0 && std::isfinite(len), "config key 'nv_axis'", "a non-zero finite 3-vector",
-           std::to_string(nv_axis[0]) + ", " + std::to_string(nv_axis[1]) + ", " +
-               std::to_string(nv_axis[2]));
+  FK_CHECK(
+      len > 0 && std::isfinite(len), "config key 'nv_axis'", "a non-zero finite 3-vector",
+      fk::to_text(nv_axis[0]) + ", " + fk::to_text(nv_axis[1]) + ", " + fk::to_text(nv_axis[2]));
 }
 
 double NVPhysics::g0() const {
@@ -156,8 +156,8 @@ std::vector<double> nv_direct_spectra(const Domain& domain, const NVPhysics& phy
   FK_CHECK(domain.ndim() == 2, "nefi::nv_direct_spectra", "a 2-D domain", domain.shape().str());
   const int64_t H = domain.shape()[0], W = domain.shape()[1], nf = phys.freqs.size();
   FK_CHECK(static_cast<int64_t>(rho.size()) == H * W && omega_l.size() == rho.size(),
-           "nefi::nv_direct_spectra", std::to_string(H * W) + " values of rho and omega_L",
-           std::to_string(rho.size()) + " and " + std::to_string(omega_l.size()));
+           "nefi::nv_direct_spectra", fk::to_text(H * W) + " values of rho and omega_L",
+           fk::to_text(rho.size()) + " and " + fk::to_text(omega_l.size()));
   const std::vector<double> h = domain.spacing();
   std::vector<double> out(nf * H * W, 0.0), lorentz(nf);
   for (int64_t si = 0; si < H; ++si)

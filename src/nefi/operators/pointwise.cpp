@@ -30,7 +30,7 @@ std::shared_ptr<Operator> PointwiseOperator::at_resolution(const fk::Dims& shape
 }
 
 SaturationOperator::SaturationOperator(double level) : level_(level) {
-  FK_CHECK(level > 0, "nefi::SaturationOperator", "a positive level", std::to_string(level));
+  FK_CHECK(level > 0, "nefi::SaturationOperator", "a positive level", fk::to_text(level));
 }
 
 fk::Tensor SaturationOperator::apply(const fk::Tensor& x) const {

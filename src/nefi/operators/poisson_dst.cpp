@@ -66,7 +66,7 @@ std::vector<double> dst2_matrix(int64_t n) {
 PoissonOperator::PoissonOperator(Domain domain, PoissonSpectrum spectrum, double conductivity)
     : domain_(std::move(domain)), spectrum_(spectrum), kappa_(conductivity) {
   FK_CHECK(kappa_ > 0 && std::isfinite(kappa_), "nefi::PoissonOperator", "a conductivity > 0",
-           std::to_string(kappa_));
+           fk::to_text(kappa_));
   FK_CHECK(domain_.ndim() >= 1 && domain_.ndim() <= 3, "nefi::PoissonOperator", "a 1-3 D domain",
            domain_.shape().str());
   prepare();

@@ -31,7 +31,7 @@ struct ProlongBackward : fk::autograd::Node {
 fk::Tensor prolong(const fk::Tensor& x, const fk::Dims& fine) {
   const fk::Dims coarse = x.shape();
   FK_CHECK(coarse.size() == fine.size() && x.device().is_cpu() && fk::is_floating(x.dtype()),
-           "nefi::prolong", "a real CPU field with " + std::to_string(fine.size()) + " axes",
+           "nefi::prolong", "a real CPU field with " + fk::to_text(fine.size()) + " axes",
            std::string(fk::name(x.dtype())) + " " + coarse.str() + " on " + x.device().str());
   for (int a = 0; a < fine.size(); ++a)
     FK_CHECK(coarse[a] <= fine[a], "nefi::prolong", "a grid no finer than " + fine.str(),
@@ -60,7 +60,7 @@ ProlongedOperator::ProlongedOperator(std::shared_ptr<const Operator> inner, fk::
     : inner_(std::move(inner)), fine_(std::move(fine)), coarse_(std::move(coarse)) {
   FK_CHECK(inner_ != nullptr, "nefi::ProlongedOperator", "an inner model", "none");
   FK_CHECK(coarse_.size() == fine_.size(), "nefi::ProlongedOperator",
-           "a coarse grid with " + std::to_string(fine_.size()) + " axes", coarse_.str());
+           "a coarse grid with " + fk::to_text(fine_.size()) + " axes", coarse_.str());
   for (int a = 0; a < fine_.size(); ++a)
     FK_CHECK(coarse_[a] >= 1 && coarse_[a] <= fine_[a], "nefi::ProlongedOperator",
              "a grid no finer than " + fine_.str(), coarse_.str());

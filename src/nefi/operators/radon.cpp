@@ -31,12 +31,11 @@ struct RadonBackward : fk::autograd::Node {
 
 void check_radon_index_range(int64_t pixels, int64_t sinogram_rows) {
   constexpr int64_t kMaxColumns = std::numeric_limits<int32_t>::max();
-  FK_CHECK(
-      pixels <= kMaxColumns && sinogram_rows <= kMaxColumns, "nefi::RadonOperator",
-      "at most " + std::to_string(kMaxColumns) +
-          " pixels (n x n) and sinogram rows (n_views x n_det): the sparse matrices store "
-          "int32 column indices",
-      std::to_string(pixels) + " pixels and " + std::to_string(sinogram_rows) + " sinogram rows");
+  FK_CHECK(pixels <= kMaxColumns && sinogram_rows <= kMaxColumns, "nefi::RadonOperator",
+           "at most " + fk::to_text(kMaxColumns) +
+               " pixels (n x n) and sinogram rows (n_views x n_det): the sparse matrices store "
+               "int32 column indices",
+           fk::to_text(pixels) + " pixels and " + fk::to_text(sinogram_rows) + " sinogram rows");
 }
 
 RadonOperator::RadonOperator(Domain domain, RadonGeometry geometry)
@@ -46,13 +45,12 @@ RadonOperator::RadonOperator(Domain domain, RadonGeometry geometry)
                domain_.extent()[0] == domain_.extent()[1],
            "nefi::RadonOperator", "a 2-D or 3-D domain square in axes 0 and 1", domain_.str());
   FK_CHECK(geometry_.n_views >= 1, "nefi::RadonOperator", "n_views >= 1",
-           std::to_string(geometry_.n_views));
+           fk::to_text(geometry_.n_views));
   FK_CHECK(geometry_.angle_range > 0, "nefi::RadonOperator", "angle_range > 0",
-           std::to_string(geometry_.angle_range));
-  FK_CHECK(
-      geometry_.det_per_pixel >= 1 && geometry_.samples_per_pixel >= 1, "nefi::RadonOperator",
-      "det_per_pixel and samples_per_pixel >= 1",
-      std::to_string(geometry_.det_per_pixel) + ", " + std::to_string(geometry_.samples_per_pixel));
+           fk::to_text(geometry_.angle_range));
+  FK_CHECK(geometry_.det_per_pixel >= 1 && geometry_.samples_per_pixel >= 1, "nefi::RadonOperator",
+           "det_per_pixel and samples_per_pixel >= 1",
+           fk::to_text(geometry_.det_per_pixel) + ", " + fk::to_text(geometry_.samples_per_pixel));
   prepare();
 }
 

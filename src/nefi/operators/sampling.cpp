@@ -46,11 +46,11 @@ fk::Tensor kept_positions(const fk::Tensor& mask, const char* who) {
   std::vector<int64_t> at;
   for (size_t i = 0; i < v.size(); ++i) {
     FK_CHECK(std::isfinite(v[i]), who, "a finite mask",
-             "a non-finite value at cell " + std::to_string(i));
+             "a non-finite value at cell " + fk::to_text(i));
     if (v[i] > 0) at.push_back(static_cast<int64_t>(i));
   }
   FK_CHECK(!at.empty(), who, "a mask with at least one cell > 0",
-           "none of its " + std::to_string(v.size()) + " cells");
+           "none of its " + fk::to_text(v.size()) + " cells");
   return fk::from_vector(at, {static_cast<int64_t>(at.size())});
 }
 
@@ -95,7 +95,7 @@ fk::Dims SamplingOperator::output_shape(const fk::Dims& shape) const {
 SampledNoise SamplingOperator::estimate_noise(const fk::Tensor& y, const fk::Tensor& mask) const {
   const char* who = "nefi::SamplingOperator::estimate_noise";
   FK_CHECK(y.shape() == fk::Dims({samples()}), who,
-           "sampled data of shape (" + std::to_string(samples()) + ")", y.shape().str());
+           "sampled data of shape (" + fk::to_text(samples()) + ")", y.shape().str());
   FK_CHECK(!mask.defined() || mask.shape() == y.shape(), who, "a mask of the data's shape",
            mask.defined() ? mask.shape().str() : std::string());
   const std::vector<double> v = y.to(fk::kCPU).to_vector<double>();
@@ -124,7 +124,7 @@ SampledNoise SamplingOperator::estimate_noise(const fk::Tensor& y, const fk::Ten
   const bool use_runs = runs.size() >= 32;
   std::vector<double>& d = use_runs ? runs : pairs;
   FK_CHECK(d.size() >= 8, who, "at least 8 pairs of kept cells that are grid neighbours",
-           std::to_string(d.size()) + " (give the noise sigma instead)");
+           fk::to_text(d.size()) + " (give the noise sigma instead)");
   std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
   return {1.4826 * d[d.size() / 2],
           use_runs ? "estimated: 1.4826 median |second difference| / sqrt(6) over " +
@@ -172,7 +172,7 @@ SampledNoise FourierSamplingOperator::estimate_noise(const fk::Tensor& y,
                                                      const fk::Tensor& mask) const {
   const char* who = "nefi::FourierSamplingOperator::estimate_noise";
   FK_CHECK(y.shape() == fk::Dims({2, samples()}), who,
-           "k-space data of shape (2, " + std::to_string(samples()) + ")", y.shape().str());
+           "k-space data of shape (2, " + fk::to_text(samples()) + ")", y.shape().str());
   FK_CHECK(!mask.defined() || mask.shape() == y.shape(), who, "a mask of the data's shape",
            mask.defined() ? mask.shape().str() : std::string());
   const std::vector<double> v = y.to(fk::kCPU).to_vector<double>();
@@ -239,7 +239,7 @@ SampledNoise FourierSamplingOperator::estimate_noise(const fk::Tensor& y,
   FK_CHECK(mags.size() >= 16, who,
            "at least 8 sampled conjugate pairs, or 8 sampled frequencies off DC in the outer "
            "quarter",
-           std::to_string(mags.size() / 2) + " (give the noise sigma instead)");
+           fk::to_text(mags.size() / 2) + " (give the noise sigma instead)");
   std::nth_element(mags.begin(), mags.begin() + mags.size() / 2, mags.end());
   return {1.4826 * mags[mags.size() / 2],
           "estimated: 1.4826 median |y| over the outer quarter of the sampled frequencies (" + why +
@@ -257,21 +257,20 @@ std::optional<SampledNoise> sampled_noise(const Operator& op, const fk::Tensor& 
 DownsampleOperator::DownsampleOperator(std::vector<int64_t> factors)
     : factors_(std::move(factors)) {
   FK_CHECK(!factors_.empty() && factors_.size() <= 3, "nefi::DownsampleOperator",
-           "one factor per field axis (1-3)", std::to_string(factors_.size()) + " factors");
+           "one factor per field axis (1-3)", fk::to_text(factors_.size()) + " factors");
   for (int64_t f : factors_)
-    FK_CHECK(f >= 1, "nefi::DownsampleOperator", "factors >= 1", std::to_string(f));
+    FK_CHECK(f >= 1, "nefi::DownsampleOperator", "factors >= 1", fk::to_text(f));
 }
 
 fk::Dims DownsampleOperator::output_shape(const fk::Dims& shape) const {
   const auto d = static_cast<int>(factors_.size());
   FK_CHECK(shape.size() == d, "nefi::DownsampleOperator",
-           "a field of " + std::to_string(d) + " axes (one factor each)", shape.str());
+           "a field of " + fk::to_text(d) + " axes (one factor each)", shape.str());
   fk::Dims out;
   for (int a = 0; a < d; ++a) {
-    FK_CHECK(
-        shape[a] % factors_[a] == 0, "nefi::DownsampleOperator",
-        "axis " + std::to_string(a) + " a multiple of its factor " + std::to_string(factors_[a]),
-        std::to_string(shape[a]) + " cells");
+    FK_CHECK(shape[a] % factors_[a] == 0, "nefi::DownsampleOperator",
+             "axis " + fk::to_text(a) + " a multiple of its factor " + fk::to_text(factors_[a]),
+             fk::to_text(shape[a]) + " cells");
     out.push_back(shape[a] / factors_[a]);
   }
   return out;
@@ -280,7 +279,7 @@ fk::Dims DownsampleOperator::output_shape(const fk::Dims& shape) const {
 fk::Tensor DownsampleOperator::apply(const fk::Tensor& x) const {
   const auto d = static_cast<int>(factors_.size());
   FK_CHECK(x.dim() >= d, "nefi::DownsampleOperator",
-           "a field of at least " + std::to_string(d) + " axes", x.shape().str());
+           "a field of at least " + fk::to_text(d) + " axes", x.shape().str());
   fk::Dims field;
   for (int a = 0; a < d; ++a) field.push_back(x.shape()[x.dim() - d + a]);
   const fk::Dims out = output_shape(field);

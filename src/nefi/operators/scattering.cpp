@@ -36,17 +36,17 @@ double ScatteringGeometry::k0() const {
 
 void ScatteringGeometry::validate(double extent) const {
   FK_CHECK(wavelength > 0 && std::isfinite(wavelength), "scattering 'wavelength'", "a length > 0",
-           std::to_string(wavelength));
+           fk::to_text(wavelength));
   FK_CHECK(n_background > 0, "scattering 'n_background'", "an index > 0",
-           std::to_string(n_background));
+           fk::to_text(n_background));
   FK_CHECK(n_angles >= 1 && n_angles <= 100000, "scattering 'n_angles'", "a count in [1, 1e5]",
-           std::to_string(n_angles));
+           fk::to_text(n_angles));
   FK_CHECK(n_receivers >= 1 && n_receivers <= 100000, "scattering 'n_receivers'",
-           "a count in [1, 1e5]", std::to_string(n_receivers));
+           "a count in [1, 1e5]", fk::to_text(n_receivers));
   FK_CHECK(receiver_radius > extent / std::sqrt(2.0), "scattering 'receiver_radius'",
            "a ring outside the square (radius > extent / sqrt 2 = " +
-               std::to_string(extent / std::sqrt(2.0)) + ")",
-           std::to_string(receiver_radius));
+               fk::to_text(extent / std::sqrt(2.0)) + ")",
+           fk::to_text(receiver_radius));
 }
 
 std::complex<double> hankel0(double z) {

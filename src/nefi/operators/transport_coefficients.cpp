@@ -90,9 +90,9 @@ void walk_back(const CoefficientRun& kept, const std::vector<double>& g, const c
   const std::vector<std::vector<double>>& start = kept.start;
   const int64_t n = p.cells, m = p.observed(), K = std::ssize(p.tau);
   FK_CHECK(std::ssize(g) == K * m && std::ssize(start) == K, where,
-           std::to_string(K * m) + " observed values' gradient and the forward's " +
-               std::to_string(K) + " interval starts",
-           std::to_string(g.size()) + " values and " + std::to_string(start.size()) + " starts");
+           fk::to_text(K * m) + " observed values' gradient and the forward's " + fk::to_text(K) +
+               " interval starts",
+           fk::to_text(g.size()) + " values and " + fk::to_text(start.size()) + " starts");
   StepWeights M(p.factors, false), Mt(p.factors, true);
   const size_t nf = p.factors.size();
   int64_t step_end = 0;
@@ -148,8 +148,8 @@ void for_each_line(const cuda::TransportGrid& grid, int a, Line&& f) {
 
 Plan diffusivity_plan(const Plan& base, const Domain& domain, const AdvectionDiffusionOptions& o,
                       const std::vector<double>& D) {
-  FK_CHECK(std::ssize(D) == base.cells, kWhere, std::to_string(base.cells) + " cells' diffusivity",
-           std::to_string(D.size()) + " values");
+  FK_CHECK(std::ssize(D) == base.cells, kWhere, fk::to_text(base.cells) + " cells' diffusivity",
+           fk::to_text(D.size()) + " values");
   for (size_t i = 0; i < D.size(); ++i)
     FK_CHECK(std::isfinite(D[i]) && D[i] >= 0, kWhere, "a diffusivity >= 0 in every cell",
              fmt::format("{:g} at cell {}", D[i], i));
@@ -164,8 +164,8 @@ Plan velocity_plan(const Plan& base, const Domain& domain, const AdvectionDiffus
   const int nd = domain.shape().size();
   const int64_t n = base.cells;
   FK_CHECK(std::ssize(v) == nd * n, kWhereVelocity,
-           std::to_string(nd) + " velocity components of " + std::to_string(n) + " cells",
-           std::to_string(v.size()) + " values");
+           fk::to_text(nd) + " velocity components of " + fk::to_text(n) + " cells",
+           fk::to_text(v.size()) + " values");
   Plan p = copy_of_release(base);
   for (int a = 0; a < nd; ++a) {
     p.flow.v.emplace_back(v.begin() + a * n, v.begin() + (a + 1) * n);
@@ -193,8 +193,8 @@ std::vector<double> diffusivity_gradient(const CoefficientRun& kept, const Domai
                                          const std::vector<double>& D,
                                          const std::vector<double>& g) {
   const int64_t n = kept.plan.cells;
-  FK_CHECK(std::ssize(D) == n, kWhere, std::to_string(n) + " cells' diffusivity",
-           std::to_string(D.size()) + " values");
+  FK_CHECK(std::ssize(D) == n, kWhere, fk::to_text(n) + " cells' diffusivity",
+           fk::to_text(D.size()) + " values");
   const std::vector<double> h = domain.spacing();
   // Per axis a, d<lam', c'>/dD_face summed over the factor applications, at
   // the face's lower cell: a factor's face adds tau D_f / h_a^2 (c_j - c_i)

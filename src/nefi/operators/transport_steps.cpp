@@ -36,7 +36,7 @@ Stencil assemble(const Domain& domain, const Flow& flow, const std::vector<doubl
   const bool lw = scheme == TransportScheme::kLaxWendroff;
   FK_CHECK(!lw || only >= 0 || domain.shape().size() == 1, kWhere,
            "Lax-Wendroff stencils of one axis",
-           std::to_string(domain.shape().size()) + " axes at once");
+           fk::to_text(domain.shape().size()) + " axes at once");
   cuda::TransportStencil s = transport_stencil(domain, boundary, scheme, only);
   for (int a = 0; a < static_cast<int>(flow.v.size()); ++a) {
     s.v[a] = flow.v[a].data();
@@ -251,7 +251,7 @@ void schedule_steps(Plan& plan, double stable, const AdvectionDiffusionOptions& 
     const double steps = std::max(1.0, std::ceil((t - prev) / plan.stable_tau));
     total += steps;
     FK_CHECK(total <= kMaxTransportSubsteps, kWhere,
-             "at most " + std::to_string(kMaxTransportSubsteps) +
+             "at most " + fk::to_text(kMaxTransportSubsteps) +
                  " explicit substeps (check the units of the velocity, diffusivity and times)",
              "more, at a stable substep of " + fmt::format("{:g}", plan.stable_tau) +
                  " up to t = " + fmt::format("{:g}", t));

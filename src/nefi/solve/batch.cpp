@@ -254,7 +254,7 @@ void BatchStage::losses_shared(int64_t block, const FieldMap& fields, const fk::
     }
     fk::Tensor c = term.loss->forward_rows(ctx);
     FK_CHECK(c.defined() && c.dim() == 1 && c.size(0) == n, "nefi::batch_invert",
-             "per-problem values (" + std::to_string(n) + ") from loss '" + term.loss->name() + "'",
+             "per-problem values (" + fk::to_text(n) + ") from loss '" + term.loss->name() + "'",
              c.defined() ? c.shape().str() : "none");
     values.push_back(c.to_vector<double>());
     active.push_back(c);
@@ -429,14 +429,14 @@ std::vector<Result> batch_invert(std::vector<InverseProblem> problems, const Cur
   if (auto why = batchable_reason(problems, cur))
     throw fk::Error("nefi::batch_invert", "batchable problems", *why);
   FK_CHECK(opt.seeds.empty() || opt.seeds.size() == problems.size(), "BatchOptions::seeds",
-           "one seed per problem (" + std::to_string(problems.size()) + ") or none",
-           std::to_string(opt.seeds.size()));
+           "one seed per problem (" + fk::to_text(problems.size()) + ") or none",
+           fk::to_text(opt.seeds.size()));
   FK_CHECK(opt.loss_mode == "auto" || opt.loss_mode == "shared" || opt.loss_mode == "loop",
            "BatchOptions::loss_mode", "auto, shared or loop", opt.loss_mode);
   FK_CHECK(opt.chunk_size >= 0, "BatchOptions::chunk_size", "0 (all) or a problem count",
-           std::to_string(opt.chunk_size));
+           fk::to_text(opt.chunk_size));
   FK_CHECK(opt.checkpoint_every >= 1, "BatchOptions::checkpoint_every", "a step count >= 1",
-           std::to_string(opt.checkpoint_every));
+           fk::to_text(opt.checkpoint_every));
   // Before any work, on either path: what a stage's losses refuse in a
   // problem's measurement (LossSet::check_observations), named by problem.
   // Each stage checks its own grid's measurement again; area resampling

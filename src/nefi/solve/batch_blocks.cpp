@@ -20,7 +20,7 @@ std::vector<fk::Tensor> blocks_from_fields(const std::vector<InverseProblem>& pr
     for (int64_t k = 0; k < rows; ++k) {
       const Field& f = *problems[b0 + k].field;
       FK_CHECK(f.n_parameters() == P, "nefi::batch_invert blocks",
-               std::to_string(P) + " parameters in every field", std::to_string(f.n_parameters()));
+               fk::to_text(P) + " parameters in every field", fk::to_text(f.n_parameters()));
       std::memcpy(params.data<float>() + k * P, f.params().flat().data_ptr(),
                   static_cast<size_t>(P) * sizeof(float));
     }

@@ -298,7 +298,7 @@ void DeviceStage::enqueue_step(double progress, double lr_t) {
     }
     fk::Tensor c = term.loss->forward_rows(ctx);
     FK_CHECK(c.defined() && c.dim() == 1 && c.size(0) == n, "nefi::batch_invert (device)",
-             "per-problem values (" + std::to_string(n) + ") from loss '" + term.loss->name() + "'",
+             "per-problem values (" + fk::to_text(n) + ") from loss '" + term.loss->name() + "'",
              c.defined() ? c.shape().str() : "none");
     values.push_back(c);
     const fk::Tensor wc = row_weights_[i].defined() ? fk::mul(c, row_weights_[i].to(c.dtype()))
@@ -410,7 +410,7 @@ std::vector<Result> batch_invert_device(std::vector<InverseProblem>& problems,
   // Before any field is reset or moved: a device this process cannot use.
   FK_CHECK(opt.device.is_cpu() || opt.device.index < fk::cuda::device_count(),
            "nefi::batch_invert (device)",
-           "cpu or a usable CUDA device (" + std::to_string(fk::cuda::device_count()) + " here)",
+           "cpu or a usable CUDA device (" + fk::to_text(fk::cuda::device_count()) + " here)",
            opt.device.str());
   const int64_t n = static_cast<int64_t>(problems.size());
   DeviceRun run{{problems, cur, opt}, {}, nullptr, nullptr, {}};

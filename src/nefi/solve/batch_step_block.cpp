@@ -11,7 +11,7 @@ namespace {
 int64_t checked_length(int64_t n, int gathered) {
   FK_CHECK(n >= 1 && gathered >= 1, "nefi::BatchStepBlock",
            "at least one problem and the loss total gathered",
-           std::to_string(n) + " problems, " + std::to_string(gathered) + " gathered");
+           fk::to_text(n) + " problems, " + fk::to_text(gathered) + " gathered");
   return n * (kSlotGathered + gathered + 1);
 }
 

@@ -53,8 +53,7 @@ fk::Dims claimed_shape(const nlohmann::json& d, int64_t itemsize, std::istream& 
   const auto shape = d.at("shape").get<std::vector<int64_t>>();
   const std::string text = nlohmann::json(shape).dump();
   FK_CHECK(shape.size() <= static_cast<size_t>(fk::kMaxDims), "nefi::load_checkpoint",
-           "tensors of at most " + std::to_string(fk::kMaxDims) + " dimensions",
-           text + " in " + path);
+           "tensors of at most " + fk::to_text(fk::kMaxDims) + " dimensions", text + " in " + path);
   int64_t spanned = 1, bytes = 0;
   bool fits = true, empty = false;
   for (int64_t s : shape) {
@@ -69,8 +68,8 @@ fk::Dims claimed_shape(const nlohmann::json& d, int64_t itemsize, std::istream& 
   const std::streamoff left = f.tellg() - here;
   f.seekg(here);
   FK_CHECK(empty || bytes <= left, "nefi::load_checkpoint", "a complete checkpoint file",
-           "a truncated " + path + " (a tensor of " + std::to_string(bytes) + " bytes, " +
-               std::to_string(left) + " left)");
+           "a truncated " + path + " (a tensor of " + fk::to_text(bytes) + " bytes, " +
+               fk::to_text(left) + " left)");
   return fk::Dims(shape);
 }
 
@@ -100,7 +99,7 @@ int64_t header_count(const nlohmann::json& h, const char* key, const std::string
   const nlohmann::json& v = h.at(key);
   const bool whole = v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
   FK_CHECK(whole && v.get<uint64_t>() <= static_cast<uint64_t>(max), "nefi::load_checkpoint",
-           std::string(key) + " a whole number in [0, " + std::to_string(max) + "]",
+           std::string(key) + " a whole number in [0, " + fk::to_text(max) + "]",
            v.dump() + " in " + path);
   return v.get<int64_t>();
 }
@@ -128,7 +127,7 @@ LbfgsState lbfgs_state(const nlohmann::json& h, const std::vector<fk::Tensor>& t
   st.n_eval = static_cast<int>(header_count(h, "n_eval", path));
   FK_CHECK(t.size() == 6 && t[0].dtype() == fk::DType::F64, "nefi::load_checkpoint",
            "L-BFGS's six f64 vectors (s, y, rho, d, prev_g, x)",
-           std::to_string(t.size()) + " tensors in " + path);
+           fk::to_text(t.size()) + " tensors in " + path);
   x = t[5].to_vector<double>();
   const auto s = t[0].to_vector<double>(), y = t[1].to_vector<double>();
   st.rho = t[2].to_vector<double>();
@@ -137,8 +136,8 @@ LbfgsState lbfgs_state(const nlohmann::json& h, const std::vector<fk::Tensor>& t
   const size_t k = st.rho.size();
   FK_CHECK(s.size() == y.size() && (k == 0 ? s.empty() : s.size() % k == 0),
            "nefi::load_checkpoint", "L-BFGS pairs of one length, as many as rho's values",
-           std::to_string(s.size()) + " values of s, " + std::to_string(y.size()) + " of y, " +
-               std::to_string(k) + " of rho in " + path);
+           fk::to_text(s.size()) + " values of s, " + fk::to_text(y.size()) + " of y, " +
+               fk::to_text(k) + " of rho in " + path);
   const size_t n = k == 0 ? 0 : s.size() / k;
   for (size_t i = 0; i < k; ++i) {
     st.s.emplace_back(s.begin() + i * n, s.begin() + (i + 1) * n);
@@ -151,7 +150,7 @@ LbfgsState lbfgs_state(const nlohmann::json& h, const std::vector<fk::Tensor>& t
 
 void save_checkpoint(const std::string& path, const Checkpoint& ck) {
   FK_CHECK(ck.adam_m.size() == ck.adam_v.size(), "nefi::save_checkpoint",
-           "as many second moments as first", std::to_string(ck.adam_v.size()));
+           "as many second moments as first", fk::to_text(ck.adam_v.size()));
   const nlohmann::json h = {{"stage", ck.stage},
                             {"step", ck.step},
                             {"global_step", ck.global_step},
@@ -219,10 +218,10 @@ Checkpoint load_checkpoint(const std::string& path) {
            "a nefi checkpoint (NEFICKPT)", "another kind of file: " + path);
   const auto version = get<uint32_t>(f, path);
   FK_CHECK(version == 1 || version == kVersion, "nefi::load_checkpoint",
-           "checkpoint format version 1 or " + std::to_string(kVersion), std::to_string(version));
+           "checkpoint format version 1 or " + fk::to_text(kVersion), fk::to_text(version));
   const auto len = get<uint64_t>(f, path);
   FK_CHECK(len < (uint64_t{1} << 26), "nefi::load_checkpoint", "a header under 64 MiB",
-           std::to_string(len) + " bytes in " + path);
+           fk::to_text(len) + " bytes in " + path);
   std::string header(len, '\0');
   f.read(header.data(), static_cast<std::streamsize>(len));
   FK_CHECK(f.good(), "nefi::load_checkpoint", "a complete checkpoint file", "a truncated " + path);
@@ -267,8 +266,8 @@ Checkpoint load_checkpoint(const std::string& path) {
                     std::string(e.what()) + " in " + path);
   }
   const auto stored = get<uint64_t>(f, path);
-  FK_CHECK(stored == payload, "nefi::load_checkpoint", std::to_string(payload) + " payload bytes",
-           std::to_string(stored) + " in " + path);
+  FK_CHECK(stored == payload, "nefi::load_checkpoint", fk::to_text(payload) + " payload bytes",
+           fk::to_text(stored) + " in " + path);
   FK_CHECK(ck.stop.empty() || ck.stop == "early_stop" || ck.stop == "discrepancy",
            "nefi::load_checkpoint", "a stop of early_stop, discrepancy or none",
            "'" + ck.stop + "' in " + path);
@@ -276,9 +275,8 @@ Checkpoint load_checkpoint(const std::string& path) {
   FK_CHECK(std::isfinite(ck.lr_mult) && ck.lr_mult > 0 && std::isfinite(ck.loss_scale) &&
                ck.loss_scale >= 0 && ck.loss_scale_tracker >= 0,
            "nefi::load_checkpoint", "a header with lr_mult > 0 and loss_scale >= 0",
-           "lr_mult " + std::to_string(ck.lr_mult) + ", loss_scale " +
-               std::to_string(ck.loss_scale) + ", tracker " +
-               std::to_string(ck.loss_scale_tracker) + " in " + path);
+           "lr_mult " + fk::to_text(ck.lr_mult) + ", loss_scale " + fk::to_text(ck.loss_scale) +
+               ", tracker " + fk::to_text(ck.loss_scale_tracker) + " in " + path);
   return ck;
 }
 

@@ -23,8 +23,8 @@ Curriculum CurriculumOverrides::applied_to(Curriculum c) const {
   if (freeze) {
     const size_t n = c.stages.size();
     FK_CHECK(freeze->size() == 1 || freeze->size() == n, "curriculum.freeze",
-             "one prefix list for every stage or one per stage (" + std::to_string(n) + ")",
-             std::to_string(freeze->size()) + " lists");
+             "one prefix list for every stage or one per stage (" + fk::to_text(n) + ")",
+             fk::to_text(freeze->size()) + " lists");
     for (size_t i = 0; i < n; ++i) c.stages[i].freeze = (*freeze)[freeze->size() == 1 ? 0 : i];
   }
   c.validate();

@@ -11,7 +11,7 @@ namespace {
 int64_t checked_length(fk::Device device, int gathered) {
   FK_CHECK(device.is_cuda(), "nefi::DeviceStepBlock", "a CUDA device", device.str());
   FK_CHECK(gathered >= 1, "nefi::DeviceStepBlock", "at least the loss total gathered",
-           std::to_string(gathered));
+           fk::to_text(gathered));
   return kSlotGathered + gathered;
 }
 

@@ -102,13 +102,13 @@ FusedOptimizer::FusedOptimizer(std::vector<fk::Tensor> params, OptimizerOptions 
 void FusedOptimizer::load_state(const std::vector<fk::Tensor>& m, const std::vector<fk::Tensor>& v,
                                 int64_t t) {
   FK_CHECK(m.size() == params_.size() && v.size() == params_.size() && t >= 0,
-           "FusedOptimizer::load_state", std::to_string(params_.size()) + " moment pairs",
-           std::to_string(m.size()) + " and " + std::to_string(v.size()));
+           "FusedOptimizer::load_state", fk::to_text(params_.size()) + " moment pairs",
+           fk::to_text(m.size()) + " and " + fk::to_text(v.size()));
   for (size_t i = 0; i < params_.size(); ++i) {
     FK_CHECK(m[i].shape() == params_[i].shape() && v[i].shape() == params_[i].shape() &&
                  m[i].dtype() == params_[i].dtype() && v[i].dtype() == params_[i].dtype(),
              "FusedOptimizer::load_state",
-             "moments shaped like parameter " + std::to_string(i) + " " + params_[i].shape().str(),
+             "moments shaped like parameter " + fk::to_text(i) + " " + params_[i].shape().str(),
              m[i].shape().str());
     m_[i].copy_(m[i]);
     v_[i].copy_(v[i]);
@@ -128,21 +128,21 @@ void FusedOptimizer::reset_state() {
 
 void FusedOptimizer::set_lr_segments(size_t i, std::vector<LrSegment> segments) {
   FK_CHECK(i < params_.size(), "FusedOptimizer::set_lr_segments",
-           "a parameter index below " + std::to_string(params_.size()), std::to_string(i));
+           "a parameter index below " + fk::to_text(params_.size()), fk::to_text(i));
   FK_CHECK(on_cpu() || segments.empty(), "FusedOptimizer::set_lr_segments",
            "parameters on the CPU (a device step has one learning rate)",
            params_[i].device().str());
   int64_t at = 0;
   for (const LrSegment& s : segments) {
-    FK_CHECK(s.offset == at && s.length > 0 && s.mult >= 0, "FusedOptimizer::set_lr_segments",
-             "consecutive segments from 0 with multipliers >= 0",
-             "[" + std::to_string(s.offset) + ", +" + std::to_string(s.length) + ") x " +
-                 std::to_string(s.mult));
+    FK_CHECK(
+        s.offset == at && s.length > 0 && s.mult >= 0, "FusedOptimizer::set_lr_segments",
+        "consecutive segments from 0 with multipliers >= 0",
+        "[" + fk::to_text(s.offset) + ", +" + fk::to_text(s.length) + ") x " + fk::to_text(s.mult));
     at += s.length;
   }
   FK_CHECK(segments.empty() || at == params_[i].numel(), "FusedOptimizer::set_lr_segments",
-           "segments covering all " + std::to_string(params_[i].numel()) + " elements",
-           std::to_string(at));
+           "segments covering all " + fk::to_text(params_[i].numel()) + " elements",
+           fk::to_text(at));
   if (segments_.size() < params_.size()) segments_.resize(params_.size());
   segments_[i] = std::move(segments);
 }

@@ -88,12 +88,12 @@ struct Point {
 }  // namespace
 
 void LbfgsOptions::validate() const {
-  FK_CHECK(history >= 1, "nefi::LbfgsOptions", "history >= 1", std::to_string(history));
-  FK_CHECK(max_iter >= 1, "nefi::LbfgsOptions", "max_iter >= 1", std::to_string(max_iter));
+  FK_CHECK(history >= 1, "nefi::LbfgsOptions", "history >= 1", fk::to_text(history));
+  FK_CHECK(max_iter >= 1, "nefi::LbfgsOptions", "max_iter >= 1", fk::to_text(max_iter));
   FK_CHECK(max_eval >= 0, "nefi::LbfgsOptions", "max_eval >= 0 (0: max_iter · 5 / 4)",
-           std::to_string(max_eval));
+           fk::to_text(max_eval));
   FK_CHECK(tolerance_grad >= 0 && tolerance_change >= 0, "nefi::LbfgsOptions", "tolerances >= 0",
-           std::to_string(tolerance_grad) + ", " + std::to_string(tolerance_change));
+           fk::to_text(tolerance_grad) + ", " + fk::to_text(tolerance_change));
   FK_CHECK(line_search == "strong_wolfe" || line_search == "none", "nefi::LbfgsOptions",
            "line_search strong_wolfe or none", line_search);
 }
@@ -209,9 +209,9 @@ void Lbfgs::restore(const LbfgsState& st, size_t n) {
             st.n_iter >= 0 && st.n_eval >= 0 && std::isfinite(st.t) && std::isfinite(st.h_diag);
   for (size_t i = 0; ok && i < k; ++i) ok = st.s[i].size() == n && st.y[i].size() == n;
   FK_CHECK(ok, "nefi::Lbfgs::restore",
-           "a state of " + std::to_string(n) + "-value vectors with at most " +
-               std::to_string(o_.history) + " curvature pairs",
-           std::to_string(k) + " pairs, a direction of " + std::to_string(st.d.size()) + " values");
+           "a state of " + fk::to_text(n) + "-value vectors with at most " +
+               fk::to_text(o_.history) + " curvature pairs",
+           fk::to_text(k) + " pairs, a direction of " + fk::to_text(st.d.size()) + " values");
   s_.assign(st.s.begin(), st.s.end());
   y_.assign(st.y.begin(), st.y.end());
   rho_.assign(st.rho.begin(), st.rho.end());

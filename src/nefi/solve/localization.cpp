@@ -12,10 +12,10 @@ namespace nefi {
 std::vector<int64_t> hungarian_assignment(const std::vector<double>& cost, int64_t rows,
                                           int64_t cols) {
   FK_CHECK(rows >= 0 && cols >= 0 && static_cast<int64_t>(cost.size()) == rows * cols,
-           "nefi::hungarian_assignment", std::to_string(rows * cols) + " costs",
-           std::to_string(cost.size()));
+           "nefi::hungarian_assignment", fk::to_text(rows * cols) + " costs",
+           fk::to_text(cost.size()));
   for (double c : cost)
-    FK_CHECK(std::isfinite(c), "nefi::hungarian_assignment", "finite costs", std::to_string(c));
+    FK_CHECK(std::isfinite(c), "nefi::hungarian_assignment", "finite costs", fk::to_text(c));
   std::vector<int64_t> out(rows, -1);
   if (rows == 0 || cols == 0) return out;
   if (rows > cols) {  // assign the columns to rows on the transpose
@@ -207,7 +207,7 @@ double gmsd(const std::vector<double>& x, const std::vector<double>& ref, const 
   FK_CHECK(shape.size() == 2 && static_cast<int64_t>(x.size()) == shape.numel() &&
                ref.size() == x.size(),
            "nefi::gmsd", "two 2-D maps of " + shape.str(),
-           std::to_string(x.size()) + " and " + std::to_string(ref.size()) + " values");
+           fk::to_text(x.size()) + " and " + fk::to_text(ref.size()) + " values");
   const auto m1 = prewitt_magnitude(x, shape[0], shape[1]);
   const auto m2 = prewitt_magnitude(ref, shape[0], shape[1]);
   std::vector<double> gms(m1.size());
@@ -226,8 +226,8 @@ double sliced_wasserstein(const std::vector<double>& x, const std::vector<double
   FK_CHECK(shape.size() == 2 && static_cast<int64_t>(x.size()) == shape.numel() &&
                ref.size() == x.size(),
            "nefi::sliced_wasserstein", "two 2-D maps of " + shape.str(),
-           std::to_string(x.size()) + " and " + std::to_string(ref.size()) + " values");
-  FK_CHECK(n_proj >= 1, "nefi::sliced_wasserstein", "n_proj >= 1", std::to_string(n_proj));
+           fk::to_text(x.size()) + " and " + fk::to_text(ref.size()) + " values");
+  FK_CHECK(n_proj >= 1, "nefi::sliced_wasserstein", "n_proj >= 1", fk::to_text(n_proj));
   const int64_t W = shape[1];
   const double unit = 1.0 / static_cast<double>(std::max(shape[0], shape[1]));
   const auto mx = unit_mass(x), mr = unit_mass(ref);

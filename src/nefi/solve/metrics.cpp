@@ -88,7 +88,7 @@ Planes planes_of(const fk::Dims& shape, size_t nx, size_t ngt, const char* where
   FK_CHECK(d >= 1 && d <= 3, where, "a 1-D, 2-D or 3-D grid", shape.str());
   FK_CHECK(static_cast<int64_t>(nx) == shape.numel() && nx == ngt && shape.numel() > 0, where,
            "two non-empty grids of shape " + shape.str(),
-           std::to_string(nx) + " and " + std::to_string(ngt) + " values");
+           fk::to_text(nx) + " and " + fk::to_text(ngt) + " values");
   const int win = ssim_window(shape);
   if (d == 1) return {1, 1, shape[0], win, false};
   return {d == 3 ? shape[2] : 1, shape[0], shape[1], win, true};
@@ -105,7 +105,7 @@ std::vector<double> plane(const std::vector<double>& v, const Planes& g, int64_t
 double data_range_of(const std::vector<double>& gt, std::optional<double> data_range,
                      const char* where) {
   const double r = data_range ? *data_range : range_of(gt);
-  FK_CHECK(r > 0, where, "a positive data range", std::to_string(r));
+  FK_CHECK(r > 0, where, "a positive data range", fk::to_text(r));
   return r;
 }
 
@@ -198,11 +198,11 @@ double masked_ssim(const std::vector<double>& x, const std::vector<double>& gt,
                    const std::vector<double>& mask, const fk::Dims& shape,
                    std::optional<double> data_range) {
   const Planes g = planes_of(shape, x.size(), gt.size(), "nefi::masked_ssim");
-  FK_CHECK(mask.size() == gt.size(), "nefi::masked_ssim",
-           std::to_string(gt.size()) + " mask weights", std::to_string(mask.size()));
+  FK_CHECK(mask.size() == gt.size(), "nefi::masked_ssim", fk::to_text(gt.size()) + " mask weights",
+           fk::to_text(mask.size()));
   for (double w : mask)
     FK_CHECK(w >= 0 && std::isfinite(w), "nefi::masked_ssim", "finite mask weights >= 0",
-             std::to_string(w));
+             fk::to_text(w));
   const double r = data_range_of(gt, data_range, "nefi::masked_ssim");
   const int64_t half = g.win / 2, vr = g.both_axes ? g.rows - g.win + 1 : g.rows;
   const int64_t vc = g.cols - g.win + 1, dr = g.both_axes ? half : 0;
@@ -219,7 +219,7 @@ double masked_ssim(const std::vector<double>& x, const std::vector<double>& gt,
       }
   }
   FK_CHECK(den > 0, "nefi::masked_ssim",
-           "a mask with weight at a pixel at least " + std::to_string(half) +
+           "a mask with weight at a pixel at least " + fk::to_text(half) +
                " cells from every edge (a whole window's centre)",
            "none there");
   return num / den;

@@ -21,7 +21,7 @@ struct EnergyScale : Postprocess {
   std::string field;
   double p;
   EnergyScale(std::string f, double h) : field(std::move(f)), p(h) {
-    FK_CHECK(h > 0, "nefi::EnergyScaleCorrection", "a positive homogeneity", std::to_string(h));
+    FK_CHECK(h > 0, "nefi::EnergyScaleCorrection", "a positive homogeneity", fk::to_text(h));
   }
   std::map<std::string, double> apply(FieldMap& fields, fk::Tensor& pred,
                                       const Measurement& obs) const override {
@@ -45,7 +45,7 @@ struct Clip : Postprocess {
   std::string field;
   double lo, hi;
   Clip(std::string f, double l, double h) : field(std::move(f)), lo(l), hi(h) {
-    FK_CHECK(lo <= hi, "nefi::Clip", "lo <= hi", std::to_string(lo) + " > " + std::to_string(hi));
+    FK_CHECK(lo <= hi, "nefi::Clip", "lo <= hi", fk::to_text(lo) + " > " + fk::to_text(hi));
   }
   std::map<std::string, double> apply(FieldMap& fields, fk::Tensor&,
                                       const Measurement&) const override {

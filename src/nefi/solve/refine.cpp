@@ -228,7 +228,7 @@ std::vector<double> refit_inputs(const InverseProblem& problem, const fk::Tensor
   std::vector<double> xs = smooth.to_vector<double>();
   for (size_t i = 0; i < xs.size(); ++i)  // (multi_otsu bins them by value)
     FK_CHECK(std::isfinite(xs[i]), who, "a finite smooth field",
-             "a non-finite value at cell " + std::to_string(i));
+             "a non-finite value at cell " + fk::to_text(i));
   return xs;
 }
 
@@ -337,60 +337,60 @@ void RefineOptions::validate() const {
   FK_CHECK(mode == "levelset" || mode == "voxels" || mode == "tv_sharpen" || mode == "phasefield",
            "refine option 'mode'", "levelset, voxels, tv_sharpen or phasefield", "'" + mode + "'");
   FK_CHECK(tv_weight >= 0 && std::isfinite(tv_weight), "refine option 'tv_weight'", "a weight >= 0",
-           std::to_string(tv_weight));
+           fk::to_text(tv_weight));
   FK_CHECK(tv_eps > 0 && std::isfinite(tv_eps), "refine option 'tv_eps'",
-           "a smoothing > 0 (level gaps per cell)", std::to_string(tv_eps));
+           "a smoothing > 0 (level gaps per cell)", fk::to_text(tv_eps));
   FK_CHECK(well_weight >= 0 && std::isfinite(well_weight), "refine option 'well_weight'",
-           "a weight >= 0", std::to_string(well_weight));
+           "a weight >= 0", fk::to_text(well_weight));
   FK_CHECK(phase_width >= 0 && std::isfinite(phase_width), "refine option 'phase_width'",
-           "a width >= 0 (cells)", std::to_string(phase_width));
+           "a width >= 0 (cells)", fk::to_text(phase_width));
   FK_CHECK(boundary_weight >= 0 && std::isfinite(boundary_weight),
-           "refine option 'boundary_weight'", "a weight >= 0", std::to_string(boundary_weight));
+           "refine option 'boundary_weight'", "a weight >= 0", fk::to_text(boundary_weight));
   FK_CHECK(boundary_eps > 0 && std::isfinite(boundary_eps), "refine option 'boundary_eps'",
-           "a width > 0 (level gaps)", std::to_string(boundary_eps));
+           "a width > 0 (level gaps)", fk::to_text(boundary_eps));
   FK_CHECK(min_chi_smooth >= 0 && std::isfinite(min_chi_smooth), "refine option 'min_chi_smooth'",
-           "a chi >= 0 (0: off)", std::to_string(min_chi_smooth));
+           "a chi >= 0 (0: off)", fk::to_text(min_chi_smooth));
   FK_CHECK(noise_sigmas >= 0 && std::isfinite(noise_sigmas), "refine option 'noise_sigmas'",
-           "a count of standard deviations >= 0 (0: off)", std::to_string(noise_sigmas));
+           "a count of standard deviations >= 0 (0: off)", fk::to_text(noise_sigmas));
   FK_CHECK(!std::isnan(floor) && floor < std::numeric_limits<double>::infinity(),
-           "refine option 'floor'", "a lower bound (or -inf)", std::to_string(floor));
+           "refine option 'floor'", "a lower bound (or -inf)", fk::to_text(floor));
   FK_CHECK(levels == 0 || (levels >= 2 && levels <= 8), "refine option 'levels'",
-           "0 (auto) or a phase count in [2, 8]", std::to_string(levels));
+           "0 (auto) or a phase count in [2, 8]", fk::to_text(levels));
   FK_CHECK(levels_by == "separation" || levels_by == "chi", "refine option 'levels_by'",
            "separation or chi", "'" + levels_by + "'");
   FK_CHECK(max_levels >= 2 && max_levels <= 8, "refine option 'max_levels'", "in [2, 8]",
-           std::to_string(max_levels));
+           fk::to_text(max_levels));
   std::string given;  // "[1, 1]"
   for (double v : start_levels) given += (given.empty() ? "[" : ", ") + fmt::format("{:g}", v);
   given += given.empty() ? "none" : "]";
   FK_CHECK(start_levels.empty() || static_cast<int>(start_levels.size()) == levels,
            "refine option 'start_levels'",
-           "none, or one value for each of the " + std::to_string(levels) + " phases", given);
+           "none, or one value for each of the " + fk::to_text(levels) + " phases", given);
   FK_CHECK(std::adjacent_find(start_levels.begin(), start_levels.end(), std::greater_equal<>()) ==
                start_levels.end(),
            "refine option 'start_levels'", "strictly ascending values", given);
   FK_CHECK(auto_separation > 0 && auto_separation <= 1, "refine option 'auto_separation'",
-           "a fraction in (0, 1]", std::to_string(auto_separation));
+           "a fraction in (0, 1]", fk::to_text(auto_separation));
   FK_CHECK(steps >= 1 && steps <= 1000000, "refine option 'steps'", "a step count in [1, 1e6]",
-           std::to_string(steps));
+           fk::to_text(steps));
   FK_CHECK(lr > 0 && std::isfinite(lr), "refine option 'lr'", "a finite learning rate > 0",
-           std::to_string(lr));
+           fk::to_text(lr));
   FK_CHECK(eps_start > 0 && eps_end > 0 && eps_end <= eps_start,
            "refine options 'eps_start', 'eps_end'", "0 < eps_end <= eps_start",
-           std::to_string(eps_start) + ", " + std::to_string(eps_end));
-  FK_CHECK(chi_factor >= 1, "refine option 'chi_factor'", ">= 1", std::to_string(chi_factor));
+           fk::to_text(eps_start) + ", " + fk::to_text(eps_end));
+  FK_CHECK(chi_factor >= 1, "refine option 'chi_factor'", ">= 1", fk::to_text(chi_factor));
   FK_CHECK(band_width >= 0 && band_width <= 64, "refine option 'band_width'", "cells in [0, 64]",
-           std::to_string(band_width));
+           fk::to_text(band_width));
   FK_CHECK(band_fraction >= 0 && band_fraction <= 1, "refine option 'band_fraction'",
-           "a fraction in [0, 1]", std::to_string(band_fraction));
+           "a fraction in [0, 1]", fk::to_text(band_fraction));
   FK_CHECK(support_share >= 0 && support_share <= 1, "refine option 'support_share'",
-           "a fraction in [0, 1] (0: off)", std::to_string(support_share));
+           "a fraction in [0, 1] (0: off)", fk::to_text(support_share));
 }
 
 std::vector<double> multi_otsu(const std::vector<double>& v, int classes, int bins) {
   FK_CHECK(!v.empty(), "nefi::multi_otsu", "values", "none");
   FK_CHECK(classes >= 2 && classes <= bins && bins >= 2, "nefi::multi_otsu", "2 <= classes <= bins",
-           std::to_string(classes) + " classes, " + std::to_string(bins) + " bins");
+           fk::to_text(classes) + " classes, " + fk::to_text(bins) + " bins");
   const auto [lo_it, hi_it] = std::minmax_element(v.begin(), v.end());
   const double lo = *lo_it, hi = *hi_it, w = (hi - lo) / bins;
   if (!(w > 0)) return std::vector<double>(classes - 1, lo);

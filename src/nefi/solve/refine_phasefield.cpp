@@ -119,11 +119,11 @@ std::vector<double> phase_of(const std::vector<double>& x, const std::vector<dou
 
 fk::Tensor phase_energy(const fk::Tensor& s, int phases, double width,
                         const std::vector<double>& h) {
-  FK_CHECK(phases >= 2, "nefi::phase_energy", "at least 2 phases", std::to_string(phases));
+  FK_CHECK(phases >= 2, "nefi::phase_energy", "at least 2 phases", fk::to_text(phases));
   FK_CHECK(width >= 0 && std::isfinite(width), "nefi::phase_energy", "a width >= 0 (cells)",
-           std::to_string(width));
+           fk::to_text(width));
   FK_CHECK(static_cast<int64_t>(h.size()) == s.dim(), "nefi::phase_energy",
-           "one spacing per axis of s (" + std::to_string(s.dim()) + ")", std::to_string(h.size()));
+           "one spacing per axis of s (" + fk::to_text(s.dim()) + ")", fk::to_text(h.size()));
   fk::Tensor w =
       fk::add(fk::square(fk::relu(fk::neg(s))), fk::square(fk::relu(fk::sub(s, phases - 1.0))));
   for (int k = 0; k + 1 < phases; ++k) {

@@ -87,10 +87,10 @@ class PerimeterLoss : public Loss {
 fk::Tensor phase_perimeter(const fk::Tensor& u, const std::vector<double>& t, double eps,
                            const std::vector<double>& h) {
   FK_CHECK(eps > 0 && std::isfinite(eps), "nefi::phase_perimeter", "a width eps > 0",
-           std::to_string(eps));
+           fk::to_text(eps));
   FK_CHECK(!t.empty(), "nefi::phase_perimeter", "at least one threshold", "none");
   FK_CHECK(static_cast<int64_t>(h.size()) == u.dim(), "nefi::phase_perimeter",
-           "one spacing per axis of u (" + std::to_string(u.dim()) + ")", std::to_string(h.size()));
+           "one spacing per axis of u (" + fk::to_text(u.dim()) + ")", fk::to_text(h.size()));
   // |grad| of a unit step across one cell is 1/h; 1e-3 of that keeps the
   // norm smooth at flat cells without blunting the interfaces, and the
   // floor it puts under every cell's norm is taken off again (P = 0 on a

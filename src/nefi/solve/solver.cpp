@@ -47,7 +47,7 @@ Checkpoint checkpoint_to_resume(const std::string& path, const Field& field, con
   FK_CHECK(ck.stage >= 0 && static_cast<size_t>(ck.stage) < cur.stages.size() &&
                ck.step < cur.stages[ck.stage].steps,
            "nefi::Solver resume", "a position inside this curriculum",
-           "stage " + std::to_string(ck.stage) + " step " + std::to_string(ck.step));
+           "stage " + fk::to_text(ck.stage) + " step " + fk::to_text(ck.step));
   return ck;
 }
 
@@ -60,16 +60,16 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
   FK_CHECK(problem_.measurement.data.defined(), "nefi::Solver", "a measurement", "none");
   cur_.validate();
   FK_CHECK(opt_.checkpoint_every >= 1, "SolverOptions::checkpoint_every", "a step count >= 1",
-           std::to_string(opt_.checkpoint_every));
+           fk::to_text(opt_.checkpoint_every));
   FK_CHECK(opt_.checkpoint_interval >= 0, "SolverOptions::checkpoint_interval", "a step count >= 0",
-           std::to_string(opt_.checkpoint_interval));
+           fk::to_text(opt_.checkpoint_interval));
   // A checkpoint holds one attempt's stage and step: with restarts it would
   // say nothing of which seed wrote it; run alone, a stage has no place in
   // the run the checkpoint came from.
   FK_CHECK(opt_.resume_from.empty() || (cur_.restarts <= 1 && !opt_.only_stage),
            "nefi::Solver resume",
            "a run of one attempt and every stage (no restarts, no only_stage)",
-           std::to_string(cur_.restarts) + " restarts" + (opt_.only_stage ? ", only_stage" : ""));
+           fk::to_text(cur_.restarts) + " restarts" + (opt_.only_stage ? ", only_stage" : ""));
   FK_CHECK(!(cur_.optim.optimizer == "lbfgs" && problem_.field->autocast() == fk::DType::F16),
            "nefi::Solver", "L-BFGS without fp16 autocast (its line search needs unscaled losses)",
            "optimizer lbfgs with autocast fp16");
@@ -181,7 +181,7 @@ Result Solver::run() {
     FK_CHECK(bad.empty(), "nefi::Solver",
              "finite fields at the end of the solve (the last step's update diverged: a smaller "
              "lr)",
-             bad + " after " + std::to_string(res.total_steps()) + " steps");
+             bad + " after " + fk::to_text(res.total_steps()) + " steps");
   }
   res.total_s = seconds_since(t_run);
   return res;

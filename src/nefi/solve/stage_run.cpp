@@ -38,8 +38,8 @@ std::optional<size_t> only_stage_index(const std::optional<int>& only, int n_sta
   if (!only) return std::nullopt;
   const int k = *only < 0 ? n_stages + *only : *only;
   FK_CHECK(k >= 0 && k < n_stages, "the stage run alone (nefi profile --stage, only_stage)",
-           "an index in [" + std::to_string(-n_stages) + ", " + std::to_string(n_stages) + ")",
-           std::to_string(*only));
+           "an index in [" + fk::to_text(-n_stages) + ", " + fk::to_text(n_stages) + ")",
+           fk::to_text(*only));
   return static_cast<size_t>(k);
 }
 
@@ -147,18 +147,18 @@ StageRun::StageRun(const InverseProblem& problem, const Curriculum& cur, const S
 
 void StageRun::resume(const Checkpoint& ck, const std::string& path) {
   FK_CHECK(ck.stage == static_cast<int>(index_), "nefi::Solver resume",
-           "the checkpoint's own stage " + std::to_string(ck.stage),
-           "stage " + std::to_string(index_) + " (" + path + ")");
+           "the checkpoint's own stage " + fk::to_text(ck.stage),
+           "stage " + fk::to_text(index_) + " (" + path + ")");
   FK_CHECK(ck.params.size() == params_.size(), "nefi::Solver resume",
-           std::to_string(params_.size()) + " parameter buffers",
-           std::to_string(ck.params.size()) + " in " + path);
+           fk::to_text(params_.size()) + " parameter buffers",
+           fk::to_text(ck.params.size()) + " in " + path);
   {
     fk::autograd::NoGradGuard ng;
     for (size_t i = 0; i < params_.size(); ++i) {
       FK_CHECK(
           ck.params[i].shape() == params_[i].shape() && ck.params[i].dtype() == params_[i].dtype(),
           "nefi::Solver resume",
-          "parameter buffer " + std::to_string(i) + " " + params_[i].shape().str(),
+          "parameter buffer " + fk::to_text(i) + " " + params_[i].shape().str(),
           ck.params[i].shape().str() + " in " + path);
       params_[i].detach().copy_(ck.params[i]);
     }
@@ -170,8 +170,8 @@ void StageRun::resume(const Checkpoint& ck, const std::string& path) {
       lbfgs_.restore(*ck.lbfgs, xh_.size());
       // The iterate in f64; the parameters loaded above hold it rounded.
       FK_CHECK(ck.lbfgs_x.size() == xh_.size(), "nefi::Solver resume",
-               "an L-BFGS iterate of " + std::to_string(xh_.size()) + " values",
-               std::to_string(ck.lbfgs_x.size()) + " in " + path);
+               "an L-BFGS iterate of " + fk::to_text(xh_.size()) + " values",
+               fk::to_text(ck.lbfgs_x.size()) + " in " + path);
       xh_ = ck.lbfgs_x;
     }
   }
@@ -198,13 +198,13 @@ void StageRun::resume(const Checkpoint& ck, const std::string& path) {
 std::vector<fk::Tensor> StageRun::resumed_shadow(const std::vector<fk::Tensor>& ema,
                                                  const std::string& path) const {
   FK_CHECK(ema.size() == params_.size(), "nefi::Solver resume",
-           std::to_string(params_.size()) + " EMA shadow buffers",
-           std::to_string(ema.size()) + " in " + path);
+           fk::to_text(params_.size()) + " EMA shadow buffers",
+           fk::to_text(ema.size()) + " in " + path);
   std::vector<fk::Tensor> out;
   for (size_t i = 0; i < ema.size(); ++i) {
     FK_CHECK(ema[i].shape() == params_[i].shape() && ema[i].dtype() == params_[i].dtype(),
              "nefi::Solver resume",
-             "EMA shadow buffer " + std::to_string(i) + " " + params_[i].shape().str(),
+             "EMA shadow buffer " + fk::to_text(i) + " " + params_[i].shape().str(),
              ema[i].shape().str() + " in " + path);
     out.push_back(ema[i].to(params_[i].device()).contiguous());
   }
@@ -271,10 +271,10 @@ bool StageRun::non_finite_step(int t, double total) {
     return false;
   }
   FK_CHECK(opt_.nan_guard, "nefi::Solver", "a finite loss (nan_guard is off)",
-           std::to_string(total) + " at stage " + stage_.name + " step " + std::to_string(t));
+           fk::to_text(total) + " at stage " + stage_.name + " step " + fk::to_text(t));
   ++bad_;
   FK_CHECK(bad_ <= opt_.max_bad_steps, "nefi::Solver",
-           "at most " + std::to_string(opt_.max_bad_steps) + " non-finite steps in a row",
+           "at most " + fk::to_text(opt_.max_bad_steps) + " non-finite steps in a row",
            "a persistent non-finite loss at stage " + stage_.name +
                " (values past float32's range, such as data whose squares overflow or underflow "
                "it, do this: rescale the data to order 1)");
@@ -495,7 +495,7 @@ StageResult StageRun::run(History& history, int& global, int total_steps, Clock:
   // of them) trained nothing: not a completed stage.
   FK_CHECK(sr_.steps > 0 || t0_ > 0 || bad_ == 0, "nefi::Solver",
            "a finite loss on some step of stage " + stage_.name,
-           std::to_string(bad_) +
+           fk::to_text(bad_) +
                " non-finite steps and no other (values past float32's range, such as data whose "
                "squares overflow or underflow it, do this: rescale the data to order 1)");
   sr_.seconds = seconds_since(t_stage);

@@ -92,7 +92,7 @@ void StepGraph::capture_and_launch(const std::function<void()>& enqueue, int64_t
     const int64_t kept = fk::cuda::pool_stats(device_).allocated - before;
     FK_CHECK(kept == 0, "nefi::StepGraph",
              "a step that frees every buffer it allocates (a replay reallocates them)",
-             std::to_string(kept) + " bytes (allocated minus freed) outliving the step");
+             fk::to_text(kept) + " bytes (allocated minus freed) outliving the step");
     exec_ = fk::cuda::end_capture(device_);
   } catch (const std::exception& e) {
     fk::cuda::abort_capture(device_);

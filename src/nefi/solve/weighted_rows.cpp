@@ -41,14 +41,14 @@ fk::Tensor weighted_rows(const std::vector<fk::Tensor>& terms,
            terms.empty() ? std::string("no terms") : terms[0].shape().str());
   const int64_t n = terms[0].size(0);
   FK_CHECK(w.size() == terms.size(), "nefi::weighted_rows",
-           std::to_string(terms.size()) + " weight rows", std::to_string(w.size()));
+           fk::to_text(terms.size()) + " weight rows", fk::to_text(w.size()));
   std::vector<double> total(static_cast<size_t>(n), 0.0);
   fk::DType dt = fk::DType::F32;
   for (size_t i = 0; i < terms.size(); ++i) {
     const std::vector<double> v = terms[i].to_vector<double>();
     FK_CHECK(terms[i].dim() == 1 && terms[i].size(0) == n && w[i].size() == static_cast<size_t>(n),
-             "nefi::weighted_rows", std::to_string(n) + " values and weights per term",
-             terms[i].shape().str() + " values and " + std::to_string(w[i].size()) + " weights");
+             "nefi::weighted_rows", fk::to_text(n) + " values and weights per term",
+             terms[i].shape().str() + " values and " + fk::to_text(w[i].size()) + " weights");
     for (int64_t b = 0; b < n; ++b) total[b] += w[i][b] * v[b];
     if (terms[i].dtype() == fk::DType::F64) dt = fk::DType::F64;
   }

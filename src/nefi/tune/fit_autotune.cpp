@@ -90,7 +90,7 @@ FitTuneReport autotune_fit(const OperatorPtr& op, const fk::Dims& shape, const M
   const size_t n_fields = options.field_priors.empty() ? 1 : options.field_priors.size();
   FK_CHECK(!truth.defined() || (n_fields == 1 && truth.numel() == shape.numel()), "autotune truth",
            "one field's truth of shape " + shape.str(),
-           truth.defined() ? truth.shape().str() + " for " + std::to_string(n_fields) + " field(s)"
+           truth.defined() ? truth.shape().str() + " for " + fk::to_text(n_fields) + " field(s)"
                            : "none");
   const AutoProblem base = auto_problem(op, shape, y, options);
   if (device.is_cuda()) {  // a refusal once, by name, not as every pilot's failure

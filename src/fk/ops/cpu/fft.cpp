@@ -180,7 +180,7 @@ struct Scratch {
     size_t total = (static_cast<size_t>(bytes) + 64 + 63) / 64 * 64;
     base = std::aligned_alloc(64, total);
     FK_CHECK(base != nullptr, "fft (planner scratch)", "an allocation to succeed",
-             std::to_string(total) + " bytes");
+             fk::to_text(total) + " bytes");
     ptr = static_cast<char*>(base) + reinterpret_cast<uintptr_t>(like) % 64;
   }
   ~Scratch() { std::free(base); }

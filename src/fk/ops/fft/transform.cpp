@@ -223,7 +223,7 @@ Tensor transform(const char* op, Kind kind, bool inverse, const Tensor& x, const
 // An n-d argument list as Dims (at most kMaxDims entries, like any shape).
 Dims list(const char* op, const char* what, const std::vector<int64_t>& v) {
   FK_CHECK(v.size() <= static_cast<size_t>(kMaxDims), op,
-           fmt::format("at most {} {}", kMaxDims, what), std::to_string(v.size()));
+           fmt::format("at most {} {}", kMaxDims, what), fk::to_text(v.size()));
   return Dims(v);
 }
 

@@ -39,8 +39,8 @@ CheckedIndex checked_index_cuda(const Tensor& t, const Tensor& index, int64_t bo
   if (int64_t* record = cuda::index_check_record(t.device().index, cuda::index_record_slot(op)))
     return {idx, cuda::IndexCheck{false, record}};
   const std::vector<int64_t> range = stack({amin(idx), amax(idx)}, 0).to_vector<int64_t>();
-  if (range[0] < 0) throw Error(op, bounds(bound, dim), "index " + std::to_string(range[0]));
-  if (range[1] >= bound) throw Error(op, bounds(bound, dim), "index " + std::to_string(range[1]));
+  if (range[0] < 0) throw Error(op, bounds(bound, dim), "index " + fk::to_text(range[0]));
+  if (range[1] >= bound) throw Error(op, bounds(bound, dim), "index " + fk::to_text(range[1]));
   return {idx, {}};
 }
 
@@ -48,7 +48,7 @@ void check_host_index(const std::vector<int64_t>& index, int64_t bound, int dim,
   for (size_t i = 0; i < index.size(); ++i) {
     if (index[i] < 0 || index[i] >= bound) [[unlikely]] {
       throw Error(op, bounds(bound, dim),
-                  "index " + std::to_string(index[i]) + " at flat position " + std::to_string(i));
+                  "index " + fk::to_text(index[i]) + " at flat position " + fk::to_text(i));
     }
   }
 }
@@ -73,7 +73,7 @@ CheckedIndex checked_index(const Tensor& t, const Tensor& index, int64_t bound, 
   for (int64_t i = 0, n = idx.numel(); i < n; ++i) {
     if (p[i] < 0 || p[i] >= bound) [[unlikely]] {
       throw Error(op, bounds(bound, dim),
-                  "index " + std::to_string(p[i]) + " at flat position " + std::to_string(i));
+                  "index " + fk::to_text(p[i]) + " at flat position " + fk::to_text(i));
     }
   }
   return {idx, {}};

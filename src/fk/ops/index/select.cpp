@@ -92,7 +92,7 @@ Dims gather_shape(const Tensor& t, int d, const Tensor& index) {
     if (i == d) continue;
     int64_t a = t.size(i), b = index.size(i);
     FK_CHECK(a == b || a == 1 || b == 1, "gather",
-             "index sizes equal to the input's (or 1) outside dim " + std::to_string(d),
+             "index sizes equal to the input's (or 1) outside dim " + fk::to_text(d),
              "input " + t.shape().str() + " and index " + index.shape().str());
     out[i] = a == 1 ? b : a;
   }
@@ -102,7 +102,7 @@ Dims gather_shape(const Tensor& t, int d, const Tensor& index) {
 void check_gather_rank(const Tensor& t, const Dims& index_shape) {
   FK_CHECK(t.dim() >= 1, "gather", "a tensor with at least 1 dimension", "a 0-dim tensor");
   FK_CHECK(static_cast<int>(index_shape.size()) == t.dim(), "gather",
-           "an index with the input's rank " + std::to_string(t.dim()),
+           "an index with the input's rank " + fk::to_text(t.dim()),
            "an index of shape " + index_shape.str());
 }
 
@@ -247,8 +247,8 @@ Tensor gather(const Tensor& t, int64_t dim, const std::vector<int64_t>& index,
   check_gather_rank(t, index_shape);
   FK_CHECK(static_cast<int64_t>(index.size()) == index_shape.numel(), "gather",
            "as many index values as the index shape " + index_shape.str() + " holds (" +
-               std::to_string(index_shape.numel()) + ")",
-           std::to_string(index.size()) + " values");
+               fk::to_text(index_shape.numel()) + ")",
+           fk::to_text(index.size()) + " values");
   const int d = wrap_dim(dim, t.dim(), "gather");
   index_detail::check_host_index(index, t.size(d), d, "gather");
   return gather_recorded(t, dim, from_vector(index, index_shape, t.device()), true);

@@ -133,7 +133,7 @@ Tensor cat(const std::vector<Tensor>& ts, int64_t dim) {
     const Tensor& t = ts[i];
     FK_CHECK(t.device() == first.device(), "cat",
              "tensors on one device (" + first.device().str() + ")",
-             "tensor " + std::to_string(i) + " on " + t.device().str());
+             "tensor " + fk::to_text(i) + " on " + t.device().str());
     bool same = t.dim() == first.dim();
     for (int k = 0; same && k < t.dim(); ++k) same = k == d || t.size(k) == shape[k];
     if (!same) {
@@ -142,8 +142,8 @@ Tensor cat(const std::vector<Tensor>& ts, int64_t dim) {
       for (int k = 0; k < want.size(); ++k) {
         w += (k ? ", " : "") + (k == d ? std::string("*") : std::to_string(want[k]));
       }
-      throw Error("cat", "tensors of shape " + w + "] (any size at dim " + std::to_string(d) + ")",
-                  "tensor " + std::to_string(i) + " of shape " + t.shape().str());
+      throw Error("cat", "tensors of shape " + w + "] (any size at dim " + fk::to_text(d) + ")",
+                  "tensor " + fk::to_text(i) + " of shape " + t.shape().str());
     }
     rt = promote(rt, t.dtype());
     total += t.size(d);
@@ -173,7 +173,7 @@ Tensor stack(const std::vector<Tensor>& ts, int64_t dim) {
   parts.reserve(ts.size());
   for (size_t i = 0; i < ts.size(); ++i) {
     FK_CHECK(ts[i].shape() == ts[0].shape(), "stack", "tensors of one shape " + ts[0].shape().str(),
-             "tensor " + std::to_string(i) + " of shape " + ts[i].shape().str());
+             "tensor " + fk::to_text(i) + " of shape " + ts[i].shape().str());
     parts.push_back(ts[i].unsqueeze(d));
   }
   return cat(parts, d);
@@ -183,7 +183,7 @@ std::vector<Tensor> split(const Tensor& t, int64_t size, int64_t dim) {
   FK_CHECK(t.dim() >= 1, "split", "a tensor with at least 1 dimension", "a 0-dim tensor");
   const int d = wrap_dim(dim, t.dim(), "split");
   const int64_t n = t.size(d);
-  FK_CHECK(size > 0, "split", "a chunk size > 0", std::to_string(size));
+  FK_CHECK(size > 0, "split", "a chunk size > 0", fk::to_text(size));
   std::vector<Tensor> out;
   if (n == 0) out.push_back(t.narrow(d, 0, 0));
   for (int64_t at = 0; at < n; at += size) out.push_back(t.narrow(d, at, std::min(size, n - at)));
@@ -196,13 +196,13 @@ std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, in
   int64_t total = 0;
   std::string list;
   for (int64_t s : sizes) {
-    FK_CHECK(s >= 0, "split", "sizes >= 0", std::to_string(s));
+    FK_CHECK(s >= 0, "split", "sizes >= 0", fk::to_text(s));
     total += s;
     list += (list.empty() ? "" : ", ") + std::to_string(s);
   }
   FK_CHECK(total == t.size(d), "split",
-           "sizes summing to " + std::to_string(t.size(d)) + " (dim " + std::to_string(d) + ")",
-           "sizes [" + list + "] summing to " + std::to_string(total));
+           "sizes summing to " + fk::to_text(t.size(d)) + " (dim " + fk::to_text(d) + ")",
+           "sizes [" + list + "] summing to " + fk::to_text(total));
   std::vector<Tensor> out;
   int64_t at = 0;
   for (int64_t s : sizes) {
@@ -214,9 +214,8 @@ std::vector<Tensor> split(const Tensor& t, const std::vector<int64_t>& sizes, in
 
 std::vector<Tensor> cat_backward(const Tensor& g, int64_t dim, const std::vector<int64_t>& sizes,
                                  const std::vector<DType>& dtypes) {
-  FK_CHECK(
-      sizes.size() == dtypes.size(), "cat_backward", "one dtype per size",
-      std::to_string(dtypes.size()) + " dtypes for " + std::to_string(sizes.size()) + " sizes");
+  FK_CHECK(sizes.size() == dtypes.size(), "cat_backward", "one dtype per size",
+           fk::to_text(dtypes.size()) + " dtypes for " + fk::to_text(sizes.size()) + " sizes");
   const int d = wrap_dim(dim, g.dim(), "cat_backward");
   return cat_pieces(g, d, sizes, dtypes, std::vector<bool>(sizes.size(), true));
 }

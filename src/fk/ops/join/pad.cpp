@@ -62,10 +62,10 @@ std::vector<int64_t> pad_map(int64_t n, int64_t l, int64_t r, PadMode mode) {
 Dims padded_shape(const Dims& in, const std::vector<int64_t>& pads, PadMode mode) {
   const char* op = "pad";
   FK_CHECK(pads.size() % 2 == 0, op, "an even number of pads ((left, right) pairs)",
-           std::to_string(pads.size()) + " pads");
+           fk::to_text(pads.size()) + " pads");
   FK_CHECK(static_cast<int>(pads.size() / 2) <= in.size(), op,
-           "at most one (left, right) pair per dimension (" + std::to_string(in.size()) + " dims)",
-           std::to_string(pads.size() / 2) + " pairs");
+           "at most one (left, right) pair per dimension (" + fk::to_text(in.size()) + " dims)",
+           fk::to_text(pads.size() / 2) + " pairs");
   Dims out = in;
   for (size_t p = 0; p < pads.size() / 2; ++p) {
     int d = in.size() - 1 - static_cast<int>(p);

@@ -139,8 +139,8 @@ Tensor roll_contiguous_cpu(const Tensor& t, const std::vector<int64_t>& shift) {
 Tensor roll_forward(const Tensor& t, const std::vector<int64_t>& shifts,
                     const std::vector<int64_t>& dims) {
   FK_CHECK(shifts.size() == dims.size(), "roll",
-           "one shift per dim (" + std::to_string(dims.size()) + " dims)",
-           std::to_string(shifts.size()) + " shifts");
+           "one shift per dim (" + fk::to_text(dims.size()) + " dims)",
+           fk::to_text(shifts.size()) + " shifts");
   FK_CHECK(t.dim() >= 1, "roll", "a tensor with at least 1 dimension", "a 0-dim tensor");
   std::vector<int64_t> total(t.dim(), 0);
   for (size_t i = 0; i < dims.size(); ++i) total[wrap_dim(dims[i], t.dim(), "roll")] += shifts[i];
@@ -165,7 +165,7 @@ std::vector<int> flip_dims(const Tensor& t, const std::vector<int64_t>& dims) {
   std::vector<bool> seen(t.dim(), false);
   for (int64_t d : dims) {
     int w = wrap_dim(d, t.dim(), "flip");
-    FK_CHECK(!seen[w], "flip", "each dim at most once", "dim " + std::to_string(d) + " twice");
+    FK_CHECK(!seen[w], "flip", "each dim at most once", "dim " + fk::to_text(d) + " twice");
     seen[w] = true;
     out.push_back(w);
   }
@@ -203,7 +203,7 @@ struct FlipBackward : autograd::Node {
 Tensor roll(const Tensor& t, const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims) {
   if (dims.empty()) {
     FK_CHECK(shifts.size() == 1, "roll", "one shift when no dims are given (flattened roll)",
-             std::to_string(shifts.size()) + " shifts");
+             fk::to_text(shifts.size()) + " shifts");
     return roll(t.reshape({t.numel()}), shifts, {0}).reshape(t.shape());
   }
   profile::OpScope scope("roll");

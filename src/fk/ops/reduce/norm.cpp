@@ -236,7 +236,7 @@ struct NormBackward : autograd::Node {
 }  // namespace
 
 Tensor norm(const Tensor& t, double p, const Dims& dims, bool keepdim) {
-  FK_CHECK(p > 0, "norm", "p > 0 or inf", std::to_string(p));
+  FK_CHECK(p > 0, "norm", "p > 0 or inf", fk::to_text(p));
   if (auto r = in_inexact_type(t, [&](const Tensor& c) { return norm(c, p, dims, keepdim); }))
     return *r;
   Tensor out = norm_forward(t, p, dims, keepdim);

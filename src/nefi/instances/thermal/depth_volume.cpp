@@ -11,7 +11,7 @@ std::vector<double> depth_map_alpha_volume(const std::vector<bool>& defect,
   FK_CHECK(shape.size() == 3 && static_cast<int64_t>(depth.size()) == shape[0] * shape[1] &&
                defect.size() == depth.size(),
            "nefi::thermal::depth_map_alpha_volume", "a volume whose columns match the depth map",
-           shape.str() + " vs " + std::to_string(depth.size()) + " columns");
+           shape.str() + " vs " + fk::to_text(depth.size()) + " columns");
   const int64_t nz = shape[2];
   const double hz = thickness / static_cast<double>(nz);
   std::vector<double> v(shape.numel(), alpha_bulk);

@@ -35,27 +35,26 @@ std::vector<double> lateral_profile(int64_t n, double L, double c, double w, boo
 void ExplicitHeatConfig::validate() const {
   const char* w = "nefi::thermal::ExplicitHeatSimulator";
   FK_CHECK(extent.size() == 3 && extent[0] > 0 && extent[1] > 0 && extent[2] > 0,
-           "config key 'extent'", "three positive lengths",
-           std::to_string(extent.size()) + " values");
-  FK_CHECK(dt > 0, "config key 'dt'", "dt > 0", std::to_string(dt));
-  FK_CHECK(n_frames >= 1, "config key 'n_frames'", "n_frames >= 1", std::to_string(n_frames));
+           "config key 'extent'", "three positive lengths", fk::to_text(extent.size()) + " values");
+  FK_CHECK(dt > 0, "config key 'dt'", "dt > 0", fk::to_text(dt));
+  FK_CHECK(n_frames >= 1, "config key 'n_frames'", "n_frames >= 1", fk::to_text(n_frames));
   FK_CHECK(first_frame >= 0 && first_frame <= n_frames, "config key 'first_frame'",
-           "a frame in [0, n_frames]", std::to_string(first_frame));
+           "a frame in [0, n_frames]", fk::to_text(first_frame));
   FK_CHECK(frame_stride >= 1, "config key 'frame_stride'", "frame_stride >= 1",
-           std::to_string(frame_stride));
+           fk::to_text(frame_stride));
   FK_CHECK(face_mode == "harmonic" || face_mode == "arithmetic", "config key 'sim_face_mode'",
            "harmonic or arithmetic", face_mode);
   FK_CHECK(back_bc == "neumann" || back_bc == "robin", "config key 'bc_back'", "neumann or robin",
            back_bc);
   FK_CHECK(lateral_bc == "periodic" || lateral_bc == "neumann", "config key 'bc_lateral'",
            "periodic or neumann", lateral_bc);
-  FK_CHECK(robin_h >= 0, "config key 'robin_h'", "robin_h >= 0", std::to_string(robin_h));
+  FK_CHECK(robin_h >= 0, "config key 'robin_h'", "robin_h >= 0", fk::to_text(robin_h));
   FK_CHECK(min_substeps >= 1, "config key 'sim_min_substeps'", "sim_min_substeps >= 1",
-           std::to_string(min_substeps));
+           fk::to_text(min_substeps));
   FK_CHECK(substep_safety >= 1, "config key 'sim_substep_safety'", "sim_substep_safety >= 1",
-           std::to_string(substep_safety));
+           fk::to_text(substep_safety));
   FK_CHECK(flash.width_xy > 0 && flash.width_z > 0, w, "positive flash widths",
-           std::to_string(flash.width_xy) + ", " + std::to_string(flash.width_z));
+           fk::to_text(flash.width_xy) + ", " + fk::to_text(flash.width_z));
 }
 
 std::vector<double> flash_cell_averages(const FlashSpec& f, const fk::Dims& shape,
@@ -240,16 +239,16 @@ std::vector<std::vector<double>> ExplicitHeatSimulator::trajectory(const std::ve
   FK_CHECK(shape.size() == 3 && shape[0] >= 1 && shape[1] >= 1 && shape[2] >= 1 &&
                static_cast<int64_t>(alpha.size()) == shape.numel(),
            "nefi::thermal::ExplicitHeatSimulator", "alpha with one value per cell of a 3-D grid",
-           shape.str() + " with " + std::to_string(alpha.size()) + " values");
+           shape.str() + " with " + fk::to_text(alpha.size()) + " values");
   double amax = 0;
   for (double a : alpha) {
     FK_CHECK(a > 0 && std::isfinite(a), "nefi::thermal::ExplicitHeatSimulator",
-             "a positive finite diffusivity", std::to_string(a));
+             "a positive finite diffusivity", fk::to_text(a));
     amax = std::max(amax, a);
   }
   if (t0.empty()) t0 = flash_cell_averages(cfg_.flash, shape, cfg_.extent);
   FK_CHECK(static_cast<int64_t>(t0.size()) == shape.numel(), "nefi::thermal::ExplicitHeatSimulator",
-           "an initial state with one value per cell", std::to_string(t0.size()));
+           "an initial state with one value per cell", fk::to_text(t0.size()));
   std::vector<std::vector<double>> frames;
   run_explicit(cfg_, substeps(shape, amax), alpha, shape, std::move(t0),
                [&](int64_t, const std::vector<double>& t) { frames.push_back(t); });
@@ -259,15 +258,15 @@ std::vector<std::vector<double>> ExplicitHeatSimulator::trajectory(const std::ve
 std::vector<double> ExplicitHeatSimulator::surface_frames(const std::vector<double>& alpha,
                                                           const fk::Dims& shape, int64_t s) const {
   FK_CHECK(s >= 1 && shape.size() == 3, "nefi::thermal::ExplicitHeatSimulator",
-           "supersample >= 1 and a 3-D grid", std::to_string(s) + ", " + shape.str());
+           "supersample >= 1 and a 3-D grid", fk::to_text(s) + ", " + shape.str());
   const fk::Dims fine{shape[0] * s, shape[1] * s, shape[2] * s};
   FK_CHECK(static_cast<int64_t>(alpha.size()) == fine.numel(),
            "nefi::thermal::ExplicitHeatSimulator", "alpha on the supersampled grid " + fine.str(),
-           std::to_string(alpha.size()) + " values");
+           fk::to_text(alpha.size()) + " values");
   double amax = 0;
   for (double a : alpha) {
     FK_CHECK(a > 0 && std::isfinite(a), "nefi::thermal::ExplicitHeatSimulator",
-             "a positive finite diffusivity", std::to_string(a));
+             "a positive finite diffusivity", fk::to_text(a));
     amax = std::max(amax, a);
   }
   const std::vector<int64_t> obs = observed_frames();

@@ -11,12 +11,12 @@ namespace {
 
 void check_pair(const std::vector<double>& x, const std::vector<double>& gt, const char* where) {
   FK_CHECK(x.size() == gt.size() && !x.empty(), where, "two non-empty volumes of one size",
-           std::to_string(x.size()) + " vs " + std::to_string(gt.size()));
+           fk::to_text(x.size()) + " vs " + fk::to_text(gt.size()));
 }
 
 void check_volume(const std::vector<double>& v, const fk::Dims& shape, const char* where) {
   FK_CHECK(shape.size() == 3 && static_cast<int64_t>(v.size()) == shape.numel(), where,
-           "a volume of shape (nx, ny, nz)", shape.str() + " with " + std::to_string(v.size()));
+           "a volume of shape (nx, ny, nz)", shape.str() + " with " + fk::to_text(v.size()));
 }
 
 // torch's median: the lower of the two middle values for an even count.
@@ -89,7 +89,7 @@ std::vector<bool> dilate_cube(const std::vector<bool>& m, const fk::Dims& s, int
 
 double psnr_range(const std::vector<double>& x, const std::vector<double>& gt, double range) {
   check_pair(x, gt, "nefi::thermal::psnr_range");
-  FK_CHECK(range > 0, "nefi::thermal::psnr_range", "a positive data range", std::to_string(range));
+  FK_CHECK(range > 0, "nefi::thermal::psnr_range", "a positive data range", fk::to_text(range));
   double m = 0;
   for (size_t i = 0; i < x.size(); ++i) m += (x[i] - gt[i]) * (x[i] - gt[i]);
   m /= static_cast<double>(x.size());
@@ -119,7 +119,7 @@ double edge_f1(const std::vector<double>& x, const std::vector<double>& gt, cons
                double threshold, int dilate) {
   check_volume(x, shape, "nefi::thermal::edge_f1");
   check_volume(gt, shape, "nefi::thermal::edge_f1");
-  FK_CHECK(dilate >= 0, "nefi::thermal::edge_f1", "dilate >= 0", std::to_string(dilate));
+  FK_CHECK(dilate >= 0, "nefi::thermal::edge_f1", "dilate >= 0", fk::to_text(dilate));
   const auto gx = gradient_magnitude(x, shape), gg = gradient_magnitude(gt, shape);
   const double thr = threshold * *std::max_element(gg.begin(), gg.end());
   std::vector<bool> pe(x.size()), ge(x.size());
@@ -181,7 +181,7 @@ DefectMap project_defects(const std::vector<double>& alpha, const fk::Dims& shap
 DefectMap project_truth(const std::vector<bool>& defects, const fk::Dims& shape, double thickness) {
   FK_CHECK(shape.size() == 3 && static_cast<int64_t>(defects.size()) == shape.numel(),
            "nefi::thermal::project_truth", "a mask of shape (nx, ny, nz)",
-           shape.str() + " with " + std::to_string(defects.size()));
+           shape.str() + " with " + fk::to_text(defects.size()));
   const int64_t nz = shape[2], cols = shape[0] * shape[1];
   DefectMap m;
   m.mask.assign(cols, false);
@@ -195,7 +195,7 @@ DepthErrors depth_errors(const DefectMap& pred, const DefectMap& gt) {
   FK_CHECK(pred.mask.size() == gt.mask.size() && pred.depth.size() == gt.depth.size() &&
                pred.mask.size() == pred.depth.size(),
            "nefi::thermal::depth_errors", "two defect maps of one size",
-           std::to_string(pred.mask.size()) + " vs " + std::to_string(gt.mask.size()));
+           fk::to_text(pred.mask.size()) + " vs " + fk::to_text(gt.mask.size()));
   DepthErrors e;
   for (size_t p = 0; p < gt.mask.size(); ++p) {
     const double d = gt.depth[p], dh = pred.depth[p];
@@ -215,7 +215,7 @@ DepthErrors depth_errors(const DefectMap& pred, const DefectMap& gt) {
 
 double iou_2d(const std::vector<bool>& a, const std::vector<bool>& b) {
   FK_CHECK(a.size() == b.size(), "nefi::thermal::iou_2d", "two masks of one size",
-           std::to_string(a.size()) + " vs " + std::to_string(b.size()));
+           fk::to_text(a.size()) + " vs " + fk::to_text(b.size()));
   int64_t inter = 0, uni = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     inter += a[i] && b[i];
@@ -226,7 +226,7 @@ double iou_2d(const std::vector<bool>& a, const std::vector<bool>& b) {
 
 double dice_2d(const std::vector<bool>& a, const std::vector<bool>& b) {
   FK_CHECK(a.size() == b.size(), "nefi::thermal::dice_2d", "two masks of one size",
-           std::to_string(a.size()) + " vs " + std::to_string(b.size()));
+           fk::to_text(a.size()) + " vs " + fk::to_text(b.size()));
   int64_t inter = 0, total = 0;
   for (size_t i = 0; i < a.size(); ++i) {
     inter += a[i] && b[i];

@@ -23,8 +23,8 @@ TemperatureNet::TemperatureNet(int hidden, int depth, double scale, uint64_t see
   FK_CHECK(hidden >= 1 && depth >= 1 && scale > 0 && n_octaves >= 0 && n_octaves <= 16,
            "nefi::thermal::TemperatureNet",
            "hidden >= 1, depth >= 1, scale > 0 and n_octaves in [0, 16]",
-           std::to_string(hidden) + ", " + std::to_string(depth) + ", " + std::to_string(scale) +
-               ", " + std::to_string(n_octaves));
+           fk::to_text(hidden) + ", " + fk::to_text(depth) + ", " + fk::to_text(scale) + ", " +
+               fk::to_text(n_octaves));
   FK_CHECK(dtype == fk::DType::F32 || dtype == fk::DType::F64, "nefi::thermal::TemperatureNet",
            "f32 or f64 parameters", fk::name(dtype));
   fk::Generator gen(seed);
@@ -175,7 +175,7 @@ SoftPinnSurface::SoftPinnSurface(std::shared_ptr<TemperatureNet> net, PinnGeomet
   FK_CHECK(net_ != nullptr, "nefi::thermal::SoftPinnSurface", "a temperature network", "none");
   FK_CHECK(geo_.extent.size() == 3 && geo_.t_end > 0 && !geo_.frame_times.empty(),
            "nefi::thermal::SoftPinnSurface", "a 3-D slab, t_end > 0 and observed frames",
-           std::to_string(geo_.extent.size()) + "-D, t_end " + std::to_string(geo_.t_end));
+           fk::to_text(geo_.extent.size()) + "-D, t_end " + fk::to_text(geo_.t_end));
   primary = "alpha";
 }
 
@@ -296,14 +296,14 @@ Interpolated trilinear(const fk::Tensor& v, const std::vector<double>& extent, b
 PdeResidualLoss::PdeResidualLoss(int64_t n_points, uint64_t seed, std::string field)
     : Loss("pde"), n_points_(n_points), field_(std::move(field)), rng_(seed) {
   FK_CHECK(n_points >= 1, "config key 'pinn_collocation'", "at least 1 collocation point",
-           std::to_string(n_points));
+           fk::to_text(n_points));
 }
 
 fk::Tensor pde_residual(const SoftPinnSurface& op, const fk::Tensor& alpha,
                         const std::vector<double>& xyz, const std::vector<double>& t) {
   const PinnGeometry& g = op.geometry();
   FK_CHECK(xyz.size() == 3 * t.size(), "nefi::thermal::pde_residual", "3 coordinates per time",
-           std::to_string(xyz.size()) + " coordinates, " + std::to_string(t.size()) + " times");
+           fk::to_text(xyz.size()) + " coordinates, " + fk::to_text(t.size()) + " times");
   FK_CHECK(alpha.device() == op.net().device(), "nefi::thermal::pde_residual",
            "alpha on the temperature network's device (" + op.net().device().str() + ")",
            alpha.device().str());

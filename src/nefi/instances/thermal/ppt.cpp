@@ -28,7 +28,7 @@ PptResult ppt(const std::vector<double>& frames, double dt, const fk::Dims& fs,
   FK_CHECK(fs.size() == 3 && static_cast<int64_t>(frames.size()) == fs.numel() && fs[0] >= 4,
            "nefi::thermal::ppt", "at least 4 frames (n_obs, nx, ny)", fs.str());
   FK_CHECK(dt > 0 && opt.alpha > 0, "nefi::thermal::ppt", "dt > 0 and alpha > 0",
-           std::to_string(dt) + ", " + std::to_string(opt.alpha));
+           fk::to_text(dt) + ", " + fk::to_text(opt.alpha));
   const int64_t nt = fs[0], npx = fs[1] * fs[2], nf = nt / 2;
   // phase[k - 1][p]: the DFT phase of pixel p at f_k.
   std::vector<std::vector<double>> phase(nf, std::vector<double>(npx));

@@ -30,8 +30,7 @@ void check_range(const std::array<double, 2>& r, const std::string& key, bool po
 
 void SceneConfig::validate() const {
   FK_CHECK(extent.size() == 3 && extent[0] > 0 && extent[1] > 0 && extent[2] > 0,
-           "config key 'extent'", "three positive lengths",
-           std::to_string(extent.size()) + " values");
+           "config key 'extent'", "three positive lengths", fk::to_text(extent.size()) + " values");
   FK_CHECK(scene == "homogeneous" || scene == "layered", "config key 'scene'",
            "homogeneous or layered", scene);
   check_range(alpha_base_range, "alpha_base_range", true);
@@ -52,10 +51,10 @@ void SceneConfig::validate() const {
              "ellipsoid, cylinder or box", s);
   FK_CHECK(lateral_margin >= 0 && 2 * lateral_margin < std::min(extent[0], extent[1]),
            "config key 'lateral_margin'", "0 <= margin < half the lateral extent",
-           std::to_string(lateral_margin));
+           fk::to_text(lateral_margin));
   FK_CHECK(min_layer_fraction >= 0 && min_layer_fraction * n_layers[1] <= 1.0,
            "config key 'min_layer_fraction'", "min_layer_fraction * max layers <= 1",
-           std::to_string(min_layer_fraction));
+           fk::to_text(min_layer_fraction));
 }
 
 namespace {

@@ -185,7 +185,7 @@ void read_slab_and_operator(const Params& p, TomographyConfig& c) {
   h.solver = p.choice("solver", {"jacobi", "chebyshev", "cg"});
   h.jacobi_iters = p.i("jacobi_iters");
   FK_CHECK(h.jacobi_iters >= 1, "config key 'jacobi_iters'", "sweeps per implicit step >= 1",
-           std::to_string(h.jacobi_iters));
+           fk::to_text(h.jacobi_iters));
   h.cg_tol = p.d("cg_tol");
   h.cg_max_iter = p.i("cg_max_iter");
   h.grad_mode = p.choice("grad_mode", {"adjoint", "checkpoint", "autograd"});
@@ -194,10 +194,9 @@ void read_slab_and_operator(const Params& p, TomographyConfig& c) {
   c.alpha_max = p.d("alpha_max");
   c.alpha_init = p.d("alpha_init");
   FK_CHECK(c.alpha_min > 0 && c.alpha_min < c.alpha_max, "config keys 'alpha_min'/'alpha_max'",
-           "0 < alpha_min < alpha_max",
-           std::to_string(c.alpha_min) + ", " + std::to_string(c.alpha_max));
+           "0 < alpha_min < alpha_max", fk::to_text(c.alpha_min) + ", " + fk::to_text(c.alpha_max));
   FK_CHECK(c.alpha_init > c.alpha_min && c.alpha_init < c.alpha_max, "config key 'alpha_init'",
-           "alpha_min < alpha_init < alpha_max", std::to_string(c.alpha_init));
+           "alpha_min < alpha_init < alpha_max", fk::to_text(c.alpha_init));
 }
 
 void read_scene_and_data(const Params& p, TomographyConfig& c) {
@@ -221,7 +220,7 @@ void read_scene_and_data(const Params& p, TomographyConfig& c) {
   s.validate();
   c.sim_supersample = p.i("sim_supersample");
   FK_CHECK(c.sim_supersample >= 1, "config key 'sim_supersample'", "an integer >= 1",
-           std::to_string(c.sim_supersample));
+           fk::to_text(c.sim_supersample));
   c.noise_std = noise_std_key(p);
 }
 
@@ -256,8 +255,8 @@ Curriculum thermal_curriculum(const ScheduleKeys& k, const fk::Dims& grid, int s
     s.lr_step_size = k.lr_step_size;
     s.lr_gamma = k.lr_gamma;
     FK_CHECK(k.lr_warmup < s.steps, "config key 'lr_warmup'",
-             "a step count below every stage's steps (" + std::to_string(s.steps) + ")",
-             std::to_string(k.lr_warmup));
+             "a step count below every stage's steps (" + fk::to_text(s.steps) + ")",
+             fk::to_text(k.lr_warmup));
     s.lr_warmup = k.lr_warmup;
     s.anneal = k.anneal_steps > 0;
     s.anneal_fraction = std::clamp(static_cast<double>(k.anneal_steps) / s.steps, 1e-9, 1.0);
@@ -271,7 +270,7 @@ Curriculum thermal_curriculum(const ScheduleKeys& k, const fk::Dims& grid, int s
 int step_count(const Params& p, const std::string& key, int64_t lo) {
   const int64_t v = p.i(key);
   FK_CHECK(v >= lo && v <= static_cast<int64_t>(kMaxSteps), "config key '" + key + "'",
-           "a step count in [" + std::to_string(lo) + ", 1e9]", std::to_string(v));
+           "a step count in [" + fk::to_text(lo) + ", 1e9]", fk::to_text(v));
   return static_cast<int>(v);
 }
 
@@ -286,7 +285,7 @@ void read_field_and_optimisation(const Params& p, TomographyConfig& c) {
   k.lr_step_size = step_count(p, "lr_step_size", 1);  // the step schedule divides by it
   k.n_stages = p.i("n_stages");
   FK_CHECK(k.n_stages >= 1 && k.n_stages <= 32, "config key 'n_stages'", "a stage count in [1, 32]",
-           std::to_string(k.n_stages));
+           fk::to_text(k.n_stages));
   k.stage_steps = p.list("stage_steps");
   for (double s : k.stage_steps)
     FK_CHECK(s >= 1 && s <= kMaxSteps && s == std::floor(s), "config key 'stage_steps'",
@@ -302,9 +301,9 @@ void read_field_and_optimisation(const Params& p, TomographyConfig& c) {
   k.optim.lbfgs = lbfgs_options_from(p);
   const double lr = p.d("lr"), grid_lr = p.d("grid_lr");
   FK_CHECK(lr > 0 && std::isfinite(lr), "config key 'lr'", "a finite learning rate > 0",
-           std::to_string(lr));
+           fk::to_text(lr));
   FK_CHECK(grid_lr >= 0, "config key 'grid_lr'", "a learning rate >= 0 (0: lr)",
-           std::to_string(grid_lr));
+           fk::to_text(grid_lr));
   c.tv_weight = p.d("tv_weight");
   c.tv.isotropic = true;
   c.tv.eps = p.d("tv_eps");
@@ -312,7 +311,7 @@ void read_field_and_optimisation(const Params& p, TomographyConfig& c) {
   c.tv.use_spacing = true;
   FK_CHECK(c.tv_weight >= 0 && c.tv.eps > 0, "config keys 'tv_weight'/'tv_eps'",
            "tv_weight >= 0 and tv_eps > 0",
-           std::to_string(c.tv_weight) + ", " + std::to_string(c.tv.eps));
+           fk::to_text(c.tv_weight) + ", " + fk::to_text(c.tv.eps));
   c.nefty_curriculum = thermal_curriculum(k, c.grid, steps, lr);
   c.grid_curriculum = thermal_curriculum(k, c.grid, grid_steps > 0 ? grid_steps : steps,
                                          grid_lr > 0 ? grid_lr : lr);
@@ -321,7 +320,7 @@ void read_field_and_optimisation(const Params& p, TomographyConfig& c) {
   Curriculum& pc = c.pinn_curriculum;
   pc = Curriculum::single(c.grid, step_count(p, "pinn_steps", 1), p.d("pinn_lr"));
   FK_CHECK(pc.stages[0].lr > 0 && std::isfinite(pc.stages[0].lr), "config key 'pinn_lr'",
-           "a finite learning rate > 0", std::to_string(pc.stages[0].lr));
+           "a finite learning rate > 0", fk::to_text(pc.stages[0].lr));
   pc.stages[0].name = "pinn";
   pc.stages[0].lr_schedule = "constant";
   pc.stages[0].anneal = true;
@@ -337,21 +336,21 @@ void read_pinn(const Params& p, TomographyConfig& c) {
   const int64_t hidden = p.i("pinn_hidden"), depth = p.i("pinn_depth");
   FK_CHECK(hidden >= 1 && hidden <= 4096 && depth >= 1 && depth <= 64,
            "config keys 'pinn_hidden'/'pinn_depth'", "a width in [1, 4096] and depth in [1, 64]",
-           std::to_string(hidden) + ", " + std::to_string(depth));
+           fk::to_text(hidden) + ", " + fk::to_text(depth));
   q.hidden = static_cast<int>(hidden);
   q.depth = static_cast<int>(depth);
   const int64_t octaves = p.i("pinn_n_octaves");
   FK_CHECK(octaves >= 0 && octaves <= 16, "config key 'pinn_n_octaves'",
-           "an octave count in [0, 16] (0: raw coordinates)", std::to_string(octaves));
+           "an octave count in [0, 16] (0: raw coordinates)", fk::to_text(octaves));
   q.n_octaves = static_cast<int>(octaves);
   q.collocation = p.i("pinn_collocation");
   FK_CHECK(q.collocation >= 1 && q.collocation <= (int64_t{1} << 24),
            "config key 'pinn_collocation'", "a point count in [1, 2^24]",
-           std::to_string(q.collocation));
+           fk::to_text(q.collocation));
   q.lambda_pde = p.d("pinn_lambda_pde");
   q.lambda_ic = p.d("pinn_lambda_ic");
   FK_CHECK(q.lambda_pde >= 0 && q.lambda_ic >= 0, "config keys 'pinn_lambda_pde'/'pinn_lambda_ic'",
-           "weights >= 0", std::to_string(q.lambda_pde) + ", " + std::to_string(q.lambda_ic));
+           "weights >= 0", fk::to_text(q.lambda_pde) + ", " + fk::to_text(q.lambda_ic));
 }
 
 void read_evaluation_and_baselines(const Params& p, TomographyConfig& c) {

@@ -85,21 +85,20 @@ TsrResult tsr(const std::vector<double>& frames, const std::vector<double>& time
   FK_CHECK(fs.size() == 3 && static_cast<int64_t>(frames.size()) == fs.numel() &&
                static_cast<int64_t>(times.size()) == fs[0],
            "nefi::thermal::tsr", "frames (n_obs, nx, ny) with one time per frame",
-           fs.str() + " with " + std::to_string(times.size()) + " times");
-  FK_CHECK(opt.window > 0, "nefi::thermal::tsr", "a positive window", std::to_string(opt.window));
+           fs.str() + " with " + fk::to_text(times.size()) + " times");
+  FK_CHECK(opt.window > 0, "nefi::thermal::tsr", "a positive window", fk::to_text(opt.window));
   const int64_t nt = fs[0], npx = fs[1] * fs[2];
   std::vector<double> x(nt);
   for (int64_t n = 0; n < nt; ++n) {
     FK_CHECK(times[n] > 0 && (n == 0 || times[n] > times[n - 1]), "nefi::thermal::tsr",
-             "increasing positive frame times", std::to_string(times[n]));
+             "increasing positive frame times", fk::to_text(times[n]));
     x[n] = std::log(times[n]);
   }
   const double w = opt.window, lo = x.front() + w, hi = x.back() - w;
-  FK_CHECK(hi > lo, "nefi::thermal::tsr (config keys 'n_frames', 'first_frame', 'tsr_window')",
-           "frames spanning more than two windows (2 tsr_window = " + std::to_string(2 * w) +
-               ") in ln t",
-           "a span of " + std::to_string(x.back() - x.front()) + " over " + std::to_string(nt) +
-               " frames");
+  FK_CHECK(
+      hi > lo, "nefi::thermal::tsr (config keys 'n_frames', 'first_frame', 'tsr_window')",
+      "frames spanning more than two windows (2 tsr_window = " + fk::to_text(2 * w) + ") in ln t",
+      "a span of " + fk::to_text(x.back() - x.front()) + " over " + fk::to_text(nt) + " frames");
   // Per evaluation point: the frames inside its window and the 3x3 normal
   // matrix of a local quadratic in (x − centre); the same for every pixel.
   constexpr int kGrid = 200;

@@ -20,7 +20,7 @@ DiffuseOpticalOperator::DiffuseOpticalOperator(Domain domain, GridFunction rhs, 
       observe_fn_(std::move(observe)),
       options_(std::move(options)) {
   FK_CHECK(options_.diffusion > 0, kWhere, "a diffusion coefficient D > 0",
-           std::to_string(options_.diffusion));
+           fk::to_text(options_.diffusion));
   FK_CHECK(rhs_fn_ && sink_fn_ && observe_fn_, kWhere,
            "right-hand side, sink and observation functions", "a missing one");
   prepare();
@@ -41,10 +41,10 @@ void DiffuseOpticalOperator::prepare() {
            sink_.shape().str());
   observe_ = observe_fn_(domain_).to(fk::DType::F64).contiguous();
   FK_CHECK(observe_.dim() == 2 && observe_.size(1) == n, kWhere,
-           "an observation matrix of shape (M, " + std::to_string(n) + ")", observe_.shape().str());
+           "an observation matrix of shape (M, " + fk::to_text(n) + ")", observe_.shape().str());
   FK_CHECK(
       options_.detector_shape.size() == 0 || options_.detector_shape.numel() == observe_.size(0),
-      kWhere, "a detector shape of " + std::to_string(observe_.size(0)) + " detectors",
+      kWhere, "a detector shape of " + fk::to_text(observe_.size(0)) + " detectors",
       options_.detector_shape.str());
   tables_ = std::make_shared<TableCache<Tables>>();
   warm_ = std::make_shared<elliptic::WarmStart>();
@@ -59,8 +59,7 @@ void DiffuseOpticalOperator::prepare() {
         solve_fluence(fk::full(domain_.shape(), options_.reference_absorption, {fk::DType::F64}),
                       tight, nullptr));
     for (double r : ref.to_vector<double>())
-      FK_CHECK(r > 0, kWhere, "a positive homogeneous response at every detector",
-               std::to_string(r));
+      FK_CHECK(r > 0, kWhere, "a positive homogeneous response at every detector", fk::to_text(r));
     inv_reference_ = fk::div(fk::ones(ref.shape(), {fk::DType::F64}), ref);
     tables_ = std::make_shared<TableCache<Tables>>();  // with the reference
   }

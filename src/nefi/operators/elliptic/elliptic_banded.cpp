@@ -58,7 +58,7 @@ void factor(Band& a) {
         ri[j] = s / rj[j];
       } else {  // a pivot at round-off of its diagonal: A is (numerically) singular
         FK_CHECK(s > 1e-10 * ri[i], "nefi::elliptic banded solve", "a positive definite system",
-                 "a pivot of " + std::to_string(s) + " at cell " + std::to_string(i));
+                 "a pivot of " + fk::to_text(s) + " at cell " + fk::to_text(i));
         ri[i] = std::sqrt(s);
       }
     }

@@ -231,13 +231,13 @@ Preconditioner parse_preconditioner(const std::string& s) {
 
 int64_t resolved_max_iter(const EllipticGrid& g, const CgOptions& opt) {
   FK_CHECK(opt.tol >= 0 && std::isfinite(opt.tol), "nefi::elliptic CG", "a tolerance tol >= 0",
-           std::to_string(opt.tol));
+           fk::to_text(opt.tol));
   FK_CHECK(opt.atol >= 0 && std::isfinite(opt.atol), "nefi::elliptic CG", "an atol >= 0",
-           std::to_string(opt.atol));
+           fk::to_text(opt.atol));
   FK_CHECK(opt.check_every >= 1, "nefi::elliptic CG", "check_every >= 1",
-           std::to_string(opt.check_every));
+           fk::to_text(opt.check_every));
   FK_CHECK(opt.max_iter >= 0, "nefi::elliptic CG", "max_iter >= 0 (0: automatic)",
-           std::to_string(opt.max_iter));
+           fk::to_text(opt.max_iter));
   if (opt.max_iter > 0) return opt.max_iter;
   int64_t m = 1;
   for (int64_t s : g.shape) m = std::max(m, s);

@@ -80,23 +80,23 @@ void EllipticGrid::validate() const {
     FK_CHECK(shape[a] >= 1, kWhere, "positive grid sizes", shape.str());
   FK_CHECK(
       static_cast<int>(spacing.size()) == ndim() && static_cast<int>(boundary.size()) == ndim(),
-      kWhere, "one spacing and one boundary pair per axis (" + std::to_string(ndim()) + ")",
-      std::to_string(spacing.size()) + " spacings, " + std::to_string(boundary.size()) +
+      kWhere, "one spacing and one boundary pair per axis (" + fk::to_text(ndim()) + ")",
+      fk::to_text(spacing.size()) + " spacings, " + fk::to_text(boundary.size()) +
           " boundary pairs");
   for (int a = 0; a < ndim(); ++a) {
     FK_CHECK(spacing[a] > 0 && std::isfinite(spacing[a]), kWhere, "spacings > 0",
-             std::to_string(spacing[a]));
+             fk::to_text(spacing[a]));
     FK_CHECK((boundary[a][0] == Boundary::kPeriodic) == (boundary[a][1] == Boundary::kPeriodic),
              kWhere, "periodic on both sides of an axis or on neither",
-             "one periodic side on axis " + std::to_string(a));
+             "one periodic side on axis " + fk::to_text(a));
   }
 }
 
 std::vector<std::array<Boundary, 2>> parse_boundary(const std::string& spec, int ndim) {
   const std::vector<std::string> axes = split(spec, ',');
   FK_CHECK(axes.size() == 1 || static_cast<int>(axes.size()) == ndim, "boundary '" + spec + "'",
-           "one kind for all axes or one per axis (" + std::to_string(ndim) + ")",
-           std::to_string(axes.size()) + " entries");
+           "one kind for all axes or one per axis (" + fk::to_text(ndim) + ")",
+           fk::to_text(axes.size()) + " entries");
   std::vector<std::array<Boundary, 2>> out;
   for (int a = 0; a < ndim; ++a) {
     const std::vector<std::string> sides = split(axes[axes.size() == 1 ? 0 : a], ':');
@@ -117,7 +117,7 @@ FaceSystem<T> build_face_system(const EllipticGrid& g, int64_t nb, const T* sigm
   for (int64_t i = 0; i < (sigma_batched ? nb : 1) * n; ++i)
     FK_CHECK(sigma[i] > 0 && std::isfinite(static_cast<double>(sigma[i])), kWhere,
              "a conductivity > 0 and finite everywhere",
-             std::to_string(static_cast<double>(sigma[i])) + " at cell " + std::to_string(i));
+             fk::to_text(sigma[i]) + " at cell " + fk::to_text(i));
   FaceSystem<T> sys;
   sys.nb = nb;
   sys.faces.assign(nb * d * n, T(0));

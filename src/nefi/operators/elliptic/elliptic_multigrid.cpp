@@ -105,7 +105,7 @@ std::vector<double> dense_cholesky(const MultigridLevel<T>& L) {
     for (int64_t k = 0; k < j; ++k) s -= a[j * n + k] * a[j * n + k];
     FK_CHECK(s > 1e-12 * std::max(1.0, std::abs(a[j * n + j])), "nefi::elliptic multigrid",
              "a positive definite system (a kappa or a Dirichlet side)",
-             "a coarse pivot of " + std::to_string(s));
+             "a coarse pivot of " + fk::to_text(s));
     a[j * n + j] = std::sqrt(s);
     for (int64_t i = j + 1; i < n; ++i) {
       double t = a[i * n + j];

@@ -39,8 +39,8 @@ void EllipticOperator::prepare() {
   FK_CHECK(!observe_.defined() || (observe_.dim() == 2 && observe_.size(1) == n) ||
                (observe_.dim() == 3 && observe_.size(0) == p && observe_.size(2) == n),
            kWhere,
-           "an observation matrix of shape (M, " + std::to_string(n) + ") or (" +
-               std::to_string(p) + ", M, " + std::to_string(n) + ")",
+           "an observation matrix of shape (M, " + fk::to_text(n) + ") or (" + fk::to_text(p) +
+               ", M, " + fk::to_text(n) + ")",
            observe_.defined() ? observe_.shape().str() : "");
   kappa_ = kappa_fn_ ? kappa_fn_(domain_).to(fk::DType::F64).contiguous() : fk::Tensor();
   warm_ = std::make_shared<elliptic::WarmStart>();

@@ -16,15 +16,14 @@ std::vector<double> point_source_rhs(const EllipticGrid& g,
   std::vector<double> rhs(g.numel(), 0.0);
   for (const PointSource& s : sources) {
     FK_CHECK(static_cast<int>(s.position.size()) == d, "nefi::elliptic::point_source_rhs",
-             "a position of " + std::to_string(d) + " coordinates",
-             std::to_string(s.position.size()));
+             "a position of " + fk::to_text(d) + " coordinates", fk::to_text(s.position.size()));
     int64_t lo[3] = {0, 0, 0};
     double frac[3] = {0, 0, 0};
     for (int a = 0; a < d; ++a) {
       const double len = g.shape[a] * g.spacing[a], x = s.position[a];
       FK_CHECK(x >= 0 && x <= len, "nefi::elliptic::point_source_rhs",
-               "a position inside [0, " + std::to_string(len) + "] on axis " + std::to_string(a),
-               std::to_string(x));
+               "a position inside [0, " + fk::to_text(len) + "] on axis " + fk::to_text(a),
+               fk::to_text(x));
       // In units of cells from the first centre, clamped to the centres' range.
       const double c = std::clamp(x / g.spacing[a] - 0.5, 0.0, double(g.shape[a] - 1));
       lo[a] = std::min<int64_t>(static_cast<int64_t>(std::floor(c)),

@@ -34,10 +34,10 @@ fk::Tensor flash_cell_averages(const GaussianFlash& flash, const fk::Dims& shape
            "nefi::flash_cell_averages", "shape (nx, ny, nz) with positive sizes", shape.str());
   FK_CHECK(extent.size() == 3 && extent[0] > 0 && extent[1] > 0 && extent[2] > 0,
            "nefi::flash_cell_averages", "3 positive extents",
-           std::to_string(extent.size()) + " entries");
+           fk::to_text(extent.size()) + " entries");
   FK_CHECK(flash.width_xy > 0 && flash.width_z > 0, "nefi::flash_cell_averages",
            "positive flash widths",
-           std::to_string(flash.width_xy) + ", " + std::to_string(flash.width_z));
+           fk::to_text(flash.width_xy) + ", " + fk::to_text(flash.width_z));
   const double cx = flash.center ? (*flash.center)[0] : extent[0] / 2;
   const double cy = flash.center ? (*flash.center)[1] : extent[1] / 2;
   auto lateral = [&](int64_t n, double length, double c) {

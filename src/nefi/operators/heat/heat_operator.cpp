@@ -94,7 +94,7 @@ void HeatOperator::check_alpha(const fk::Tensor& alpha, const char* where, bool 
     for (int64_t i = 0, n = a.numel(); i < n; ++i)
       FK_CHECK(p[i] > T(0) && p[i] < std::numeric_limits<T>::infinity(), where,
                "a finite alpha > 0 in every cell",
-               std::to_string(static_cast<double>(p[i])) + " at flat index " + std::to_string(i));
+               fk::to_text(p[i]) + " at flat index " + fk::to_text(i));
   };
   if (a.dtype() == fk::DType::F64)
     scan(double{});

@@ -38,8 +38,7 @@ Sweep make_sweep(bool flat, const fk::Tensor& weights, const StepGeometry& g) {
 fk::Tensor chebyshev_weights(const fk::Tensor& rho_in, int64_t iters) {
   fk::profile::OpScope scope("heat_chebyshev_weights");
   FK_CHECK(rho_in.numel() == 1 && iters >= 1, "nefi::heat::chebyshev_weights",
-           "a one-element bound and K >= 1",
-           rho_in.shape().str() + ", K = " + std::to_string(iters));
+           "a one-element bound and K >= 1", rho_in.shape().str() + ", K = " + fk::to_text(iters));
   const fk::Tensor rho = rho_in.detach().contiguous();
   fk::Tensor omega = fk::empty({iters}, {rho.dtype()});
   auto run = [&](auto tag) {

@@ -36,7 +36,7 @@ void laplacian(const Grid& g, const double* x, double* y) {
   const int64_t n0 = g.n0, n1 = g.n1;
   // Row ends are unrolled: one cell per row would read r[-1].
   FK_CHECK(n0 >= 1 && n1 >= 2, "nefi::gray_scott::laplacian", "a grid of at least 1 x 2 cells",
-           std::to_string(n0) + " x " + std::to_string(n1));
+           fk::to_text(n0) + " x " + fk::to_text(n1));
   const double s0 = 1.0 / (g.h0 * g.h0), s1 = 1.0 / (g.h1 * g.h1);
   const bool wrap = g.boundary == Boundary::kPeriodic;
   for (int64_t i = 0; i < n0; ++i) {

@@ -153,31 +153,29 @@ ReactionDiffusionOperator::ReactionDiffusionOperator(Domain domain,
            "a 2-D domain of >= 3 cells per axis", domain_.str());
   const auto& r = options_.rates;
   FK_CHECK(r.k >= 0 && r.Du >= 0 && r.Dv >= 0, who, "k, Du, Dv >= 0",
-           std::to_string(r.k) + ", " + std::to_string(r.Du) + ", " + std::to_string(r.Dv));
-  FK_CHECK(options_.dt > 0, who, "dt > 0", std::to_string(options_.dt));
+           fk::to_text(r.k) + ", " + fk::to_text(r.Du) + ", " + fk::to_text(r.Dv));
+  FK_CHECK(options_.dt > 0, who, "dt > 0", fk::to_text(options_.dt));
   FK_CHECK(options_.observe_u || options_.observe_v, who, "u or v observed", "neither");
-  FK_CHECK(options_.F >= 0, who, "a feed rate F >= 0", std::to_string(options_.F));
+  FK_CHECK(options_.F >= 0, who, "a feed rate F >= 0", fk::to_text(options_.F));
   const bool du = options_.unknown == RDUnknown::kDu;
   FK_CHECK(du ? options_.field_max > 0 : options_.field_max >= 0, who,
-           du ? "field_max > 0 (a Du bound)" : "field_max >= 0",
-           std::to_string(options_.field_max));
+           du ? "field_max > 0 (a Du bound)" : "field_max >= 0", fk::to_text(options_.field_max));
   FK_CHECK(options_.substep_factor >= 1 && options_.substep_factor <= 64, who,
-           "substep_factor in [1, 64]", std::to_string(options_.substep_factor));
+           "substep_factor in [1, 64]", fk::to_text(options_.substep_factor));
   FK_CHECK(options_.checkpoint_every >= 0, who, "checkpoint_every >= 0 (0: sqrt)",
-           std::to_string(options_.checkpoint_every));
+           fk::to_text(options_.checkpoint_every));
   FK_CHECK(options_.device_fused_cells >= 0 && options_.device_fused_cells <= kMaxDeviceFusedCells,
            who,
-           "device_fused_cells in [0, " + std::to_string(kMaxDeviceFusedCells) +
+           "device_fused_cells in [0, " + fk::to_text(kMaxDeviceFusedCells) +
                "] (0: never fused; above, one block would take too many cells)",
-           std::to_string(options_.device_fused_cells));
+           fk::to_text(options_.device_fused_cells));
   FK_CHECK(!options_.obs_times.empty(), who, "at least one observation time", "none");
   int64_t last = 0;
   for (double t : options_.obs_times) {
     const double steps = t / options_.dt;
     const int64_t k = std::llround(steps);
     FK_CHECK(k > last && k <= 1000000 && std::abs(steps - k) < 1e-9 * std::max(1.0, steps), who,
-             "increasing positive multiples of dt = " + std::to_string(options_.dt),
-             std::to_string(t));
+             "increasing positive multiples of dt = " + fk::to_text(options_.dt), fk::to_text(t));
     obs_steps_.push_back(last = k);
   }
   initial_states_ = std::make_shared<InitialStates>();
@@ -264,7 +262,7 @@ fk::Dims ReactionDiffusionOperator::output_shape(const fk::Dims& shape) const {
 void ReactionDiffusionOperator::check_field(double lowest) const {
   if (options_.unknown == RDUnknown::kDu)
     FK_CHECK(lowest > 0, "nefi::ReactionDiffusionOperator", "a Du field > 0",
-             "a minimum of " + std::to_string(lowest));
+             "a minimum of " + fk::to_text(lowest));
 }
 
 fk::Tensor ReactionDiffusionOperator::apply(const fk::Tensor& x) const {

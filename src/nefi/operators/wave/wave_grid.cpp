@@ -41,13 +41,13 @@ std::string absorbing_name(Absorbing a) {
 }
 
 void WaveConfig::validate(int ndim) const {
-  FK_CHECK(ndim >= 1 && ndim <= 3, "wave grid", "1 to 3 axes", std::to_string(ndim));
+  FK_CHECK(ndim >= 1 && ndim <= 3, "wave grid", "1 to 3 axes", fk::to_text(ndim));
   FK_CHECK(static_cast<int>(extent.size()) == ndim, "wave config 'extent'",
-           std::to_string(ndim) + " lengths", Params::render(extent));
+           fk::to_text(ndim) + " lengths", Params::render(extent));
   for (double e : extent)
     FK_CHECK(e > 0 && std::isfinite(e), "wave config 'extent'", "lengths > 0",
              Params::render(extent));
-  FK_CHECK(order == 2 || order == 4, "wave config 'order'", "2 or 4", std::to_string(order));
+  FK_CHECK(order == 2 || order == 4, "wave config 'order'", "2 or 4", fk::to_text(order));
   FK_CHECK(!(absorbing == Absorbing::kPml && ndim == 3), "wave config 'absorbing'",
            "sponge, cerjan or none in 3-D (the PML is 1-D/2-D)", "pml");
   FK_CHECK(absorb_width >= 0 && std::isfinite(absorb_width), "wave config 'absorb_width'",
@@ -61,7 +61,7 @@ void WaveConfig::validate(int ndim) const {
   FK_CHECK(dt_obs > 0 && std::isfinite(dt_obs), "wave config 'dt_obs'", "an interval > 0",
            Params::render(dt_obs));
   FK_CHECK(n_t >= 2 && n_t <= 10000000, "wave config 'n_t'", "samples in [2, 1e7]",
-           std::to_string(n_t));
+           fk::to_text(n_t));
 }
 
 double WaveGrid::cell_volume() const {
@@ -88,7 +88,7 @@ WaveGrid make_wave_grid(const WaveConfig& cfg, const fk::Dims& shape) {
   std::vector<double> h;
   for (int a = 0; a < nd; ++a) {
     const int d = 3 - nd + a;
-    FK_CHECK(shape[a] >= 2, "wave grid", "at least 2 cells per axis", std::to_string(shape[a]));
+    FK_CHECK(shape[a] >= 2, "wave grid", "at least 2 cells per axis", fk::to_text(shape[a]));
     g.active[d] = true;
     g.interior[d] = shape[a];
     g.h[d] = cfg.extent[a] / static_cast<double>(shape[a]);
@@ -114,7 +114,7 @@ double ricker(double t, double f0) {
 
 PointStencil point_stencil(const WaveGrid& g, const std::vector<double>& x,
                            const std::string& what) {
-  FK_CHECK(static_cast<int>(x.size()) == g.ndim, what, std::to_string(g.ndim) + " coordinates",
+  FK_CHECK(static_cast<int>(x.size()) == g.ndim, what, fk::to_text(g.ndim) + " coordinates",
            Params::render(x));
   std::array<int64_t, 3> lo{0, 0, 0};
   std::array<double, 3> frac{0, 0, 0};
@@ -123,7 +123,7 @@ PointStencil point_stencil(const WaveGrid& g, const std::vector<double>& x,
     const double extent = g.h[d] * static_cast<double>(g.interior[d]);
     FK_CHECK(x[a] >= 0 && x[a] <= extent, what,
              "a position inside the domain [0, " + Params::render(extent) + "] on axis " +
-                 std::to_string(a),
+                 fk::to_text(a),
              Params::render(x));
     // Padded cell coordinate: centres at (i + 1/2) h, shifted by the layer.
     const double xi = x[a] / g.h[d] - 0.5 + static_cast<double>(g.pad[d]);

@@ -90,7 +90,7 @@ WaveInitialConditionOperator::WaveInitialConditionOperator(WaveInitialConditionC
                                                            fk::Dims shape)
     : cfg_(std::move(cfg)), shape_(shape) {
   FK_CHECK(cfg_.sensor_fc >= 0 && std::isfinite(cfg_.sensor_fc), "wave config 'sensor_fc'",
-           "a cut-off >= 0 (0: none)", std::to_string(cfg_.sensor_fc));
+           "a cut-off >= 0 (0: none)", fk::to_text(cfg_.sensor_fc));
   auto m = std::make_shared<Model>();
   // The same leapfrog step, every step a recorded sample (see the header).
   m->substeps = wave::make_wave_grid(cfg_.wave, shape_).substeps;
@@ -99,7 +99,7 @@ WaveInitialConditionOperator::WaveInitialConditionOperator(WaveInitialConditionC
   every_step.n_t = (cfg_.wave.n_t - 1) * m->substeps + 1;
   m->geo = wave::make_shot_geometry(every_step, shape_, {}, cfg_.receivers, 0.0, 1.0);
   FK_CHECK(m->geo.grid.substeps == 1, "wave_initial_condition", "one leapfrog step per sample",
-           std::to_string(m->geo.grid.substeps));
+           fk::to_text(m->geo.grid.substeps));
   m->kappa = wave::padded_kappa(m->geo.grid, std::vector<double>(shape_.numel(), cfg_.wave.c_max));
   m->co32 = wave::step_coefficients<float>(m->geo.grid, m->geo.damping, m->kappa);
   m->co64 = wave::step_coefficients<double>(m->geo.grid, m->geo.damping, m->kappa);
@@ -136,7 +136,7 @@ std::vector<double> WaveInitialConditionOperator::adjoint(const std::vector<doub
                                                           fk::DType precision) const {
   const int64_t expect = static_cast<int64_t>(cfg_.receivers.size()) * cfg_.wave.n_t;
   FK_CHECK(static_cast<int64_t>(g_in.size()) == expect, "wave_initial_condition adjoint",
-           std::to_string(expect) + " trace values", std::to_string(g_in.size()));
+           fk::to_text(expect) + " trace values", fk::to_text(g_in.size()));
   const std::vector<double> g = sensor_samples_adjoint(g_in);
   return precision == fk::DType::F32 ? adjoint_as<float>(g) : adjoint_as<double>(g);
 }
@@ -182,7 +182,7 @@ std::vector<double> WaveInitialConditionOperator::time_reversal(
   const wave::WaveGrid& g = m.geo.grid;
   const int64_t n_t = cfg_.wave.n_t, n_rec = static_cast<int64_t>(cfg_.receivers.size());
   FK_CHECK(static_cast<int64_t>(traces.size()) == n_rec * n_t, "time_reversal",
-           std::to_string(n_rec * n_t) + " trace values", std::to_string(traces.size()));
+           fk::to_text(n_rec * n_t) + " trace values", fk::to_text(traces.size()));
   std::vector<int64_t> cell(n_rec);
   for (int64_t r = 0; r < n_rec; ++r) {
     // The heaviest cell of the stencil; on a tie the later one, which for a

@@ -94,7 +94,7 @@ WaveOperator::WaveOperator(WaveOperatorConfig cfg, fk::Dims shape)
   FK_CHECK(cfg_.grad_mode == "full" || cfg_.grad_mode == "checkpoint", "wave config 'grad_mode'",
            "full or checkpoint", "'" + cfg_.grad_mode + "'");
   FK_CHECK(cfg_.checkpoint_every >= 0, "wave config 'checkpoint_every'", "steps >= 0 (0: auto)",
-           std::to_string(cfg_.checkpoint_every));
+           fk::to_text(cfg_.checkpoint_every));
   geo_ = std::make_shared<const wave::ShotGeometry>(wave::make_shot_geometry(
       cfg_.wave, shape_, cfg_.sources, cfg_.receivers, cfg_.f0, cfg_.amplitude));
 }

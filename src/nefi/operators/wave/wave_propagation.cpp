@@ -176,8 +176,7 @@ ShotGeometry make_shot_geometry(const WaveConfig& cfg, const fk::Dims& shape,
   geo.receivers = point_stencils(geo.grid, receivers, "wave receiver");
   FK_CHECK(!receivers.empty(), "wave receivers", "at least one receiver", "none");
   if (!sources.empty()) {
-    FK_CHECK(f0 > 0 && std::isfinite(f0), "wave config 'f0'", "a frequency > 0",
-             std::to_string(f0));
+    FK_CHECK(f0 > 0 && std::isfinite(f0), "wave config 'f0'", "a frequency > 0", fk::to_text(f0));
     const double scale = amplitude / geo.grid.cell_volume();
     geo.wavelet.resize(geo.grid.n_steps());
     for (int64_t n = 0; n < geo.grid.n_steps(); ++n)
