@@ -1,5 +1,6 @@
 #include "fk/ops/index.h"
 
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -159,6 +160,14 @@ TEST(Index, Errors) {
   EXPECT_NE(msg.find("bool"), std::string::npos) << msg;
   EXPECT_THROW(masked_fill(t, zeros({2, 5}, {DType::Bool}), 1.0), Error);
   EXPECT_THROW(masked_fill(zeros({5}, {DType::F64}), zeros({3, 5}, {DType::Bool}), 1.0), Error);
+  // A value the dtype cannot hold is refused in the caller's op's name.
+  Tensor ints = zeros({3}, {DType::I32});
+  const Tensor all = ones({3}, {DType::Bool});
+  msg = error_of([&] { masked_fill(ints, all, std::nan("")); });
+  EXPECT_EQ(msg.rfind("masked_fill: expected a value i32 holds", 0), 0u) << msg;
+  msg = error_of([&] { masked_fill_(ints, all, 3e9); });
+  EXPECT_EQ(msg.rfind("masked_fill_: expected a value i32 holds", 0), 0u) << msg;
+  EXPECT_EQ(ints.to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 0}));
   // A failed in-place op leaves its target untouched.
   Tensor s = ones({3}, {DType::F64});
   EXPECT_THROW(index_add_(s, 0, idx64({0, 9}, {2}), ones({2}, {DType::F64})), Error);

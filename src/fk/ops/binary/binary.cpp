@@ -17,6 +17,7 @@
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
 #include "fk/ops/cuda_dispatch.h"
+#include "fk/ops/integral_holds.h"
 #include "fk/ops/unary.h"
 #include "fk/ops/unary_formulas.h"
 #include "fk/ops/view.h"
@@ -155,20 +156,6 @@ struct BinaryBackward : autograd::Node {
     fn(out);
   }
 };
-
-// Whether the integer dtype dt holds s exactly (a whole, finite number in
-// its range): converting one that is not is undefined behaviour.
-bool integral_holds(DType dt, double s) {
-  if (!std::isfinite(s) || s != std::floor(s)) return false;
-  switch (dt) {
-    case DType::I32:
-      return s >= -2147483648.0 && s <= 2147483647.0;
-    case DType::I64:
-      return s >= -9223372036854775808.0 && s < 9223372036854775808.0;
-    default:
-      return true;
-  }
-}
 
 Tensor scalar_for(const Tensor& t, double s) {
   DType dt = t.dtype();

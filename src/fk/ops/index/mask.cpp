@@ -38,11 +38,20 @@ void check_mask(const Tensor& t, const Tensor& mask, const char* op) {
            std::string("a mask of dtype ") + name(mask.dtype()));
 }
 
+// value as a 0-d tensor of t's dtype and device, refused in `op`'s name
+// (fill_'s own check named an op the caller never called).
+Tensor fill_value(const Tensor& t, double value, const char* op) {
+  try {
+    return full(Dims{}, value, {t.dtype(), t.device()});
+  } catch (const Error& e) {
+    throw Error(op, e.expected(), e.given());
+  }
+}
+
 // out (contiguous) = mask ? value : t; out may be t itself.
-void masked_fill_cuda(Tensor& out, const Tensor& t, const Tensor& mask, double value) {
+void masked_fill_cuda(Tensor& out, const Tensor& t, const Tensor& mask, const Tensor& fill) {
   const Dims& shape = out.shape();
   if (shape.numel() == 0) return;
-  Tensor fill = full(Dims{}, value, {t.dtype(), t.device()});
   Dims ms = cuda_ops::broadcast_strides(mask, shape), ts = cuda_ops::broadcast_strides(t, shape);
   Dims fs = Dims::filled(shape.size(), 0);
   cuda::launch_where(static_cast<int>(t.dtype()), mask.data_ptr(), fill.data_ptr(), t.data_ptr(),
@@ -51,9 +60,10 @@ void masked_fill_cuda(Tensor& out, const Tensor& t, const Tensor& mask, double v
   cuda_ops::launched(t);
 }
 
-void masked_fill_kernel(Tensor& out, const Tensor& t, const Tensor& mask, double value) {
-  if (t.device().is_cuda()) return masked_fill_cuda(out, t, mask, value);
-  Tensor fill = full(Dims{}, value, {t.dtype()});
+void masked_fill_kernel(Tensor& out, const Tensor& t, const Tensor& mask, double value,
+                        const char* op) {
+  const Tensor fill = fill_value(t, value, op);
+  if (t.device().is_cuda()) return masked_fill_cuda(out, t, mask, fill);
   visit_width(t.itemsize(), [&](auto tag) {
     using W = typename decltype(tag)::type;
     const W v = *static_cast<const W*>(fill.data_ptr());
@@ -65,7 +75,7 @@ Tensor masked_fill_forward(const Tensor& t, const Tensor& mask, double value) {
   check_mask(t, mask, "masked_fill");
   check_broadcasts_to(mask, t.shape(), "masked_fill", "a mask");
   Tensor out = empty(t.shape(), {t.dtype(), t.device()});
-  masked_fill_kernel(out, t, mask, value);
+  masked_fill_kernel(out, t, mask, value, "masked_fill");
   return out;
 }
 
@@ -177,11 +187,11 @@ Tensor& masked_fill_(Tensor& self, const Tensor& mask, double value) {
   if (self.device().is_cuda() && !self.is_contiguous()) {
     // The device kernel writes a contiguous output: fill a copy, copy it back.
     Tensor out = empty(self.shape(), {self.dtype(), self.device()});
-    masked_fill_kernel(out, self, mask, value);
+    masked_fill_kernel(out, self, mask, value, "masked_fill_");
     self.copy_(out);
     return self;
   }
-  masked_fill_kernel(self, self, mask, value);
+  masked_fill_kernel(self, self, mask, value, "masked_fill_");
   return self;
 }
 
@@ -189,10 +199,9 @@ Tensor masked_select_backward(const Tensor& g, const Tensor& mask, const Dims& t
   Dims shape = broadcast_shapes(t_shape, mask.shape(), "masked_select backward");
   if (g.device().is_cuda()) {
     Tensor pos = mask_positions(mask, shape);
-    FK_CHECK(
-        g.numel() == pos.numel(), "masked_select backward",
-        "a gradient with one element per selected position (" + std::to_string(pos.numel()) + ")",
-        std::to_string(g.numel()) + " elements");
+    FK_CHECK(g.numel() == pos.numel(), "masked_select backward",
+             "a gradient with one element per selected position (" + fk::to_text(pos.numel()) + ")",
+             fk::to_text(g.numel()) + " elements");
     Tensor flat = zeros(Dims{shape.numel()}, {g.dtype(), g.device()});
     if (pos.numel() > 0) flat = index_add(flat, 0, pos, g.contiguous().reshape(Dims{g.numel()}));
     return autograd::sum_to(flat.reshape(shape), t_shape);
@@ -211,7 +220,7 @@ Tensor masked_select_backward(const Tensor& g, const Tensor& mask, const Dims& t
           if (*reinterpret_cast<const bool*>(p[1] + i * s[1])) {
             FK_CHECK(src < end, "masked_select backward",
                      "a gradient with one element per selected position",
-                     std::to_string(gc.numel()) + " elements");
+                     fk::to_text(gc.numel()) + " elements");
             *reinterpret_cast<W*>(p[0] + i * s[0]) = *src++;
           }
         }

@@ -15,6 +15,7 @@
 #include "fk/ops/cuda_dispatch.h"
 #include "fk/ops/index/checks.h"
 #include "fk/ops/index/select.h"
+#include "fk/ops/integral_holds.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
 
@@ -69,14 +70,14 @@ ScatterArgs scatter_args(const Tensor& self, int64_t dim, const Tensor& index, c
                          const char* op) {
   check_device(self, src, op, "a source");
   FK_CHECK(self.dim() >= 1, op, "a tensor with at least 1 dimension", "a 0-dim tensor");
-  FK_CHECK(index.dim() == self.dim(), op, "an index with self's rank " + std::to_string(self.dim()),
+  FK_CHECK(index.dim() == self.dim(), op, "an index with self's rank " + fk::to_text(self.dim()),
            "an index of shape " + index.shape().str());
   int d = wrap_dim(dim, self.dim(), op);
   Dims shape = self.shape();
   shape[d] = index.size(d);
   for (int i = 0; i < self.dim(); ++i) {
     FK_CHECK(i == d || index.size(i) == shape[i] || index.size(i) == 1, op,
-             "index sizes equal to self's (or 1) outside dim " + std::to_string(d),
+             "index sizes equal to self's (or 1) outside dim " + fk::to_text(d),
              "self " + self.shape().str() + " and index " + index.shape().str());
   }
   check_broadcasts_to(src, shape, op, "a source");
@@ -162,8 +163,10 @@ IndexAddArgs index_add_args(const Tensor& self, int64_t dim, const Tensor& index
   shape[d] = idx.numel();
   check_broadcasts_to(src, shape, op, "a source");
   DType rt = promote(self.dtype(), src.dtype());
-  FK_CHECK(!is_integral(rt) || alpha == static_cast<double>(static_cast<int64_t>(alpha)), op,
-           "an integer alpha for integer tensors", std::to_string(alpha));
+  // In range too: the kernel casts alpha to the result's dtype (3e9 into
+  // i32 gave INT_MIN; add refuses it alike).
+  FK_CHECK(integral_holds(rt, alpha), op, "an integer alpha (in range) for integer tensors",
+           fk::to_text(alpha));
   return {d, idx, shape, checked.check};
 }
 

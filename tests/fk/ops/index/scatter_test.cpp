@@ -86,6 +86,21 @@ TEST(IndexAdd, ValuesWithDuplicatesAndAlpha) {
   Tensor r = index_add(ai, 0, idx32({1, 1, 2}, {3}), from_vector(std::vector<int32_t>{4, 5, 6}));
   EXPECT_EQ(r.to_vector<int64_t>(), (std::vector<int64_t>{0, 9, 6}));
   EXPECT_THROW(index_add(ai, 0, idx32({0}, {1}), ones({1}, {DType::I32}), 0.5), Error);
+  // A whole alpha past i32's range is refused as add refuses it (it was cast
+  // to INT_MIN); i64 holds it.
+  for (double alpha : {3e9, 4294967297.0, 1e300}) {
+    EXPECT_NE(test::error_of([&] {
+                index_add(ai, 0, idx32({0}, {1}), ones({1}, {DType::I32}), alpha);
+              }).find("an integer alpha (in range)"),
+              std::string::npos)
+        << alpha;
+    Tensor inplace = zeros({3}, {DType::I32});
+    EXPECT_THROW(index_add_(inplace, 0, idx32({0}, {1}), ones({1}, {DType::I32}), alpha), Error);
+    EXPECT_EQ(inplace.to_vector<int64_t>(), (std::vector<int64_t>{0, 0, 0}));
+  }
+  EXPECT_EQ(index_add(zeros({2}, {DType::I64}), 0, idx32({0}, {1}), ones({1}, {DType::I64}), 3e9)
+                .to_vector<int64_t>(),
+            (std::vector<int64_t>{3000000000, 0}));
 }
 
 // Each output receives its additions in ascending order whatever the thread
