@@ -11,7 +11,7 @@ namespace nefi::cli {
 Command add_ablate(CLI::App& app, const Context&) {
   struct Opts {
     VariantRequest req;
-    std::vector<std::string> modifiers;
+    std::string modifiers;  // split by bench::split_list: a list value stays one
     bool independent = false;
   };
   auto o = std::make_shared<Opts>();
@@ -21,8 +21,8 @@ Command add_ablate(CLI::App& app, const Context&) {
   sub->add_option("--variants", o->modifiers,
                   "comma list: no_annealing, no_pe (both on the neural method), single_stage, "
                   "grid_field, no_gate, drop_loss:NAME, set_weight:NAME=W, set:KEY=V, "
-                  "stage:ATTR=V, optim:ATTR=V")
-      ->delimiter(',')
+                  "stage:ATTR=V, optim:ATTR=V (set:steps=[150, 300]: a list stays one value)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Join)
       ->required();
   sub->add_flag("--independent", o->independent,
                 "apply one modifier per row (default: cumulative, row i carries rows 1..i)");
@@ -33,9 +33,11 @@ Command add_ablate(CLI::App& app, const Context&) {
       "--independent --seeds 0");
   return {sub, [o] {
             const VariantBase b = resolve_variant_base(o->req);
-            return run_variant_command(o->req, "ablate",
-                                       bench::ablation_variants(b.config, *b.instance, b.method,
-                                                                o->modifiers, o->independent));
+            return run_variant_command(
+                o->req, "ablate",
+                bench::ablation_variants(b.config, *b.instance, b.method,
+                                         bench::split_list(o->modifiers, "--variants"),
+                                         o->independent));
           }};
 }
 

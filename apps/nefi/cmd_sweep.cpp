@@ -13,7 +13,7 @@ Command add_sweep(CLI::App& app, const Context&) {
   struct Opts {
     VariantRequest req;
     std::string axis;
-    std::vector<std::string> values;
+    std::string values;  // split by bench::split_list: a list value stays one
   };
   auto o = std::make_shared<Opts>();
   auto* sub = app.add_subcommand("sweep", "run the base method at each value of one setting");
@@ -21,7 +21,12 @@ Command add_sweep(CLI::App& app, const Context&) {
   sub->add_option("--axis", o->axis,
                   "a config key, stage.ATTR, optim.ATTR, curriculum.ATTR or weight.NAME")
       ->required();
-  sub->add_option("--values", o->values, "comma list of values")->delimiter(',')->required();
+  // One string, not CLI11's list: that split "[10, 20]" (a stage list) into
+  // the two values 10 and 20.
+  sub->add_option("--values", o->values,
+                  "comma list of values (a bracketed list, [150, 300], is one value)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::Join)
+      ->required();
   sub->footer(
       "Examples:\n"
       "  nefi sweep toy1d --axis lr --values 1e-3,3e-3,1e-2 --n 2\n"
@@ -29,8 +34,9 @@ Command add_sweep(CLI::App& app, const Context&) {
       "  nefi sweep deconvolution --axis weight.tv --values 0,1e-4,1e-3 --seeds 0");
   return {sub, [o] {
             const VariantBase b = resolve_variant_base(o->req);
-            const auto variants = bench::sweep_variants(b.config, b.method, o->axis, o->values);
-            const auto numbers = bench::numeric_values(o->values);
+            const std::vector<std::string> values = bench::split_list(o->values, "--values");
+            const auto variants = bench::sweep_variants(b.config, b.method, o->axis, values);
+            const auto numbers = bench::numeric_values(values);
             ExtraFiles plot;
             if (numbers)  // sweep.png: each metric against the value
               plot = [&](const std::string& out, const bench::VariantCampaign& vc) {

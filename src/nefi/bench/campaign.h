@@ -60,6 +60,11 @@ struct Protocol {
   // reports); tables list them by name as ever. The first successful row that lacks one is
   // an fk::Error naming the ones the instance reports.
   std::vector<std::string> metrics;
+  // An ablation's or sweep's rows (variants.h): per row label, the method it
+  // runs and then the --set assignments it applies over `config` (empty for
+  // a plain bench). Part of the protocol: shards whose rows apply other
+  // settings under one label are other campaigns.
+  std::map<std::string, std::vector<std::string>> variants;
 
   int64_t n_units() const;
   // Per method: "matched" (the data's tag), "cross-fidelity", "unknown" (an

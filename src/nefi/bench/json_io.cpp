@@ -100,6 +100,7 @@ json to_json(const Protocol& p) {
   out["fidelity"] = p.fidelity;
   if (p.allow_inverse_crime) out["allow_inverse_crime"] = true;
   if (!p.metrics.empty()) out["metrics"] = p.metrics;
+  if (!p.variants.empty()) out["variants"] = p.variants;
   return out;
 }
 
@@ -122,6 +123,8 @@ Protocol protocol_from_json(const json& j, const std::string& where) {
       p.fidelity = j.at("fidelity").get<std::map<std::string, std::string>>();
     p.allow_inverse_crime = j.value("allow_inverse_crime", false);
     p.metrics = j.value("metrics", std::vector<std::string>());
+    if (j.contains("variants"))
+      p.variants = j.at("variants").get<std::map<std::string, std::vector<std::string>>>();
     const json& s = field(j, "solver");
     p.nan_guard = field(s, "nan_guard").get<bool>();
     p.checkpoint_every = field(s, "checkpoint_every").get<int64_t>();
@@ -133,8 +136,8 @@ Protocol protocol_from_json(const json& j, const std::string& where) {
         !__builtin_mul_overflow(static_cast<int64_t>(p.classes.size()), p.n_samples, &n) &&
         !__builtin_mul_overflow(n, static_cast<int64_t>(p.seeds.size()), &n) && n <= kMaxUnits;
     FK_CHECK(fits, where, "a protocol of at most 2^20 units (classes x samples x seeds)",
-             std::to_string(p.classes.size()) + " x " + std::to_string(p.n_samples) + " x " +
-                 std::to_string(p.seeds.size()));
+             fk::to_text(p.classes.size()) + " x " + fk::to_text(p.n_samples) + " x " +
+                 fk::to_text(p.seeds.size()));
     return p;
   } catch (const json::exception& e) {
     throw fk::Error(where, "a benchmark protocol", e.what());
@@ -187,7 +190,7 @@ Row row_from_json(const json& j, const std::string& where) {
     r.threads = field(j, "threads").get<int64_t>();
     r.host = field(j, "host").get<std::string>();
     if (j.contains("batch_size")) r.batch_size = j.at("batch_size").get<int64_t>();
-    FK_CHECK(r.batch_size >= 1, where, "a row with batch_size >= 1", std::to_string(r.batch_size));
+    FK_CHECK(r.batch_size >= 1, where, "a row with batch_size >= 1", fk::to_text(r.batch_size));
     return r;
   } catch (const json::exception& e) {
     throw fk::Error(where, "a benchmark row", e.what());

@@ -84,6 +84,17 @@ void check_neural(const Instance& inst, const std::string& method, const std::st
            "method " + method);
 }
 
+// stage.*, optim.* and curriculum.* settings override the default method's
+// curriculum alone (campaign.h): on another method the rows would all be
+// the base row, their differences zero.
+void check_reaches(const Instance& inst, const std::string& method, const std::string& setting) {
+  const std::string neural = default_method(inst);
+  FK_CHECK(method == neural, setting,
+           "a setting the method reads (stage., optim. and curriculum. settings reach only " +
+               neural + ")",
+           "method " + method);
+}
+
 // One modifier against the config as the earlier ones left it, for the
 // method the earlier ones left.
 Step modifier_step(const RunConfig& cfg, const Instance& inst, const std::string& method,
@@ -121,6 +132,7 @@ Step modifier_step(const RunConfig& cfg, const Instance& inst, const std::string
     return {key + "=" + value, {key + "=" + value}, ""};
   }
   if (colon != std::string::npos && (kind == "stage" || kind == "optim")) {
+    check_reaches(inst, method, "modifier '" + mod + "'");
     const auto [attr, value] = assignment(mod, colon);
     return {kind + "." + attr + "=" + value, {kind + "." + attr + "=" + value}, ""};
   }
@@ -138,6 +150,31 @@ void check_method(const Instance& inst, const std::string& method) {
 }
 
 }  // namespace
+
+std::vector<std::string> split_list(const std::string& text, const std::string& what) {
+  std::vector<std::string> items;
+  std::string cur;
+  int depth = 0;
+  auto flush = [&] {
+    const size_t a = cur.find_first_not_of(" \t"), b = cur.find_last_not_of(" \t");
+    const std::string item = a == std::string::npos ? "" : cur.substr(a, b - a + 1);
+    FK_CHECK(!item.empty(), what, "a comma list of non-empty items", "'" + text + "'");
+    items.push_back(item);
+    cur.clear();
+  };
+  for (const char c : text) {
+    if (c == '[' || c == '{') ++depth;
+    if (c == ']' || c == '}') --depth;
+    if ((c == ',' && depth == 0) || c == '\n') {
+      flush();
+    } else {
+      cur += c;
+    }
+  }
+  FK_CHECK(depth == 0, what, "balanced brackets", "'" + text + "'");
+  flush();
+  return items;
+}
 
 std::vector<std::string> loss_weight_keys(const Params& config) {
   std::vector<std::string> keys;
@@ -180,6 +217,9 @@ std::vector<Variant> sweep_variants(const RunConfig& base, const std::string& ba
            "a config key, stage.ATTR, optim.ATTR, curriculum.ATTR or weight.NAME", "''");
   FK_CHECK(!values.empty(), "--values", "at least one value", "none");
   std::string key = axis;
+  for (const char* prefix : {"stage.", "optim.", "curriculum."})
+    if (axis.rfind(prefix, 0) == 0)
+      check_reaches(*find_instance(base.instance), base_method, "--axis " + axis);
   if (axis.rfind("weight.", 0) == 0) {
     key = axis.substr(7);
     const std::vector<std::string> keys = loss_weight_keys(base.config);
@@ -192,14 +232,19 @@ std::vector<Variant> sweep_variants(const RunConfig& base, const std::string& ba
     const double x = std::strtod(v.c_str(), &end);
     return !v.empty() && end == v.c_str() + v.size() ? std::optional<double>(x) : std::nullopt;
   };
+  // A config key's value as parsed ([10, 20] and [10,20] alike); other
+  // axes by their text.
+  std::vector<std::string> parsed;
   std::vector<Variant> out;
   for (size_t i = 0; i < values.size(); ++i) {
     const std::string& v = values[i];
     const std::string a = key + "=" + v;
     RunConfig cfg = base;
     apply_set(cfg, a);  // an unknown key or a mistyped value fails here
+    const Params::Entry* e = entry(cfg.config, key);
+    parsed.push_back(e ? Params::render(e->value) : v);
     for (size_t j = 0; j < i; ++j)
-      FK_CHECK(values[j] != v && !(number(v) && number(values[j]) == number(v)), "--values",
+      FK_CHECK(parsed[j] != parsed[i] && !(number(v) && number(values[j]) == number(v)), "--values",
                "each value once", "'" + values[j] + "' and '" + v + "'");
     out.push_back({a, base_method, {a}, {a}});
   }
@@ -210,13 +255,20 @@ VariantCampaign run_variants(const CampaignSpec& spec, const std::vector<Variant
                              const CampaignOptions& options) {
   FK_CHECK(!variants.empty(), "nefi::bench::run_variants", "at least one variant", "none");
   VariantCampaign vc;
+  // The campaign's own config (its --set, no row's), and what each row adds:
+  // the first row's config stood for every row's once.
+  CampaignSpec base = spec;
+  base.methods = {variants.front().method};
+  vc.protocol = make_protocol(base);
   std::map<std::string, std::string> fidelity;  // by row label, and the data's
   for (const Variant& v : variants) {
     CampaignSpec s = spec;
     s.methods = {v.method};
     s.sets.insert(s.sets.end(), v.sets.begin(), v.sets.end());
     const Protocol p = make_protocol(s);
-    if (vc.protocol.instance.empty()) vc.protocol = p;
+    std::vector<std::string>& applies = vc.protocol.variants[v.label];
+    applies = {v.method};
+    applies.insert(applies.end(), v.sets.begin(), v.sets.end());
     fidelity.insert({"data", p.fidelity.at("data")});
     if (const auto f = p.fidelity.find(v.method); f != p.fidelity.end())
       fidelity[v.label] = f->second;

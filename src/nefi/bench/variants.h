@@ -45,11 +45,20 @@ std::vector<Variant> sweep_variants(const RunConfig& base, const std::string& ba
                                     const std::string& axis,
                                     const std::vector<std::string>& values);
 
+// A --values or --variants text as its items: split at commas outside
+// brackets and braces (a list such as [10, 20] or a map such as {a: 1, b:
+// 2} is one item) and at line breaks
+// (the option given more than once), each trimmed; an empty item is an
+// fk::Error naming `what`.
+std::vector<std::string> split_list(const std::string& text, const std::string& what);
+
 // The loss-weight keys of a config (see above).
 std::vector<std::string> loss_weight_keys(const Params& config);
 
 struct VariantCampaign {
-  Protocol protocol;  // the first variant's, with the variants' labels as methods
+  // The campaign's (its own --set, the first row's method), with the rows'
+  // labels as methods and what each applies in `variants`.
+  Protocol protocol;
   std::vector<Row> rows;
 };
 

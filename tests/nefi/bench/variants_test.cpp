@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "fk/error.h"
+#include "nefi/bench/merge.h"
 #include "nefi/test_files.h"
 
 namespace {
@@ -100,6 +101,46 @@ TEST(BenchVariants, SweepAxes) {
   EXPECT_THROW(sweep_variants(toy(), "neural", "lr", {"fast"}), fk::Error);
   EXPECT_THROW(sweep_variants(toy(), "neural", "lr", {}), fk::Error);
   EXPECT_THROW(sweep_variants(toy(), "neural", "lr", {"1", "1"}), fk::Error);
+  // A stage or optimizer setting reaches the neural method alone: on grid
+  // every row would be the base row.
+  for (const char* axis : {"stage.anneal_fraction", "optim.grad_clip"}) {
+    try {
+      sweep_variants(toy(), "grid", axis, {"0.5", "1"});
+      ADD_FAILURE() << axis << " accepted on grid";
+    } catch (const fk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("reach only neural"), std::string::npos) << e.what();
+    }
+  }
+  const auto inst = nefi::find_instance("toy1d");
+  EXPECT_THROW(
+      ablation_variants(toy(), *inst, "neural", {"grid_field", "optim:grad_clip=0"}, false),
+      fk::Error);
+}
+
+// --values and --variants: commas outside brackets split, a list value is
+// one item, items are trimmed, and an empty item or an open bracket is named.
+TEST(BenchVariants, ListsSplitAtTopLevelCommas) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(split_list("[10, 20]", "--values"), V{"[10, 20]"});
+  EXPECT_EQ(split_list("[10,20],[20, 40]", "--values"), (V{"[10,20]", "[20, 40]"}));
+  EXPECT_EQ(split_list("1e-3, 1e-2", "--values"), (V{"1e-3", "1e-2"}));
+  EXPECT_EQ(split_list("{field.out: 0.1, field.layer: 2},{field.out: 1}", "--values"),
+            (V{"{field.out: 0.1, field.layer: 2}", "{field.out: 1}"}));
+  EXPECT_EQ(split_list("set:steps=[10, 20],no_pe\ndrop_loss:tv", "--variants"),
+            (V{"set:steps=[10, 20]", "no_pe", "drop_loss:tv"}));
+  for (const char* bad : {"a,,b", "", "[1, 2", "a,"}) {
+    try {
+      split_list(bad, "--values");
+      ADD_FAILURE() << "'" << bad << "' accepted";
+    } catch (const fk::Error& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("--values: expected", 0), 0u) << e.what();
+    }
+  }
+  // A list-valued sweep: one row per schedule.
+  const auto steps = sweep_variants(toy(), "neural", "steps", split_list("[10, 20],[20, 40]", "v"));
+  EXPECT_EQ(labels(steps), (V{"steps=[10, 20]", "steps=[20, 40]"}));
+  // One list written twice is one value.
+  EXPECT_THROW(sweep_variants(toy(), "neural", "steps", {"[10, 20]", "[10,20]"}), fk::Error);
 }
 
 TEST(BenchVariants, FullRowsAreThePlainCampaign) {
@@ -115,6 +156,12 @@ TEST(BenchVariants, FullRowsAreThePlainCampaign) {
   co.warmup = false;
   const VariantCampaign vc = run_variants(spec, vars, co);
   EXPECT_EQ(vc.protocol.methods, (std::vector<std::string>{"full", "-tv", "-pe"}));
+  // The protocol holds the campaign's config and what each row applies over
+  // it (it once held the first row's config for every row).
+  using V = std::vector<std::string>;
+  EXPECT_EQ(vc.protocol.variants, (std::map<std::string, V>{{"full", {"neural"}},
+                                                            {"-tv", {"neural", "tv=0"}},
+                                                            {"-pe", {"neural", "n_octaves=0"}}}));
   // Each row's regime is its base method's (the inverse-crime tags by label).
   for (const auto& [label, regime] : vc.protocol.regimes())
     EXPECT_EQ(regime, "cross-fidelity") << label;
@@ -123,6 +170,7 @@ TEST(BenchVariants, FullRowsAreThePlainCampaign) {
   plain.methods = {"neural"};
   const auto rows = run_campaign(*inst, make_protocol(plain), co);
   ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(vc.protocol.config, make_protocol(plain).config);
   // Canonical order: unit (seed) inside method inside (class, sample).
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_EQ(vc.rows[i].method, "full");
@@ -133,6 +181,17 @@ TEST(BenchVariants, FullRowsAreThePlainCampaign) {
     EXPECT_EQ(vc.rows[4 + i].method, "-pe");
     EXPECT_NE(vc.rows[4 + i].metrics.at("psnr"), rows[i].metrics.at("psnr"));
     EXPECT_NE(vc.rows[4 + i].n_params, rows[i].n_params);  // no Fourier features: a narrower input
+  }
+  // Shards whose rows apply other settings under one label do not merge
+  // (a cumulative and an independent ablation share their labels).
+  ShardFile a{vc.protocol, {0, 2}, {}}, b{vc.protocol, {1, 2}, {}};
+  b.protocol.variants["-pe"] = {"neural", "tv=0", "n_octaves=0"};
+  try {
+    merge_shard_files({a, b}, false);
+    ADD_FAILURE() << "shards of two ablations merged";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shards from one protocol"), std::string::npos)
+        << e.what();
   }
   const std::string md = variants_md(vars, "t");
   EXPECT_NE(md.find("| -pe | neural | `n_octaves=0` |"), std::string::npos) << md;
