@@ -125,7 +125,7 @@ fk::Tensor shape_label(const PredictOptions& o, const data::PointCloud& cloud) {
   for (int64_t l : cloud.labels)
     FK_CHECK(l == cloud.labels.front(), "minkowski predict --input " + o.input,
              "one label for every point of a shape",
-             "labels " + std::to_string(cloud.labels.front()) + " and " + std::to_string(l));
+             "labels " + fk::to_text(cloud.labels.front()) + " and " + fk::to_text(l));
   return fk::from_vector(std::vector<int64_t>{cloud.labels.front()});
 }
 
@@ -164,7 +164,8 @@ int predict(const PredictOptions& options) {
   const nn::NamedTensors tensors = model_tensors(o.checkpoint, trained_voxel);
   // The voxel size the net was trained at unless --voxel says otherwise.
   if (o.voxel == 0) o.voxel = trained_voxel > 0 ? trained_voxel : classifier ? 0.04 : 0.1;
-  FK_CHECK(o.voxel > 0, "minkowski predict --voxel", "a positive size", std::to_string(o.voxel));
+  FK_CHECK(std::isfinite(o.voxel) && o.voxel > 0, "minkowski predict --voxel",
+           "a positive finite size", fk::to_text(o.voxel));
   if (trained_voxel > 0 && o.voxel != trained_voxel)
     std::fprintf(stderr, "minkowski predict: --voxel %g, the net was trained at %g\n", o.voxel,
                  trained_voxel);

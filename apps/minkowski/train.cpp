@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -18,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "fk/fk.h"
+#include "fk/io/replace_file.h"
 #include "learning_curve.h"
 #include "minkowski/data/batch.h"
 #include "minkowski/data/point_io.h"
@@ -48,20 +51,28 @@ TrainOptions resolved(TrainOptions o) {
   const int64_t generated = classifier(o) ? data::kShapeClasses : data::kSceneClasses;
   if (o.classes == 0) o.classes = generated;
   FK_CHECK(!o.data.empty() || o.classes == generated, "minkowski train --classes",
-           std::to_string(generated) + " classes for the generated data",
-           std::to_string(o.classes));
+           fk::to_text(generated) + " classes for the generated data", fk::to_text(o.classes));
   if (o.voxel == 0) o.voxel = classifier(o) ? 0.04 : 0.1;
-  FK_CHECK(o.voxel > 0, "minkowski train --voxel", "a positive size", std::to_string(o.voxel));
+  // Finite: CLI11's range checks pass nan, and an infinite voxel or a nan
+  // clip failed (or clipped nothing) only once training had started.
+  FK_CHECK(std::isfinite(o.voxel) && o.voxel > 0, "minkowski train --voxel",
+           "a positive finite size", fk::to_text(o.voxel));
+  FK_CHECK(std::isfinite(o.clip) && o.clip >= 0, "minkowski train --clip",
+           "a finite norm >= 0 (0: off)", fk::to_text(o.clip));
+  FK_CHECK(std::isfinite(o.lr) && o.lr > 0, "minkowski train --lr", "a finite rate > 0",
+           fk::to_text(o.lr));
+  FK_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0, "minkowski train --weight-decay",
+           "a finite weight >= 0", fk::to_text(o.weight_decay));
   FK_CHECK(o.coords == "device" || o.coords == "host", "minkowski train --coords", "device or host",
            "'" + o.coords + "'");
   FK_CHECK(o.data.empty() || std::filesystem::is_directory(o.data), "minkowski train --data",
            "a folder of labelled point files", "'" + o.data + "'");
   FK_CHECK(o.classes >= 2, "minkowski train --classes", "at least 2 classes",
-           std::to_string(o.classes));
+           fk::to_text(o.classes));
   const int64_t total = int64_t{o.epochs} * o.steps_per_epoch;
   FK_CHECK(o.warmup < total, "minkowski train --warmup",
-           "fewer warm-up steps than the run's " + std::to_string(total) + " steps",
-           std::to_string(o.warmup));
+           "fewer warm-up steps than the run's " + fk::to_text(total) + " steps",
+           fk::to_text(o.warmup));
   return o;
 }
 
@@ -100,7 +111,8 @@ nn::NamedTensors strip(const nn::NamedTensors& all, const std::string& prefix) {
 struct Progress {
   int epoch = 0;
   double best_miou = -1.0;
-  double loss_scale = 0.0;  // fp16's GradScaler; 0: none
+  double loss_scale = 0.0;     // fp16's GradScaler; 0: none
+  int64_t growth_tracker = 0;  // its clean steps since the scale last moved
 };
 
 // The voxel size a net was trained at, saved beside its weights (predict
@@ -110,23 +122,44 @@ nn::NamedTensors with_voxel(nn::NamedTensors tensors, double voxel) {
   return tensors;
 }
 
+// The optimizers by the number a checkpoint keeps for them (tensors hold no
+// names): a resume under another one names both.
+constexpr const char* kOptimizers[] = {"sgd", "adam", "adamw"};
+
 void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, const Progress& p,
-               double voxel) {
+               double voxel, const std::string& optimizer) {
   nn::NamedTensors all = with_voxel(prefixed(net.state(), "model."), voxel);
+  const auto kind = std::find(std::begin(kOptimizers), std::end(kOptimizers), optimizer);
+  all.emplace_back(
+      "optimizer_kind",
+      fk::full({}, static_cast<double>(kind - std::begin(kOptimizers)), {fk::DType::I64}));
   for (auto& e : prefixed(opt.state(), "optim.")) all.push_back(e);
   all.emplace_back("epoch", fk::full({}, p.epoch, {fk::DType::I64}));
   all.emplace_back("best_miou", fk::full({}, p.best_miou, {fk::DType::F64}));
-  if (p.loss_scale > 0)
+  if (p.loss_scale > 0) {
     all.emplace_back("loss_scale", fk::full({}, p.loss_scale, {fk::DType::F64}));
+    all.emplace_back("loss_scale_growth_tracker",
+                     fk::full({}, static_cast<double>(p.growth_tracker), {fk::DType::I64}));
+  }
   nn::save_tensors(path, all);
 }
 
-Progress load_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, double voxel) {
+Progress load_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, double voxel,
+                   const std::string& optimizer) {
   const nn::NamedTensors all = nn::read_tensors(path);
-  for (const auto& [n, t] : all)
+  for (const auto& [n, t] : all) {
     FK_CHECK(n != kVoxelTensor || t.item() == voxel, "minkowski train --resume " + path,
              fmt::format("--voxel {} (the run being resumed)", t.item()),
              fmt::format("--voxel {}", voxel));
+    if (n != "optimizer_kind") continue;
+    // Another optimizer's state reads as another architecture's otherwise.
+    const auto kind = static_cast<size_t>(t.item());
+    FK_CHECK(kind < std::size(kOptimizers) && kOptimizers[kind] == optimizer,
+             "minkowski train --resume " + path,
+             fmt::format("--optimizer {} (the run being resumed)",
+                         kind < std::size(kOptimizers) ? kOptimizers[kind] : "?"),
+             "--optimizer " + optimizer);
+  }
   nn::check_finite(all, "resume " + path);  // model and optimizer state alike
   nn::copy_named(net.state(), strip(all, "model."), "resume " + path);
   opt.load_state(strip(all, "optim."));
@@ -135,8 +168,37 @@ Progress load_last(const std::string& path, nn::Module& net, nn::Optimizer& opt,
     if (n == "epoch") p.epoch = static_cast<int>(t.item());
     if (n == "best_miou") p.best_miou = t.item();
     if (n == "loss_scale") p.loss_scale = t.item();
+    if (n == "loss_scale_growth_tracker") p.growth_tracker = static_cast<int64_t>(t.item());
   }
   return p;
+}
+
+// A resumed run's log keeps its header and the rows of the epochs its
+// checkpoint holds (1..epoch): a row written for an epoch whose checkpoint
+// the run did not live to write is run again.
+void rows_through(const std::string& log_path, int epoch) {
+  std::ifstream in(log_path);
+  std::string header, line, kept;
+  std::getline(in, header);
+  bool dropped = false;
+  while (std::getline(in, line)) {
+    // A row past the checkpoint, or one cut short (no newline: a full disk
+    // or a kill mid-write), which the next row would otherwise extend.
+    if (std::atoi(line.c_str()) > epoch || in.eof()) {
+      dropped = true;
+      continue;
+    }
+    kept += line + "\n";
+  }
+  if (!dropped) return;
+  fk::replace_file(
+      log_path,
+      [&](const std::string& tmp) {
+        std::ofstream out(tmp);
+        out << header << "\n" << kept;
+        FK_CHECK(out.good(), "minkowski train --resume", "a writable log", "'" + log_path + "'");
+      },
+      "minkowski train --resume");
 }
 
 // Where batches come from: generated scenes, generated shapes (classifier),
@@ -153,7 +215,7 @@ class Source {
     }
     std::sort(files_.begin(), files_.end());
     FK_CHECK(files_.size() >= 2, "minkowski train --data " + o.data,
-             "at least two .ply/.npy/.xyz/.txt files", std::to_string(files_.size()));
+             "at least two .ply/.npy/.xyz/.txt files", fk::to_text(files_.size()));
     held_out_ = std::max<size_t>(1, files_.size() / 5);
     // Every file's labels are checked as it is read (a training file's bad
     // label failed mid-step naming no file, or was outvoted when voxelized);
@@ -205,9 +267,9 @@ class Source {
     FK_CHECK(c.has_labels(), "minkowski train " + path, "per-point labels", "none");
     for (int64_t l : c.labels)
       FK_CHECK((l >= 0 && l < o_.classes) || l == -100, "minkowski train " + path,
-               "labels in [0, " + std::to_string(o_.classes) + ") or -100 (--classes " +
-                   std::to_string(o_.classes) + ")",
-               std::to_string(l));
+               "labels in [0, " + fk::to_text(o_.classes) + ") or -100 (--classes " +
+                   fk::to_text(o_.classes) + ")",
+               fk::to_text(l));
     if (!c.has_colors()) c.rgb.assign(c.xyz.size(), 0.5f);  // mid-grey: 0 after centring
     return c;
   }
@@ -232,8 +294,11 @@ int train(const TrainOptions& options) {
   const TrainOptions o = resolved(options);
   if (o.threads > 0) fk::set_num_threads(o.threads);
   if (o.deterministic) minkowski::set_deterministic(true);
-  std::filesystem::create_directories(o.out);
   const std::string last = o.out + "/last.ckpt", best = o.out + "/best.ckpt";
+  // A resume reads a run that exists: its folder is not made for it.
+  FK_CHECK(!o.resume || std::filesystem::exists(last), "minkowski train --resume",
+           "a run folder with last.ckpt", "'" + o.out + "'");
+  std::filesystem::create_directories(o.out);
   const fk::DType precision = nn::parse_precision(o.precision, "minkowski train --precision");
   const fk::Device device = fk::parse_device(o.device);
   fk::manual_seed(o.seed);
@@ -244,13 +309,15 @@ int train(const TrainOptions& options) {
   net.to(device);
   auto opt = make_optimizer(o, net);
   Progress progress;
-  if (o.resume) progress = load_last(last, net, *opt, o.voxel);
+  if (o.resume) progress = load_last(last, net, *opt, o.voxel, o.optimizer);
   // fp16 gradients underflow without loss scaling; bf16 has f32's range.
   std::optional<fk::amp::GradScaler> scaler;
   if (precision == fk::DType::F16) {
-    fk::amp::GradScalerOptions so;
-    if (progress.loss_scale > 0) so.init_scale = progress.loss_scale;
-    scaler.emplace(so);
+    scaler.emplace(fk::amp::GradScalerOptions{});
+    // The scale and its count of clean steps: resumed with the scale alone,
+    // the next growth came growth_interval steps after the resume, not
+    // after the last change, and the runs parted.
+    if (progress.loss_scale > 0) scaler->restore(progress.loss_scale, progress.growth_tracker);
   }
   const nn::StepOptions step_options{-100, {}, o.clip, precision, scaler ? &*scaler : nullptr};
   nn::LrSchedule schedule{nn::schedule_kind(o.schedule), o.lr,
@@ -261,6 +328,7 @@ int train(const TrainOptions& options) {
   const std::string log_path = o.out + "/log.csv";
   const bool log_has_rows =
       o.resume && std::filesystem::exists(log_path) && std::filesystem::file_size(log_path) > 0;
+  if (log_has_rows) rows_through(log_path, progress.epoch);
   std::ofstream log(log_path, log_has_rows ? std::ios::app : std::ios::trunc);
   FK_CHECK(log.good(), "minkowski train --out", "a writable folder", "'" + o.out + "'");
   if (!log_has_rows) log << "epoch,loss,val_miou,val_accuracy,lr,points_per_s,skipped_steps\n";
@@ -292,17 +360,23 @@ int train(const TrainOptions& options) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const nn::ConfusionMatrix c = validate(net, o, source, device);
     progress.epoch = epoch + 1;
-    if (scaler) progress.loss_scale = scaler->scale_value();
+    if (scaler) {
+      progress.loss_scale = scaler->scale_value();
+      progress.growth_tracker = scaler->growth_tracker();
+    }
     const bool improved = c.miou() > progress.best_miou;
     if (improved) {
       progress.best_miou = c.miou();
       nn::save_tensors(best, with_voxel(net.state(), o.voxel));
     }
-    save_last(last, net, *opt, progress, o.voxel);
+    // The row before the checkpoint: a kill between them leaves a row for an
+    // epoch the resume runs again (and drops: rows_through), where the other
+    // order lost that epoch's row for good.
     log << epoch + 1 << ',' << loss_sum / o.steps_per_epoch << ',' << c.miou() << ','
         << c.accuracy() << ',' << opt->lr() << ',' << points / secs << ',' << skipped << '\n';
     log.flush();
     FK_CHECK(!log.fail(), "minkowski train", "a successful write", "'" + o.out + "/log.csv'");
+    save_last(last, net, *opt, progress, o.voxel, o.optimizer);
     write_learning_curves(o.out + "/log.csv", o.out + "/curves.png",
                           "minkowski train: " + network_name(network_choice(o)) + ", " +
                               std::to_string(o.classes) + " classes, " + o.precision);

@@ -112,6 +112,22 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("--coords: expected device or host, got 'gpu'"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // Values CLI11's range checks pass but training cannot use: one line each,
+  // before the output folder is touched.
+  for (const auto& [arg, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--voxel inf", "--voxel: expected a positive finite size, got inf"},
+           {"--clip nan", "--clip: expected a finite norm >= 0 (0: off), got nan"},
+           {"--lr nan", "--lr: expected a finite rate > 0, got nan"},
+           {"--weight-decay nan", "--weight-decay: expected a finite weight >= 0, got nan"}}) {
+    r = fieldkit_test::run_cli(bin,
+                               "train --variant 14A --steps-per-epoch 1 --batch 1 --threads 1 " +
+                                   arg + " --out " + (dir / "unusable").string(),
+                               dir);
+    EXPECT_EQ(r.status, 1) << arg;
+    EXPECT_NE(r.err.find(message), std::string::npos) << arg << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(fs::exists(dir / "unusable" / "log.csv")) << arg;
+  }
   // --device: an absent CUDA device (no machine has 64) and a bad name, each one line.
   for (const auto& [device, message] :
        {std::pair<std::string, std::string>{"cuda:63", "an available device"}, {"gpu", "gpu"}}) {
@@ -172,6 +188,24 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   EXPECT_NE(r.err.find("expected --voxel 1 (the run being resumed), got --voxel 0.5"),
             std::string::npos)
       << r.err;
+  // A resume under another optimizer is refused naming both (its state once
+  // read as another architecture's).
+  r = fieldkit_test::run_cli(
+      bin,
+      "train --epochs 2 --steps-per-epoch 1 --batch 1 --voxel 1 "
+      "--variant 14A --optimizer sgd --threads 1 --resume --classes 3 --data " +
+          (dir / "points").string() + " --out " + (dir / "run2").string(),
+      dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("expected --optimizer adam (the run being resumed), got --optimizer sgd"),
+            std::string::npos)
+      << r.err;
+  // A resume of a run that is not there says so and makes no folder for it.
+  r = fieldkit_test::run_cli(bin, "train --resume --out " + (dir / "no_run").string(), dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--resume: expected a run folder with last.ckpt"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir / "no_run"));
   // A failed call leaves the run's log as it was; a resume without a log
   // starts one with its header.
   const std::string log_before = read_text(dir / "run2" / "log.csv");
@@ -284,12 +318,37 @@ TEST(TrainCli, HalfPrecisionAndClassifier) {
   r = fieldkit_test::run_cli(bin, "train --epochs 2 --resume " + half, dir);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(count_lines(dir / "half" / "log.csv"), 3);
+  {  // The loss scaler's clean steps carry over the resume: those after the
+     // last skipped step of both runs (one step per epoch; skipped_steps is
+     // the log's last column). Once the count restarted at the resume.
+    std::ifstream log(dir / "half" / "log.csv");
+    std::string line;
+    std::getline(log, line);
+    int64_t clean_since_skip = 0;
+    while (std::getline(log, line))
+      clean_since_skip = line.substr(line.rfind(',') + 1) == "0" ? clean_since_skip + 1 : 0;
+    int64_t tracker = -1;
+    for (const auto& [name, t] : minkowski::nn::read_tensors((dir / "half" / "last.ckpt").string()))
+      if (name == "loss_scale_growth_tracker") tracker = static_cast<int64_t>(t.item());
+    EXPECT_EQ(tracker, clean_since_skip);
+  }
+  {  // A row for an epoch past the checkpoint (a kill between the two) and a
+     // row cut short (no newline) are dropped and that epoch run again: one
+     // whole row for it.
+    std::ofstream(dir / "half" / "log.csv", std::ios::app) << "3,9,9,9,9,9,9\n4,1";
+  }
+  r = fieldkit_test::run_cli(bin, "train --epochs 3 --resume " + half, dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(count_lines(dir / "half" / "log.csv"), 4);
+  const std::string rerun = read_text(dir / "half" / "log.csv");
+  EXPECT_EQ(rerun.find("3,9,9,9"), std::string::npos) << rerun;
+  EXPECT_EQ(std::count(rerun.begin(), rerun.end(), ','), 4 * 6) << rerun;
   {  // a damaged log is named when the curves are redrawn from it
     std::ofstream(dir / "half" / "log.csv", std::ios::app) << "3,0.5,oops\n";
   }
-  r = fieldkit_test::run_cli(bin, "train --epochs 3 --resume " + half, dir);
+  r = fieldkit_test::run_cli(bin, "train --epochs 4 --resume " + half, dir);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("log.csv line 4: expected 7 values, got 3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("log.csv line 5: expected 7 values, got 3"), std::string::npos) << r.err;
   // The classifier: a narrow ResNet14 on generated shapes; its bad options.
   const std::string cls =
       "train --model resnet14 --planes 8,8,8,8 --epochs 1 --steps-per-epoch 1 --batch 2 "
