@@ -57,16 +57,16 @@ struct ReactionDiffusionConfig {
     ReactionDiffusionConfig c;
     c.n = p.i("n");
     FK_CHECK(c.n >= 8 && c.n <= 1024, "config key 'n'", "a grid size in [8, 1024]",
-             std::to_string(c.n));
+             fk::to_text(c.n));
     c.extent = p.d("extent");
-    FK_CHECK(c.extent > 0, "config key 'extent'", "a length > 0", std::to_string(c.extent));
+    FK_CHECK(c.extent > 0, "config key 'extent'", "a length > 0", fk::to_text(c.extent));
     c.supersample = p.i("supersample");
     FK_CHECK(c.supersample >= 1 && c.supersample <= 4, "config key 'supersample'",
-             "a refinement in [1, 4]", std::to_string(c.supersample));
+             "a refinement in [1, 4]", fk::to_text(c.supersample));
     auto positive = [&](const char* key, bool allow_zero) {
       const double v = p.d(key);
       FK_CHECK(allow_zero ? v >= 0 : v > 0, std::string("config key '") + key + "'",
-               allow_zero ? ">= 0" : "> 0", std::to_string(v));
+               allow_zero ? ">= 0" : "> 0", fk::to_text(v));
       return v;
     };
     const std::string unknown = p.choice("unknown", {"F", "k", "Du"});
@@ -83,6 +83,14 @@ struct ReactionDiffusionConfig {
     FK_CHECK(c.range.lo < c.range.hi, "config key '" + pre + "max'",
              pre + "max > " + pre + "min = " + Params::render(c.range.lo),
              Params::render(c.range.hi));
+    // The head starts at the background inside its bounds: outside them the
+    // error came from the head, naming neither key.
+    const std::string background = unknown == "F" ? "F_background" : unknown;
+    FK_CHECK(c.range.lo < c.range.background && c.range.background < c.range.hi,
+             "config key '" + background + "'",
+             "a value inside (" + pre + "min, " + pre + "max) = (" + Params::render(c.range.lo) +
+                 ", " + Params::render(c.range.hi) + ")",
+             Params::render(c.range.background));
     c.op.dt = positive("dt", false);
     c.op.field_max = c.range.hi;
     c.op.obs_times = p.list("obs_times");
@@ -112,13 +120,12 @@ struct ReactionDiffusionConfig {
                          : RDGradMode::kCheckpoint;
     c.op.checkpoint_every = p.i("checkpoint_every");
     FK_CHECK(c.op.checkpoint_every >= 0, "config key 'checkpoint_every'",
-             "substeps >= 0 (0: sqrt of the total)", std::to_string(c.op.checkpoint_every));
+             "substeps >= 0 (0: sqrt of the total)", fk::to_text(c.op.checkpoint_every));
     c.op.device_fused_cells = p.i("device_fused_cells");
-    FK_CHECK(
-        c.op.device_fused_cells >= 0 && c.op.device_fused_cells <= kMaxDeviceFusedCells,
-        "config key 'device_fused_cells'",
-        "cells in [0, " + std::to_string(kMaxDeviceFusedCells) + "] (0: one launch per substep)",
-        std::to_string(c.op.device_fused_cells));
+    FK_CHECK(c.op.device_fused_cells >= 0 && c.op.device_fused_cells <= kMaxDeviceFusedCells,
+             "config key 'device_fused_cells'",
+             "cells in [0, " + fk::to_text(kMaxDeviceFusedCells) + "] (0: one launch per substep)",
+             fk::to_text(c.op.device_fused_cells));
     c.noise_std = positive("noise_std", true);
     c.scene = p.choice("scene", {"blobs", "stripes"});
     c.field = neural_field_config_from(p);

@@ -98,6 +98,7 @@ TEST(NefiReactionDiffusionInstance, BadValuesAreOneLineErrorsNamingTheKey) {
                                              {"noise_std", "-1"},
                                              {"scene", "spots"},
                                              {"grad_mode", "adjoint"},
+                                             {"F_background", "0.2"},  // past F_max
                                              {"supersample", "0"},
                                              {"obs_times", "[50, 25]"},
                                              {"obs_times", "[2.5]"},
