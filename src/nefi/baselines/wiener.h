@@ -5,10 +5,9 @@
 // residual RMSE stays <= tau * noise_std, else the one nearest to it. The
 // residual is the instrument's (the blur with zero outside the box,
 // FFTConvolution) over the cells whose blur stays inside the box, where it
-// and the filter's model agree (a kernel as large as the box leaves none:
-// the filter's own residual over the box then). With snr > 0 given, that
-// SNR is used as is.
-// 1-D to 3-D f64 on the host.
+// and the filter's model agree (where fewer than a quarter of the box's
+// cells are so, the filter's own residual over the box). With snr > 0
+// given, that SNR is used as is. 1-D to 3-D f64 on the host.
 //
 // Boundary: the data of a zero-padded blur lack what the blur carried out
 // of the box, so wrapped they jump at the faces, which a filter fits only by

@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <numbers>
+#include <utility>
 #include <vector>
 
 #include "fk/error.h"
@@ -38,11 +40,20 @@ nefi::PsfSample sampled_gaussian(const std::vector<double>& h, const std::vector
   return s;
 }
 
-nefi::PsfFunction psf_over(const std::vector<double>& extent) {
-  return [extent](const std::vector<double>& h) {
-    std::vector<int64_t> cells(3);
-    for (int a = 0; a < 3; ++a) cells[a] = std::llround(extent[a] / h[a]);
-    return sampled_gaussian(h, cells);
+// The Gaussian over the box's cell counts (a kernel array as large as the
+// box), or over at most `cap` cells per axis.
+std::vector<int64_t> kernel_cells(const std::vector<double>& extent, const std::vector<double>& h,
+                                  const std::vector<int64_t>& cap) {
+  std::vector<int64_t> cells(3);
+  for (int a = 0; a < 3; ++a)
+    cells[a] = std::min(static_cast<int64_t>(std::llround(extent[a] / h[a])), cap[a]);
+  return cells;
+}
+
+nefi::PsfFunction psf_over(const std::vector<double>& extent,
+                           const std::vector<int64_t>& cap = {99, 99, 99}) {
+  return [extent, cap](const std::vector<double>& h) {
+    return sampled_gaussian(h, kernel_cells(extent, h, cap));
   };
 }
 
@@ -74,7 +85,8 @@ void dft(std::vector<cplx>& v, const std::vector<int64_t>& m, bool inverse) {
 
 // The instrument written out: the 'same' blur of x (shape n) by the PSF
 // array p with zeros outside the box, then the rms of its difference from y
-// over the cells the kernel radius from every face (all cells if none).
+// over the cells the kernel radius from every face; -1 where those are
+// fewer than a quarter of the box's.
 double plain_instrument_rmse(const std::vector<double>& x, const std::vector<double>& y,
                              const std::vector<int64_t>& n, const nefi::PsfSample& p) {
   const std::vector<int64_t> r{p.shape[0] / 2, p.shape[1] / 2, p.shape[2] / 2};
@@ -82,15 +94,16 @@ double plain_instrument_rmse(const std::vector<double>& x, const std::vector<dou
     return i >= r[0] && i < n[0] - r[0] && j >= r[1] && j < n[1] - r[1] && k >= r[2] &&
            k < n[2] - r[2];
   };
-  bool any = false;
+  int64_t inner = 0;
   for (int64_t i = 0; i < n[0]; ++i)
     for (int64_t j = 0; j < n[1]; ++j)
-      for (int64_t k = 0; k < n[2]; ++k) any = any || inside(i, j, k);
+      for (int64_t k = 0; k < n[2]; ++k) inner += inside(i, j, k);
+  if (4 * inner < n[0] * n[1] * n[2]) return -1;
   double ss = 0, cells = 0;
   for (int64_t i = 0; i < n[0]; ++i)
     for (int64_t j = 0; j < n[1]; ++j)
       for (int64_t k = 0; k < n[2]; ++k) {
-        if (any && !inside(i, j, k)) continue;
+        if (!inside(i, j, k)) continue;
         double b = 0;
         for (int64_t a = 0; a < p.shape[0]; ++a)
           for (int64_t c = 0; c < p.shape[1]; ++c)
@@ -111,14 +124,15 @@ double plain_instrument_rmse(const std::vector<double>& x, const std::vector<dou
 // n + m - 1 cells per axis (m the PSF array's), each line running linearly
 // from its last value back to its first, axis by axis (padded); the PSF
 // array placed centred on cell 0 of that periodic grid (sampled over the
-// box's cell counts, as psf_over does whatever grid it is asked for),
-// X = conj(H) Y / (|H|^2 + 1 / snr) by direct DFTs; returns the first n
-// cells per axis of x and, in `rmse`, the instrument's residual.
+// box's cell counts, or at most `cap`, as psf_over does), X = conj(H) Y /
+// (|H|^2 + 1 / snr) by direct DFTs; returns the first n cells per axis of x
+// and, in `rmse`, the instrument's residual, or where it has too few cells
+// the filter's own (H X - Y transformed back) over the box.
 std::vector<double> plain_wiener(const std::vector<double>& y, const std::vector<int64_t>& n,
-                                 const std::vector<double>& extent, double snr,
-                                 nefi::WienerBoundary boundary, double& rmse) {
+                                 const std::vector<double>& extent, const std::vector<int64_t>& cap,
+                                 double snr, nefi::WienerBoundary boundary, double& rmse) {
   const std::vector<double> h{extent[0] / n[0], extent[1] / n[1], extent[2] / n[2]};
-  const nefi::PsfSample p = sampled_gaussian(h, n);  // psf_over(extent): the box's cells
+  const nefi::PsfSample p = sampled_gaussian(h, kernel_cells(extent, h, cap));
   std::vector<int64_t> m = n;
   for (int a = 0; a < 3; ++a) {
     if (boundary == nefi::WienerBoundary::kReflect) m[a] = 2 * n[a];
@@ -170,14 +184,23 @@ std::vector<double> plain_wiener(const std::vector<double>& y, const std::vector
             p.values[(i * p.shape[1] + j) * p.shape[2] + k];
   dft(Y, m, false);
   dft(K, m, false);
-  std::vector<cplx> X(total);
-  for (int64_t q = 0; q < total; ++q) X[q] = std::conj(K[q]) * Y[q] / (std::norm(K[q]) + 1.0 / snr);
+  std::vector<cplx> X(total), R(total);
+  for (int64_t q = 0; q < total; ++q) {
+    X[q] = std::conj(K[q]) * Y[q] / (std::norm(K[q]) + 1.0 / snr);
+    R[q] = K[q] * X[q] - Y[q];
+  }
   dft(X, m, true);
+  dft(R, m, true);
   std::vector<double> x;
+  double own = 0;
   for (int64_t i = 0; i < n[0]; ++i)
     for (int64_t j = 0; j < n[1]; ++j)
-      for (int64_t k = 0; k < n[2]; ++k) x.push_back(X[at(i, j, k)].real());
+      for (int64_t k = 0; k < n[2]; ++k) {
+        x.push_back(X[at(i, j, k)].real());
+        own += std::norm(R[at(i, j, k)]);
+      }
   rmse = plain_instrument_rmse(x, y, n, p);
+  if (rmse < 0) rmse = std::sqrt(own / static_cast<double>(x.size()));
   return x;
 }
 
@@ -185,24 +208,31 @@ constexpr nefi::WienerBoundary kBoundaries[] = {
     nefi::WienerBoundary::kPadded, nefi::WienerBoundary::kReflect, nefi::WienerBoundary::kPeriodic};
 
 // Every boundary at a fixed SNR against the filter written out with direct
-// DFTs, on an odd-sized anisotropic 3-D grid: the estimate and the
-// instrument's residual.
+// DFTs, on odd-sized anisotropic 3-D grids: the estimate and the residual,
+// the filter's own (a kernel array as large as the 6 x 5 x 4 box) and the
+// instrument's (a 3-cell kernel leaving 120 of 8 x 7 x 6 cells inside).
 TEST(NefiWiener, MatchesTheFilterWrittenOut) {
-  const std::vector<int64_t> n{6, 5, 4};
   const std::vector<double> extent{0.6, 0.5, 0.8};
-  fk::Generator g(11);
-  const fk::Tensor y = fk::rand({6, 5, 4}, {fk::DType::F64}, &g);
-  const nefi::Domain domain(fk::Dims({6, 5, 4}), extent);
-  for (const auto boundary : kBoundaries) {
-    const int b = static_cast<int>(boundary);
-    const auto w = nefi::wiener_deconvolve(y, psf_over(extent), domain, 0.0, 1.0, 300.0, boundary);
-    double rmse = 0;
-    const auto want = plain_wiener(y.to_vector<double>(), n, extent, 300.0, boundary, rmse);
-    EXPECT_EQ(w.x.shape(), fk::Dims({6, 5, 4}));
-    const auto got = w.x.to_vector<double>();
-    for (size_t q = 0; q < want.size(); ++q) EXPECT_NEAR(got[q], want[q], 1e-10) << q << " " << b;
-    EXPECT_NEAR(w.residual_rmse, rmse, 1e-12) << b;
-    EXPECT_EQ(w.snr, 300.0);
+  for (const auto& [n, cap] :
+       {std::pair<std::vector<int64_t>, std::vector<int64_t>>{{6, 5, 4}, {99, 99, 99}},
+        {{8, 7, 6}, {3, 3, 3}}}) {
+    fk::Generator g(11);
+    const fk::Dims shape(n);
+    const fk::Tensor y = fk::rand(shape, {fk::DType::F64}, &g);
+    const nefi::Domain domain(shape, extent);
+    for (const auto boundary : kBoundaries) {
+      const int b = static_cast<int>(boundary);
+      const auto w =
+          nefi::wiener_deconvolve(y, psf_over(extent, cap), domain, 0.0, 1.0, 300.0, boundary);
+      double rmse = 0;
+      const auto want = plain_wiener(y.to_vector<double>(), n, extent, cap, 300.0, boundary, rmse);
+      EXPECT_EQ(w.x.shape(), shape);
+      const auto got = w.x.to_vector<double>();
+      for (size_t q = 0; q < want.size(); ++q)
+        EXPECT_NEAR(got[q], want[q], 1e-10) << q << " " << b << " " << shape.str();
+      EXPECT_NEAR(w.residual_rmse, rmse, 1e-12) << b << " " << shape.str();
+      EXPECT_EQ(w.snr, 300.0);
+    }
   }
 }
 
