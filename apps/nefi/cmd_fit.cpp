@@ -134,8 +134,8 @@ int fit_cmd(const FitRequest& r) {
   if (r.noise != "auto") {
     char* end = nullptr;
     const double s = std::strtod(r.noise.c_str(), &end);
-    FK_CHECK(!r.noise.empty() && *end == '\0' && s >= 0, "--noise", "auto or a sigma >= 0",
-             "'" + r.noise + "'");
+    FK_CHECK(!r.noise.empty() && *end == '\0' && s >= 0 && std::isfinite(s), "--noise",
+             "auto or a finite sigma >= 0", "'" + r.noise + "'");
     o.noise_std = s;
   }
   std::optional<FitRefineOptions> refine;
@@ -253,7 +253,8 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->add_option("--matrix", r->matrix, "the forward model: A.npy of shape (measurements, cells)");
   add_operator_options(sub, r->op);
   sub->add_option("--data", r->data,
-                  "the measurement: y.npy (A's rows in C order; complex for fourier_sampling)")
+                  "the measurement: y.npy (A's rows in C order; complex for fourier_sampling, "
+                  "the masked frequencies in numpy.fft order)")
       ->required();
   sub->add_option("--shape", r->shape,
                   "the field's grid, e.g. 64,64 (default: A's columns, or the pattern's shape)");

@@ -117,7 +117,9 @@ void add_operator_options(CLI::App* sub, OperatorRequest& r) {
            "numpy.fft order, DC first); advection_diffusion: the sensors (observed > 0)"),
        {"sampling", "fourier_sampling", "advection_diffusion"}});
   r.kind_options.push_back(
-      {sub->add_flag("--centered", r.centered, "fourier_sampling: the mask has DC in the middle"),
+      {sub->add_flag("--centered", r.centered,
+                     "fourier_sampling: the mask has DC in the middle (the data stay in "
+                     "numpy.fft order: fftn(x)[ifftshift(mask) > 0])"),
        {"fourier_sampling"}});
   r.kind_options.push_back(
       {sub->add_option("--factors", r.factors, "downsample: cells per block, e.g. 2,2 (default 2)"),

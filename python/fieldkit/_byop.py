@@ -167,6 +167,9 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
       excludes 0), or a dict {field name: support}.
     """
     y = np.asarray(measurement)
+    # As the CLI reads a .npy: numbers, not bools or text (True read as 1).
+    if y.dtype.kind not in "iufc":
+        raise Error(f"from_forward: expected real or complex measured data, got dtype {y.dtype}")
     complex_data = np.iscomplexobj(y)
     native = isinstance(forward, _operators.Operator)
     if native and shape is None and forward.shape is None:
@@ -254,6 +257,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         model.check(data.shape, np.random.default_rng(seed))
     w = None
     if mask is not None:
+        if np.iscomplexobj(mask):  # numpy would keep the real part
+            raise Error("from_forward: expected real mask weights in [0, 1], got complex ones")
         w = np.asarray(mask, dtype=np.float64)
         if given_layout is not None and w.shape == given_layout:
             w = w.reshape(y.shape)
@@ -268,6 +273,8 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         if noise != "auto":
             raise Error(f"from_forward: expected noise 'auto' or a sigma >= 0, got {noise!r}")
         sigma = None
+    elif isinstance(noise, (bool, np.bool_)) or not isinstance(noise, (int, float, np.number)):
+        raise Error(f"from_forward: expected noise 'auto' or a sigma >= 0, got {noise!r}")
     else:
         sigma = float(noise)
     # The model's output shaped as the data, whatever shape it returned.
@@ -282,6 +289,9 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
             if field not in names:
                 raise Error(f"from_forward: expected a support for a field of the problem "
                             f"({', '.join(names)}), got one for {field!r}")
+            if np.iscomplexobj(m):  # numpy would keep the real part
+                raise Error(f"from_forward: expected a real support for {field!r}, got a "
+                            f"complex one")
             m = np.asarray(m, dtype=np.float64)
             if m.shape != shape:
                 raise Error(f"from_forward: expected a support of the field's shape {shape}, "

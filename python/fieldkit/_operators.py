@@ -119,7 +119,10 @@ def sampling(mask):
 def fourier_sampling(mask, centered=False):
     """MRI: the orthonormal DFT over the field's axes at the frequencies
     where mask > 0, as complex values. The mask is in numpy.fft order (DC
-    first), or with DC in the middle when ``centered`` (fftshift's order)."""
+    first), or with DC in the middle when ``centered`` (fftshift's order).
+    The samples come in numpy.fft order either way: with a centred mask
+    ``cm``, data are ``np.fft.fftn(x, norm="ortho")[np.fft.ifftshift(cm) > 0]``,
+    not ``np.fft.fftshift(...)[cm > 0]`` (another order of the same values)."""
     mask = _real("fourier_sampling", "mask", mask)
     if centered:
         mask = np.fft.ifftshift(mask)

@@ -161,6 +161,16 @@ def test_dry_run_errors_say_what_to_fix():
         nefi.from_forward(a, y, prior="wiggly")
     with pytest.raises(fieldkit.Error, match="noise 'auto' or a sigma"):
         nefi.from_forward(a, y, noise="loud")
+    # What the CLI refuses in a .npy is refused here too (numpy kept a real
+    # part, read True as 1, or raised its own TypeError).
+    with pytest.raises(fieldkit.Error, match="noise 'auto' or a sigma"):
+        nefi.from_forward(a, y, noise=None)
+    with pytest.raises(fieldkit.Error, match="real or complex measured data, got dtype bool"):
+        nefi.from_forward(a, y > 0.3)
+    with pytest.raises(fieldkit.Error, match="real mask weights"):
+        nefi.from_forward(a, y, mask=np.ones(32) * (1 + 1j))
+    with pytest.raises(fieldkit.Error, match="real support"):
+        nefi.from_forward(a, y, support=np.ones(32) * (1 + 1j))
     with pytest.raises(fieldkit.Error, match="'lots'"):
         nefi.from_forward(a, y, budget="lots")
     with pytest.raises(fieldkit.Error, match="columns"):

@@ -177,15 +177,19 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   check_representation_options(o, shape);
   const bool layered = o.representation.starts_with("layers");
   FK_CHECK(o.discrepancy_tau > 0, "discrepancy_tau", "> 0", num(o.discrepancy_tau));
-  m.data = m.data.to(fk::DType::F32).contiguous();
   if (m.mask.defined()) m.mask = m.mask.to(fk::DType::F32).contiguous();
   check_mask(m, "measurement mask");
   Weighted d;
-  d.y = m.data.to_vector<double>();
+  // Read as given, checked, then fitted in f32: cast first, 1e300 read as
+  // "non-finite" and 1e-50 as 0.
+  d.y = m.data.to(fk::DType::F64).contiguous().to_vector<double>();
   d.w = m.mask.defined() ? m.mask.to_vector<double>() : std::vector<double>(d.y.size(), 1.0);
   for (size_t i = 0; i < d.y.size(); ++i) {
     FK_CHECK(std::isfinite(d.y[i]) || d.w[i] == 0, "measurement", "finite data at observed cells",
              "a non-finite value at cell " + fk::to_text(i));
+    FK_CHECK(d.w[i] == 0 || std::abs(d.y[i]) <= std::numeric_limits<float>::max(), "measurement",
+             "data within f32's range (|y| <= 3.4e38: the fit runs in f32; rescale them)",
+             fk::to_text(d.y[i]) + " at cell " + fk::to_text(i));
     if (d.w[i] == 0) d.y[i] = 0;  // never read, kept finite for the sums
     d.wsum += d.w[i];
   }

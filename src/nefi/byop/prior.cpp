@@ -51,7 +51,13 @@ Term parse_term(const std::string& raw) {
   for (char& c : term.name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (open == std::string::npos) return term;
   FK_CHECK(t.back() == ')', kWhere, "an argument list closed by ')'", "'" + t + "'");
-  std::stringstream args(t.substr(open + 1, t.size() - open - 2));
+  const std::string inside = t.substr(open + 1, t.size() - open - 2);
+  // getline drops a trailing empty part: tv(1,) and tv() read as tv(1) and tv.
+  FK_CHECK(!trim(inside).empty(), kWhere, term.name + " without parentheses, or numbers in them",
+           "'" + t + "'");
+  FK_CHECK(trim(inside).back() != ',', kWhere, "finite numbers as arguments of " + term.name,
+           "'" + t + "' (a trailing comma)");
+  std::stringstream args(inside);
   std::string a;
   while (std::getline(args, a, ',')) {
     const std::string v = trim(a);

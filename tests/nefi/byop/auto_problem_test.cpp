@@ -282,6 +282,15 @@ TEST(NefiAutoProblem, ErrorsNameWhatIsWrong) {
   y[3] = NAN;
   m.data = fk::from_vector(y, {16});
   EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, m, {}); }).find("cell 3"), std::string::npos);
+  // f64 data past f32's range are named so, not as non-finite (they were
+  // cast to f32 first).
+  y = b.y;
+  y[5] = 1e300;
+  m.data = fk::from_vector(y, {16});
+  EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, m, {}); })
+                .find("data within f32's range (|y| <= 3.4e38: the fit runs in f32; rescale them), "
+                      "got 1e+300 at cell 5"),
+            std::string::npos);
   AutoOptions o;
   o.budget = "lots";
   EXPECT_NE(err([&] { (void)auto_problem(b.op, {16}, b.measurement(), o); }).find("'lots'"),

@@ -48,6 +48,10 @@ TEST(NefiPrior, ErrorsSayWhatToFix) {
   EXPECT_NE(err("tv(-1)").find("strength > 0 for tv, got -1"), std::string::npos);
   EXPECT_NE(err("tv(x)").find("finite numbers"), std::string::npos);
   EXPECT_NE(err("tv(1, 2)").find("at most one argument"), std::string::npos);
+  // An empty list or a trailing comma (read once as tv and tv(1)).
+  EXPECT_NE(err("tv()").find("tv without parentheses, or numbers in them"), std::string::npos);
+  EXPECT_NE(err("tv(1,)").find("a trailing comma"), std::string::npos);
+  EXPECT_NE(err("bounded(0, 1, )").find("a trailing comma"), std::string::npos);
   EXPECT_NE(err("tv + tv").find("each penalty once"), std::string::npos);
   EXPECT_NE(err("nonnegative(2)").find("without arguments"), std::string::npos);
   EXPECT_NE(err("tv(1").find("balanced parentheses"), std::string::npos);

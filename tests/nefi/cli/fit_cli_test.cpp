@@ -560,6 +560,7 @@ TEST(FitCli, BadInputIsOneLineNamingIt) {
        {"fit" + A + y + " --shape 16,x" + o, "--shape"},
        {"fit" + A + y + " --shape 16,16 --prior wiggly" + o, "'wiggly'"},
        {"fit" + A + y + " --shape 16,16 --noise loud" + o, "--noise"},
+       {"fit" + A + y + " --shape 16,16 --noise inf" + o, "--noise: expected auto or a finite"},
        {"fit" + A + y + " --shape 16,16 --budget lots" + o, "'lots'"},
        {"fit" + A + y + " --shape 16,16 --lr 0" + o, "--lr"},
        {"fit" + A + y + " --shape 16,16 --device gpu" + o, "'cpu', 'cuda' or 'cuda:N'"},
