@@ -13,6 +13,7 @@
 #include "fk/blas.h"
 #include "fk/cuda/runtime.h"
 #include "fk/fk.h"
+#include "flushed_status.h"
 
 namespace {
 
@@ -100,5 +101,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fk-info: %s\n", e.what());
     return 1;
   }
-  return 0;
+  return cli_checks::flushed_status("fk-info", 0, 1);
 }

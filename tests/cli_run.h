@@ -22,11 +22,13 @@ struct CliResult {
   std::string err;  // everything written to stderr
 };
 
-// `program args`, stdout discarded, stderr kept through a file in `scratch`.
+// `program args`, stdout sent to `out` (discarded by default), stderr kept
+// through a file in `scratch`.
 inline CliResult run_cli(const std::filesystem::path& program, const std::string& args,
-                         const std::filesystem::path& scratch) {
+                         const std::filesystem::path& scratch,
+                         const std::string& out = "/dev/null") {
   const std::filesystem::path err = scratch / (program.filename().string() + "_cli_err.txt");
-  const std::string cmd = program.string() + " " + args + " >/dev/null 2>" + err.string();
+  const std::string cmd = program.string() + " " + args + " >" + out + " 2>" + err.string();
   const int rc = std::system(cmd.c_str());
   std::ifstream f(err);
   std::stringstream ss;

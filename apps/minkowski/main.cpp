@@ -7,6 +7,7 @@
 #include "bench_conv.h"
 #include "bench_ops.h"
 #include "cli_checks.h"
+#include "flushed_status.h"
 #include "train.h"
 
 namespace {
@@ -194,15 +195,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "minkowski: %s\n", e.what());
     return 2;
   }
+  int status = 0;
   try {
-    if (*c.conv) return minkowski_app::bench_conv(opt.o);
-    if (*c.ops) return minkowski_app::bench_ops(opt.oo);
-    if (*c.bench_train) return minkowski_app::bench_train(opt.bto);
-    if (*c.train) return minkowski_app::train(opt.to);
-    if (*c.predict) return minkowski_app::predict(opt.po);
+    if (*c.conv) status = minkowski_app::bench_conv(opt.o);
+    if (*c.ops) status = minkowski_app::bench_ops(opt.oo);
+    if (*c.bench_train) status = minkowski_app::bench_train(opt.bto);
+    if (*c.train) status = minkowski_app::train(opt.to);
+    if (*c.predict) status = minkowski_app::predict(opt.po);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "minkowski: error: %s\n", e.what());
     return 1;
   }
-  return 0;
+  return cli_checks::flushed_status("minkowski", status, 1);
 }

@@ -29,6 +29,7 @@
 #include <string>
 
 #include "common.h"
+#include "flushed_status.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"nefi: neural-field inversion"};
@@ -55,7 +56,7 @@ int main(int argc, char** argv) {
   try {
     ctx.config_dirs = nefi::cli::config_dirs(argv[0]);
     for (const auto& [sub, run] : commands)
-      if (*sub) return run();
+      if (*sub) return cli_checks::flushed_status("nefi", run(), 2);
     return 2;
   } catch (const std::bad_alloc&) {
     std::cerr << "nefi: error: out of memory: the settings ask for more than this machine has "

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "fk/error.h"
+#include "fk/io/replace_file.h"
 
 namespace fk::plot {
 
@@ -159,9 +160,16 @@ void Figure::unclip() {
 
 void Figure::save_png(const std::string& path) const {
   cairo_surface_flush(cairo_->surface);
-  const cairo_status_t s = cairo_surface_write_to_png(cairo_->surface, path.c_str());
-  FK_CHECK(s == CAIRO_STATUS_SUCCESS, "nefi::plot::Figure::save_png", "a writable path",
-           path + " (" + cairo_status_to_string(s) + ")");
+  // Whole or not at all (a redrawn curves.png once stayed half written when
+  // the disk filled): a temporary, renamed onto the path.
+  fk::replace_file(
+      path,
+      [&](const std::string& tmp) {
+        const cairo_status_t s = cairo_surface_write_to_png(cairo_->surface, tmp.c_str());
+        FK_CHECK(s == CAIRO_STATUS_SUCCESS, "nefi::plot::Figure::save_png", "a writable path",
+                 path + " (" + cairo_status_to_string(s) + ")");
+      },
+      "nefi::plot::Figure::save_png");
 }
 
 }  // namespace fk::plot

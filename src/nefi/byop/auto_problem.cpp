@@ -180,8 +180,8 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   if (m.mask.defined()) m.mask = m.mask.to(fk::DType::F32).contiguous();
   check_mask(m, "measurement mask");
   Weighted d;
-  // Read as given, checked, then fitted in f32: cast first, 1e300 read as
-  // "non-finite" and 1e-50 as 0.
+  // Read as given and checked, then rounded to the f32 the fit runs in (cast
+  // first, 1e300 read as "non-finite").
   d.y = m.data.to(fk::DType::F64).contiguous().to_vector<double>();
   d.w = m.mask.defined() ? m.mask.to_vector<double>() : std::vector<double>(d.y.size(), 1.0);
   for (size_t i = 0; i < d.y.size(); ++i) {
@@ -190,7 +190,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
     FK_CHECK(d.w[i] == 0 || std::abs(d.y[i]) <= std::numeric_limits<float>::max(), "measurement",
              "data within f32's range (|y| <= 3.4e38: the fit runs in f32; rescale them)",
              fk::to_text(d.y[i]) + " at cell " + fk::to_text(i));
-    if (d.w[i] == 0) d.y[i] = 0;  // never read, kept finite for the sums
+    d.y[i] = d.w[i] == 0 ? 0.0 : static_cast<float>(d.y[i]);  // as fitted; unread ones finite
     d.wsum += d.w[i];
   }
   m.data = fk::from_vector(d.y, out_shape).to(fk::DType::F32);
