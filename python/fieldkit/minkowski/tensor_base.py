@@ -1,0 +1,101 @@
+"""The base SparseTensor and TensorField share: the features' properties,
+per-batch-item access and dtype casts (the reference's Tensor)."""
+import torch
+
+
+class _Tensor:
+    """What SparseTensor and TensorField share (the reference's Tensor base):
+    the features' properties, per-batch-item access, dtype casts. A subclass
+    has _F, C and _with(features) (the same coordinates, other features)."""
+
+    @property
+    def F(self):
+        return self._F
+
+    features = F
+
+    @property
+    def coordinates(self):
+        return self.C
+
+    @property
+    def shape(self):
+        return self._F.shape
+
+    @property
+    def dtype(self):
+        return self._F.dtype
+
+    @property
+    def device(self):
+        return self._F.device
+
+    def get_device(self):
+        return self._F.get_device()
+
+    @property
+    def requires_grad(self):
+        return self._F.requires_grad
+
+    def requires_grad_(self, flag=True):
+        self._F.requires_grad_(flag)
+        return self
+
+    def __len__(self):
+        return self._F.shape[0]
+
+    def size(self):
+        return self._F.size()
+
+    def detach(self):
+        """Detaches the features in place and returns this tensor, as the
+        reference does."""
+        self._F = self._F.detach()
+        return self
+
+    def float(self):
+        return self._with(self._F.float())
+
+    def double(self):
+        return self._with(self._F.double())
+
+    def __pow__(self, power):
+        """The features to `power`, on these coordinates. The reference names
+        it __power__ (a name ``**`` never calls); both work here."""
+        return self._with(self._F ** power)
+
+    __power__ = __pow__
+
+    # -- per batch item --------------------------------------------------------
+    def _rows_of(self, b):
+        return (self.C[:, 0] == b).nonzero().flatten()
+
+    def coordinates_at(self, batch_index):
+        return self.C[self._rows_of(batch_index), 1:]
+
+    def features_at(self, batch_index):
+        return self._F[self._rows_of(batch_index)]
+
+    def coordinates_and_features_at(self, batch_index):
+        rows = self._rows_of(batch_index)
+        return self.C[rows, 1:], self._F[rows]
+
+    @property
+    def decomposition_permutations(self):
+        """The rows of each batch item with points, in ascending batch index
+        (row order within an item): the items of the reference's origin map,
+        so entry i lines up with row i of a global pooling of this tensor."""
+        return [self._rows_of(b) for b in torch.unique(self.C[:, 0]).tolist()]
+
+    @property
+    def decomposed_coordinates(self):
+        return [self.C[r, 1:] for r in self.decomposition_permutations]
+
+    @property
+    def decomposed_features(self):
+        return [self._F[r] for r in self.decomposition_permutations]
+
+    @property
+    def decomposed_coordinates_and_features(self):
+        perms = self.decomposition_permutations
+        return [self.C[r, 1:] for r in perms], [self._F[r] for r in perms]
