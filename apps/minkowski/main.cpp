@@ -7,6 +7,7 @@
 #include "bench_conv.h"
 #include "bench_ops.h"
 #include "cli_checks.h"
+#include "fk/knobs.h"
 #include "flushed_status.h"
 #include "train.h"
 
@@ -197,6 +198,8 @@ int main(int argc, char** argv) {
   }
   int status = 0;
   try {
+    // Every knob's environment value up front, as fk-info and nefi check them.
+    for (const fk::Knob* k : fk::knobs()) k->validate();
     if (*c.conv) status = minkowski_app::bench_conv(opt.o);
     if (*c.ops) status = minkowski_app::bench_ops(opt.oo);
     if (*c.bench_train) status = minkowski_app::bench_train(opt.bto);

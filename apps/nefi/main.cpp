@@ -29,6 +29,7 @@
 #include <string>
 
 #include "common.h"
+#include "fk/knobs.h"
 #include "flushed_status.h"
 
 int main(int argc, char** argv) {
@@ -54,6 +55,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    // Every knob's environment value up front, as fk-info checks them: a CPU
+    // run never reads the CUDA ones, and took FK_ALLOW_TF32=maybe silently.
+    for (const fk::Knob* k : fk::knobs()) k->validate();
     ctx.config_dirs = nefi::cli::config_dirs(argv[0]);
     for (const auto& [sub, run] : commands)
       if (*sub) return cli_checks::flushed_status("nefi", run(), 2);
