@@ -18,11 +18,38 @@ import numpy as np
 
 from ._core import Error
 from ._core import nefi as _nefi
-from . import _operators
+from . import _host, _operators
 from ._forward_model import _Model, _shaped, _stack_complex
 from ._forward_problem import _INT_MAX, _SEED_MAX, ForwardProblem, _real_values, _whole
 
-__all__ = ["from_forward", "ForwardProblem", "quick_report", "lr_range_test"]
+__all__ = ["from_forward", "ForwardProblem", "quick_report", "lr_range_test", "estimate_noise"]
+
+
+def estimate_noise(measurement, mask=None):
+    """The noise sigma of a real measurement from the data alone, the one
+    from_forward's noise="auto" takes: a median-absolute-deviation estimate
+    of white noise over a signal smooth on the scale of a few cells (fourth
+    differences in 1-D; Immerkaer's Laplacian mask over the last two axes
+    in 2-D and up). Cells where ``mask`` is 0 are left out (they may hold
+    NaN). Structure at the cell scale biases it up. Sampled or k-space data
+    have their own: ``operators.sampling(m).estimate_noise(y)``."""
+    where = "estimate_noise"
+    y = _host.host_array(measurement) if hasattr(measurement, "detach") else measurement
+    y = np.asarray(y)
+    if y.dtype.kind not in "iuf":
+        raise Error(f"{where}: expected real measured data, got dtype {y.dtype}")
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    w = None
+    if mask is not None:
+        w = _real_values(where, "mask", mask)
+        if w.shape != y.shape:
+            raise Error(f"{where}: expected a mask of the measurement's shape {y.shape}, got "
+                        f"{w.shape}")
+    observed = np.ones(y.shape, bool) if w is None else w > 0
+    if not np.isfinite(y[observed]).all():
+        raise Error(f"{where}: expected finite data at observed cells, got "
+                    f"{int((~np.isfinite(y[observed])).sum())} non-finite value(s)")
+    return _nefi.estimate_noise(np.where(observed, y, 0.0), w)
 
 
 def lr_range_test(problem, lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), steps=20, seed=0,

@@ -34,7 +34,7 @@ import os
 
 from . import _metrics as metrics
 from . import _operators as operators
-from ._byop import ForwardProblem, from_forward, lr_range_test, quick_report
+from ._byop import ForwardProblem, estimate_noise, from_forward, lr_range_test, quick_report
 from ._forward_problem import _INT_MAX, _SEED_MAX, _whole
 from ._custom_prior import register_prior, unregister_prior
 from ._time_stepper import TimeStepper
@@ -45,7 +45,8 @@ from ._core import nefi as _nefi
 
 __all__ = ["instances", "measurement", "invert", "ensemble", "EnsembleResult", "batch_invert",
            "Solver", "bench", "config_yaml", "set_num_threads", "get_num_threads",
-           "from_forward", "ForwardProblem", "quick_report", "lr_range_test", "operators",
+           "from_forward", "ForwardProblem", "quick_report", "lr_range_test", "estimate_noise",
+           "operators",
            "metrics", "instance_operator",
            "register_prior", "unregister_prior", "diagnose", "autotune", "sweep", "ablate",
            "refine_edges", "TimeStepper", "wave_step", "wave_energy", "ricker",

@@ -14,6 +14,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "nefi/byop/auto_problem.h"
+#include "nefi/byop/noise_estimate.h"
 #include "nefi/operators/advection_diffusion.h"
 #include "nefi/operators/composite.h"
 #include "nefi/operators/fft_convolution.h"
@@ -90,6 +91,12 @@ void bind_nefi_operators(nb::module_& m) {
             return e->sigma;
           },
           nb::arg("y"));
+  m.def(
+      "estimate_noise",
+      [](nb::ndarray<nb::ro> y, std::optional<nb::ndarray<nb::ro>> mask) {
+        return nefi::estimate_noise(f64(y), mask ? f64(*mask) : fk::Tensor()).sigma;
+      },
+      nb::arg("y"), nb::arg("mask") = nb::none());
   m.def(
       "sampling_operator",
       [](nb::ndarray<nb::ro> mask) {

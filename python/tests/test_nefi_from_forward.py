@@ -456,3 +456,35 @@ def test_steps_and_lr_of_a_multiscale_solve_replace_the_total_and_the_first_rate
     assert lr[0] == pytest.approx(0.02) and max(lr[6:]) == pytest.approx(0.01)
     with pytest.raises(fieldkit.Error, match="at least one step for each of the 2 stages, got 1"):
         p.solve(steps=1)
+
+
+def test_estimate_noise_reads_white_noise_off_a_smooth_signal():
+    # The reference's helper: sigma from the data alone (what noise="auto"
+    # takes), over 1-D and 2-D signals smooth on the scale of a few cells.
+    rng = np.random.default_rng(3)
+    t = np.linspace(0, 1, 400)
+    xx, yy = np.meshgrid(np.linspace(0, 1, 64), np.linspace(0, 1, 64))
+    smooth2 = np.exp(-((xx - 0.5) ** 2 + (yy - 0.4) ** 2) / 0.05)
+    ones, twos = [], []
+    for _ in range(8):
+        ones.append(nefi.estimate_noise(np.sin(6 * t) + 0.05 * rng.standard_normal(400)) / 0.05)
+        twos.append(nefi.estimate_noise(smooth2 + 0.02 * rng.standard_normal((64, 64))) / 0.02)
+    assert abs(np.mean(ones) - 1) < 0.06 and abs(np.mean(twos) - 1) < 0.04, (ones, twos)
+    # Masked cells are left out: NaN there is fine, and a wild value there
+    # does not move the estimate.
+    y = smooth2 + 0.02 * rng.standard_normal((64, 64))
+    mask = np.ones((64, 64))
+    mask[:12] = 0
+    wild, holes = y.copy(), y.copy()
+    wild[:12] = 1e3
+    holes[:12] = np.nan
+    assert nefi.estimate_noise(wild, mask) == nefi.estimate_noise(holes, mask)
+    assert abs(nefi.estimate_noise(holes, mask) / 0.02 - 1) < 0.1
+    with pytest.raises(fieldkit.Error, match="real measured data, got dtype complex128"):
+        nefi.estimate_noise(y + 0j)
+    with pytest.raises(fieldkit.Error, match="finite data at observed cells"):
+        nefi.estimate_noise(holes)
+    with pytest.raises(fieldkit.Error, match="mask of the measurement's shape"):
+        nefi.estimate_noise(y, mask=np.ones(3))
+    torch_y = torch.tensor(y, requires_grad=True)
+    assert nefi.estimate_noise(torch_y) == nefi.estimate_noise(y)
