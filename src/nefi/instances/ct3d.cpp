@@ -59,9 +59,11 @@ struct Ct3dConfig {
     FK_CHECK(c.n_z >= 4 && c.n_z <= 1024, "config key 'n_z'", "a slice count in [4, 1024]",
              fk::to_text(c.n_z));
     c.extent = p.d("extent");
-    FK_CHECK(c.extent > 0, "config key 'extent'", "a length > 0", fk::to_text(c.extent));
+    FK_CHECK(c.extent > 0 && std::isfinite(c.extent), "config key 'extent'", "a finite length > 0",
+             fk::to_text(c.extent));
     c.height = p.d("height");
-    FK_CHECK(c.height > 0, "config key 'height'", "a length > 0", fk::to_text(c.height));
+    FK_CHECK(c.height > 0 && std::isfinite(c.height), "config key 'height'", "a finite length > 0",
+             fk::to_text(c.height));
     c.geometry = radon_geometry_from(p);
     const int64_t ss = p.i("supersample");
     FK_CHECK(ss >= 1 && ss <= 16, "config key 'supersample'", "a refinement in [1, 16]",

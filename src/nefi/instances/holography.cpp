@@ -54,14 +54,16 @@ struct HolographyConfig {
     FK_CHECK(c.supersample >= 1 && c.supersample <= 4, "config key 'supersample'",
              "a refinement in [1, 4]", fk::to_text(c.supersample));
     c.pixel = p.d("pixel");
-    FK_CHECK(c.pixel > 0, "config key 'pixel'", "a size > 0 (um)", fk::to_text(c.pixel));
+    FK_CHECK(c.pixel > 0 && std::isfinite(c.pixel), "config key 'pixel'", "a finite size > 0 (um)",
+             fk::to_text(c.pixel));
     c.prop.wavelength = p.d("wavelength");
-    FK_CHECK(c.prop.wavelength > 0, "config key 'wavelength'", "a wavelength > 0 (um)",
-             fk::to_text(c.prop.wavelength));
+    FK_CHECK(c.prop.wavelength > 0 && std::isfinite(c.prop.wavelength), "config key 'wavelength'",
+             "a finite wavelength > 0 (um)", fk::to_text(c.prop.wavelength));
     c.distances = p.list("distances");
     FK_CHECK(!c.distances.empty(), "config key 'distances'", "at least one distance", "[]");
     for (double z : c.distances)
-      FK_CHECK(z > 0, "config key 'distances'", "distances > 0 (um)", Params::render(c.distances));
+      FK_CHECK(z > 0 && std::isfinite(z), "config key 'distances'", "finite distances > 0 (um)",
+               Params::render(c.distances));
     c.prop.pad_factor = p.i("pad_factor");
     FK_CHECK(c.prop.pad_factor >= 1 && c.prop.pad_factor <= 8, "config key 'pad_factor'",
              "an integer in [1, 8]", fk::to_text(c.prop.pad_factor));

@@ -48,7 +48,8 @@ struct SparseViewCtConfig {
     c.n = p.i("n");
     FK_CHECK(c.n >= 8, "config key 'n'", "a grid size >= 8", fk::to_text(c.n));
     c.extent = p.d("extent");
-    FK_CHECK(c.extent > 0, "config key 'extent'", "a length > 0", fk::to_text(c.extent));
+    FK_CHECK(c.extent > 0 && std::isfinite(c.extent), "config key 'extent'", "a finite length > 0",
+             fk::to_text(c.extent));
     c.geometry = radon_geometry_from(p);
     const int64_t ss = p.i("supersample"), dd = p.i("data_det_per_pixel");
     FK_CHECK(ss >= 1 && ss <= 16, "config key 'supersample'", "a refinement in [1, 16]",

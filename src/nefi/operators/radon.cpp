@@ -46,8 +46,8 @@ RadonOperator::RadonOperator(Domain domain, RadonGeometry geometry)
            "nefi::RadonOperator", "a 2-D or 3-D domain square in axes 0 and 1", domain_.str());
   FK_CHECK(geometry_.n_views >= 1, "nefi::RadonOperator", "n_views >= 1",
            fk::to_text(geometry_.n_views));
-  FK_CHECK(geometry_.angle_range > 0, "nefi::RadonOperator", "angle_range > 0",
-           fk::to_text(geometry_.angle_range));
+  FK_CHECK(geometry_.angle_range > 0 && std::isfinite(geometry_.angle_range), "nefi::RadonOperator",
+           "a finite angle_range > 0", fk::to_text(geometry_.angle_range));
   FK_CHECK(geometry_.det_per_pixel >= 1 && geometry_.samples_per_pixel >= 1, "nefi::RadonOperator",
            "det_per_pixel and samples_per_pixel >= 1",
            fk::to_text(geometry_.det_per_pixel) + ", " + fk::to_text(geometry_.samples_per_pixel));

@@ -43,6 +43,7 @@ TEST(NefiCt3d, BadValuesAreOneLineErrorsNamingTheKey) {
                                              {"angle_range", "-10"},
                                              {"extent", "0"},
                                              {"height", "-1"},
+                                             {"height", ".inf"},  // once 99 dB on zeros
                                              {"det_per_pixel", "0"},
                                              {"supersample", "0"},
                                              {"noise_std", "-1"},

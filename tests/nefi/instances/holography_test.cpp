@@ -43,6 +43,7 @@ TEST(NefiHolographyInstance, BadValuesAreOneLineErrorsNamingTheKey) {
   const nefi::test::BadValue bad_values[] = {
       {"tv", "-1"},           {"tv_eps", "0"},           {"n", "4"},
       {"wavelength", "-0.5"}, {"distances", "[10, -5]"}, {"distances", "[]"},
+      {"wavelength", ".inf"}, {"distances", "[.inf]"},   {"pixel", ".inf"},
       {"pixel", "0"},         {"pad_factor", "0"},       {"pad_mode", "wrap"},
       {"absorption", "-1"},   {"phase_amplitude", "0"},  {"phase_bound", "0"},
       {"noise_std", "-1"},    {"scene", "usaf"},         {"supersample", "0"},

@@ -49,6 +49,12 @@ TEST(NefiPhotoacoustic3d, DataGeneratorIsIndependentButConsistent) {
   EXPECT_LT(diff, 0.1 * peak);  // measured 0.083
   EXPECT_EQ(std::string(nefi::photoacoustic3d_data_tag()), "wave-ic-o4-2x-float64-lp1.0");
   EXPECT_NE(std::string(nefi::photoacoustic3d_data_tag()), s->problem.op->fidelity_tag());
+  // The instance names the configured generator (bench records it): the
+  // default's tag once stood for every one.
+  nefi::Params other = inst->default_config();
+  EXPECT_EQ(inst->data_tag(other), nefi::photoacoustic3d_data_tag());
+  other.set("gen_order", "2");
+  EXPECT_EQ(inst->data_tag(other), "wave-ic-o2-2x-float64-lp1.0");
 }
 
 TEST(NefiPhotoacoustic3d, ScenesAndSensors) {

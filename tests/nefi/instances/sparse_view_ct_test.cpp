@@ -28,20 +28,15 @@ TEST(NefiSparseViewCt, MeasurementShapeTagAndScenes) {
 
 TEST(NefiSparseViewCt, BadValuesAreOneLineErrorsNamingTheKey) {
   auto inst = nefi::find_instance("sparse_view_ct");
-  const nefi::test::BadValue bad_values[] = {{"tv", "-1"},
-                                             {"tv_eps", "0"},
-                                             {"l1", "-1"},
-                                             {"n", "4"},
-                                             {"n_views", "0"},
-                                             {"angle_range", "-10"},
-                                             {"extent", "0"},
-                                             {"det_per_pixel", "0"},
-                                             {"samples_per_pixel", "0"},
-                                             {"supersample", "0"},
-                                             {"data_det_per_pixel", "0"},
-                                             {"noise_std", "-1"},
-                                             {"scene", "lena"},
-                                             {"init_value", "1.5"}};
+  const nefi::test::BadValue bad_values[] = {
+      {"tv", "-1"},           {"tv_eps", "0"},
+      {"l1", "-1"},           {"n", "4"},
+      {"n_views", "0"},       {"angle_range", "-10"},
+      {"extent", "0"},        {"extent", ".inf"},  // once 99 dB on zeros
+      {"det_per_pixel", "0"}, {"samples_per_pixel", "0"},
+      {"supersample", "0"},   {"data_det_per_pixel", "0"},
+      {"noise_std", "-1"},    {"scene", "lena"},
+      {"init_value", "1.5"}};
   nefi::test::expect_bad_values_name_their_key(
       inst->default_config(), bad_values,
       [&](const nefi::Params& p) { inst->make_measurement(p, 0); });

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 #include <string>
 
@@ -58,6 +59,10 @@ TEST(NefiRadon, AdjointGradcheckAndBatch) {
   EXPECT_THROW(op.apply(rnd({5, 4}, 1)), fk::Error);
   EXPECT_THROW(nefi::RadonOperator(nefi::Domain({5, 4}), {}), fk::Error);
   EXPECT_THROW(nefi::RadonOperator(nefi::Domain({5, 5}), {0, 1.0, 1, 1}), fk::Error);
+  // An infinite angle range put view 0 at inf * 0 = NaN: all-zero views.
+  EXPECT_THROW(
+      nefi::RadonOperator(nefi::Domain({5, 5}), {3, std::numeric_limits<double>::infinity(), 1, 1}),
+      fk::Error);
 }
 
 // A smooth Gaussian inside the inscribed circle: the discrete projection of
