@@ -2,7 +2,8 @@
 // Random probes of a linearized operator J (nefi.md §2.9):
 //   sensitivity   diag(J^T J), each cell's Jacobian column norm squared, by
 //                 Hutchinson's estimator mean_z (J^T z)^2 over Rademacher z in
-//                 the data space (E[z z^T] = I; exact when J^T J is diagonal)
+//                 the data space (E[z z^T] = I: unbiased; exact when each
+//                 cell is read by one data row at most, e.g. a sampling mask)
 //   blind cells   the share of cells whose sensitivity is below 1e-6 of the
 //                 largest: parts of the field the data do not see
 //   null-space    Gaussian directions v in the field space: mean of

@@ -11,12 +11,14 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/io/npy.h"
+#include "fk/io/replace_file.h"
 #include "fk/plot/axes.h"
 
 namespace nefi::diagnostics {
 namespace {
 
 std::string misfit_reading(const Diagnostics& d) {
+  if (d.noise_std == 0) return "noise-free data: no noise level to compare with";
   if (!std::isfinite(d.misfit_ratio)) return "noise level unknown";
   if (d.misfit_ratio < 0.8) return "below the noise: the field fits noise";
   if (d.misfit_ratio <= 1.25) return "at the noise level (discrepancy principle met)";
@@ -223,12 +225,26 @@ std::vector<std::string> write_diagnostics(const std::string& dir, const Diagnos
            "a directory that can be created", dir);
   std::vector<std::string> files{dir + "/diagnostics.md", dir + "/diagnostics.json",
                                  dir + "/sensitivity.npy"};
-  std::ofstream(files[0]) << diagnostics_md(d);
-  std::ofstream(files[1]) << diagnostics_json(d);
+  // Whole or not at all, and checked (an unwritable report exited 0).
+  for (const auto& [path, text] :
+       {std::pair{files[0], diagnostics_md(d)}, std::pair{files[1], diagnostics_json(d)}})
+    fk::replace_file(
+        path,
+        [&](const std::string& tmp) {
+          std::ofstream f(tmp);
+          f << text;
+          f.close();
+          FK_CHECK(f.good(), "nefi diagnose", "a writable report", "'" + path + "'");
+        },
+        "nefi diagnose");
   fk::write_npy(files[2], fk::from_vector(d.probes.sensitivity, d.field_shape));
+  const std::string figure = dir + "/diagnostics.png";
   if (png) {
-    files.push_back(dir + "/diagnostics.png");
-    write_diagnostics_png(files.back(), d);
+    files.push_back(figure);
+    write_diagnostics_png(figure, d);
+  } else {
+    // An earlier run's figure beside this run's report would contradict it.
+    std::filesystem::remove(figure, ec);
   }
   return files;
 }

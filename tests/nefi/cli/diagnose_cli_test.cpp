@@ -67,6 +67,14 @@ TEST(DiagnoseCli, SmokeAtStartAndSolution) {
   EXPECT_GT(hj["hessian"]["largest"][0].get<double>(), 0.0);
   EXPECT_LE(hj["hessian"]["lanczos_steps"].get<int>(), 12);  // --smoke's cap
   EXPECT_EQ(hj["settings"]["hessian_k"], 2);
+  // A --no-plot rerun into a folder with a figure removes it (it described
+  // another run); a report that cannot be written fails the command.
+  ASSERT_EQ(nefi_stdout("diagnose toy1d --smoke --no-plot -o " + a.string()).status, 0);
+  EXPECT_FALSE(fs::exists(a / "diagnostics.png"));
+  fs::remove(a / "diagnostics.md");
+  fs::create_directories(a / "diagnostics.md");
+  const auto blocked = nefi_stdout("diagnose toy1d --smoke --no-plot -o " + a.string());
+  EXPECT_EQ(blocked.status, 2) << blocked.out;
 }
 
 class DiagnoseInstanceCli : public ::testing::TestWithParam<std::string> {};

@@ -162,6 +162,10 @@ TEST(Diagnose, SaturationThroughCentralDifferences) {
   // space and find both copies.
   for (int i = 0; i < 3; ++i) EXPECT_NEAR(d.spectrum.singular_values[i], want[i], 1e-8) << i;
   EXPECT_TRUE(std::isnan(d.misfit_ratio));  // no noise level
+  EXPECT_NE(diagnostics_md(d).find("noise level unknown"), std::string::npos);
+  // Noise-free data have a known sigma, 0: said so, not "unknown".
+  const Diagnostics z = diagnose(op, x, measured(op.apply(x), 0.0), o);
+  EXPECT_NE(diagnostics_md(z).find("noise-free data"), std::string::npos) << diagnostics_md(z);
 }
 
 // The singular values of the operator's matrix, built column by column
