@@ -88,8 +88,10 @@ Command add_diagnose(CLI::App& app, const Context& ctx) {
       "--smoke", r.run.smoke,
       "the smoke config; probes <= 8, k <= 4, n-iter <= 12, hessian <= 4, hessian-iter <= 12 "
       "unless given, solve capped at --smoke-steps");
-  o->smoke_steps_opt = sub->add_option("--smoke-steps", o->smoke_steps,
-                                       "step cap of --solve under --smoke (default 40; 0: none)");
+  o->smoke_steps_opt =
+      sub->add_option("--smoke-steps", o->smoke_steps,
+                      "step cap of --solve (default 40 under --smoke, else none; 0: none), "
+                      "as nefi run's");
   sub->add_option("--set", r.run.sets, "override KEY=VALUE (repeatable)");
   o->seed_opt = sub->add_option("--seed", o->seed, "measurement and initialisation seed")
                     ->check(non_negative_seed());

@@ -46,8 +46,7 @@ void see_through_mask(Linearization& L, const Measurement& y) {
 
 }  // namespace
 
-Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement& y,
-                     const DiagnoseOptions& o) {
+void check_diagnose_options(const DiagnoseOptions& o, int64_t field_cells) {
   FK_CHECK(o.probes >= 1 && o.probes <= 100000, "probes (--probes)", "a probe count in [1, 100000]",
            fk::to_text(o.probes));
   FK_CHECK(o.k >= 1 && o.k <= 1000, "k (--k)", "a count of singular values in [1, 1000]",
@@ -55,6 +54,15 @@ Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement&
   FK_CHECK(o.n_iter >= o.k && o.n_iter <= 10000, "n_iter (--n-iter)",
            "bidiagonalisation steps in [k, 10000] (k = " + fk::to_text(o.k) + ")",
            fk::to_text(o.n_iter));
+  FK_CHECK(!o.exact_sensitivity || field_cells <= kMaxExactCells,
+           "exact_sensitivity (--exact-sensitivity)",
+           "a field of at most " + fk::to_text(kMaxExactCells) + " cells",
+           fk::to_text(field_cells));
+}
+
+Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement& y,
+                     const DiagnoseOptions& o) {
+  check_diagnose_options(o, x.numel());  // before the Lanczos run
   check_mask(y, "diagnose measurement");
   Diagnostics d;
   d.options = o;
@@ -85,9 +93,6 @@ Diagnostics diagnose(const Operator& op, const fk::Tensor& x, const Measurement&
   d.spectrum = leading_singular_values(L.map, o.k, o.n_iter, o.seed);
   const auto& s = d.spectrum.singular_values;
   d.condition = s.back() > 0 ? s.front() / s.back() : std::numeric_limits<double>::infinity();
-  FK_CHECK(!o.exact_sensitivity || L.map.n <= kMaxExactCells,
-           "exact_sensitivity (--exact-sensitivity)",
-           "a field of at most " + fk::to_text(kMaxExactCells) + " cells", fk::to_text(L.map.n));
   d.probes = probe(L.map, o.probes, s.front(), o.seed, o.exact_sensitivity);
   {
     const Vec ones(L.map.n, 1.0 / std::sqrt(static_cast<double>(L.map.n)));

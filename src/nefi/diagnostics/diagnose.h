@@ -78,6 +78,12 @@ struct Diagnostics {
 // grid when it differs (NaN when no cell is observed).
 double residual_rms(const fk::Tensor& prediction, const Measurement& y);
 
+// The options' own checks (counts in range; exact sensitivity within
+// kMaxExactCells of a field of `field_cells`), an fk::Error naming the
+// option: diagnose runs them first, and a caller with work before it (a
+// solve) can run them before that.
+void check_diagnose_options(const DiagnoseOptions& o, int64_t field_cells);
+
 // `x` the field (the operator's input) and `y` the measurement (resampled to
 // the operator's output grid when it differs). The spectrum, sensitivity,
 // probes and constant visibility are those of sqrt(mask) J, the map the

@@ -32,6 +32,7 @@ Diagnostics diagnose_instance(const Instance& inst, const RunConfig& cfg, const 
     fk::autograd::NoGradGuard ng;
     x = prob.field->forward(prob.domain, 0.0).at(prob.field->primary()).detach();
   }
+  check_diagnose_options(opt, x.numel());  // before a solve that would be thrown away
   std::string at = "initialization";
   if (solve) {
     RunOutput out;
