@@ -38,7 +38,6 @@ struct Grid {
   int64_t size() const { return l0 * l1; }
   int64_t window_size() const { return n0 * n1; }
   std::vector<int64_t> dims() const { return {l0, l1}; }
-  bool in_window(int64_t i, int64_t j) const { return i < n0 && j < n1; }
   // Whether the padded cell (i, j) is a data cell: the window shifted by r.
   bool observed(int64_t i, int64_t j) const {
     return i >= r0 && i < r0 + n0 && j >= r1 && j < r1 + n1;
@@ -57,8 +56,8 @@ struct Grid {
     return inverse(V);
   }
 
-  // (D x): forward differences per unit length along each axis, wrapping
-  // (the padding is zero, so a wrapped difference never joins two window cells).
+  // (D x): forward differences per unit length along each axis, wrapping;
+  // TV counts only those counts0 / counts1 select (both cells in the window).
   void gradient(const Vec& x, Vec& g0, Vec& g1) const {
     for (int64_t i = 0; i < l0; ++i)
       for (int64_t j = 0; j < l1; ++j) {
