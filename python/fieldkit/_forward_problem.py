@@ -118,8 +118,8 @@ class ForwardProblem:
         return out
 
 
-    def diagnose(self, at=None, probes=32, k=8, n_iter=24, exact_sensitivity=False, seed=0,
-                 out=None, plot=True, hessian=0, hessian_iter=30, device="cpu"):
+    def diagnose(self, at=None, probes=32, k=8, n_iter=None, exact_sensitivity=False, seed=0,
+                 out=None, plot=True, hessian=0, hessian_iter=None, device="cpu"):
         """nefi.diagnose for this problem: the model linearized at ``at`` (None:
         the field's starting constant; an array of the field's shape; or a
         result dict of solve(), at its reconstruction and, for a torch
@@ -130,7 +130,8 @@ class ForwardProblem:
         start (at=None) or at a result's field_parameters (not for an
         array). ``device`` ("cpu", "cuda", "cuda:N"): where the model's
         products and the Hessian's gradients run (a built-in model with a
-        device path; the Lanczos arithmetic stays on the CPU)."""
+        device path; the Lanczos arithmetic stays on the CPU). n_iter and
+        hessian_iter default to max(24, k) and max(30, hessian)."""
         if self._model.several:
             raise Error(f"ForwardProblem.diagnose: expected a problem with one field (the "
                         f"linearization is in one field's cells), got {len(self._model.names)} "
@@ -155,6 +156,10 @@ class ForwardProblem:
         if at is not None:
             at = _real_values("ForwardProblem.diagnose", "at", at)
         where = "ForwardProblem.diagnose"
+        k, hessian = _whole(where, "k", k, 1, _INT_MAX), _whole(where, "hessian", hessian, 0,
+                                                                 _INT_MAX)
+        n_iter = max(24, k) if n_iter is None else n_iter
+        hessian_iter = max(30, hessian) if hessian_iter is None else hessian_iter
         with self._module_kept():
             return self._core.diagnose(at, fitted, _whole(where, "probes", probes, 1, _INT_MAX),
                                        _whole(where, "k", k, 1, _INT_MAX),

@@ -391,12 +391,13 @@ def refine_edges(problem, result, mode="levelset", **options):
 
 
 def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=None, probes=32,
-             k=8, n_iter=24, exact_sensitivity=False, out=None, plot=True, hessian=0,
-             hessian_iter=30, device=None):
+             k=8, n_iter=None, exact_sensitivity=False, out=None, plot=True, hessian=0,
+             hessian_iter=None, device=None):
     """What the data can tell about the field (``nefi diagnose``): the forward
     operator linearized at the field's start, or with ``solve=True`` at the
     solution a full run reaches. Returns a dict: ``singular_values`` (the k
-    largest, by n_iter Lanczos steps on J v and J^T u; n_iter >= k),
+    largest, by n_iter Lanczos steps on J v and J^T u; n_iter >= k, by
+    default max(24, k) as the CLI's),
     ``condition`` (s1 / s_k; None when s_k is 0), ``sensitivity`` (``map``:
     each cell's Jacobian column norm squared, a numpy array of the field's
     shape, by ``probes`` Hutchinson probes or exactly; ``blind_fraction``:
@@ -409,7 +410,8 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
     .json, sensitivity.npy and, with ``plot``, diagnostics.png. ``hessian``
     > 0 adds ``hessian``: the training loss's Hessian in the field's
     parameters at the same point, its ``hessian`` largest and smallest
-    eigenvalues by ``hessian_iter`` Lanczos steps and their ``condition``
+    eigenvalues by ``hessian_iter`` Lanczos steps (default max(30, hessian))
+    and their ``condition``
     (inf where not positive definite, as hessian_spectrum's; null in the
     .json; ``nefi diagnose --hessian K``; with ``solve`` the method's own problem
     is trained in this process, on the config's run.device, the field back
@@ -425,8 +427,13 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
     the operator's products and the Hessian's gradients run (and, with
     solve, where the run trains)."""
     counts = {name: _whole("diagnose", name, v, lo, _INT_MAX) for name, v, lo in
-              (("probes", probes, 1), ("k", k, 1), ("n_iter", n_iter, 1), ("hessian", hessian, 0),
-               ("hessian_iter", hessian_iter, 1))}
+              (("probes", probes, 1), ("k", k, 1), ("hessian", hessian, 0))}
+    # Unless given, the Lanczos steps rise to the count asked for, as the
+    # CLI's do (k=30 with the default 24 steps was an error).
+    counts["n_iter"] = (max(24, counts["k"]) if n_iter is None
+                        else _whole("diagnose", "n_iter", n_iter, 1, _INT_MAX))
+    counts["hessian_iter"] = (max(30, counts["hessian"]) if hessian_iter is None
+                              else _whole("diagnose", "hessian_iter", hessian_iter, 1, _INT_MAX))
     common = (counts["probes"], counts["k"], counts["n_iter"], bool(exact_sensitivity))
     out = "" if out is None else os.fspath(out)
     if isinstance(instance, ForwardProblem):

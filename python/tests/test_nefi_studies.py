@@ -125,6 +125,14 @@ def test_an_instance_gives_the_numbers_nefi_diagnose_writes(tmp_path):
     assert (d["instance"], d["method"], d["seed"]) == ("toy1d", "neural", 1)
 
 
+def test_diagnose_raises_its_lanczos_steps_to_k_as_the_cli_does():
+    # k above the default 24 steps was refused; the CLI raised them to k.
+    d = nefi.diagnose(SMOKE, probes=2, k=30, plot=False)
+    assert len(d["singular_values"]) == 30
+    with pytest.raises(fieldkit.Error, match="n_iter"):
+        nefi.diagnose(SMOKE, probes=2, k=30, n_iter=20)
+
+
 def test_an_instance_solved_first_fits_its_data_better():
     start = nefi.diagnose(SMOKE, probes=2, k=2, n_iter=4)
     solved = nefi.diagnose(SMOKE, solve=True, probes=2, k=2, n_iter=4)
