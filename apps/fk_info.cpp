@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <system_error>
 #include <vector>
 
 #include "fk/blas.h"
@@ -99,6 +100,9 @@ int main(int argc, char** argv) {
     if (overhead) bench_overhead();
   } catch (const fk::Error& e) {
     std::fprintf(stderr, "fk-info: %s\n", e.what());
+    return 1;
+  } catch (const std::system_error& e) {  // fmt's buffered write to stdout
+    std::fprintf(stderr, "fk-info: error: could not write the standard output (%s)\n", e.what());
     return 1;
   }
   return cli_checks::flushed_status("fk-info", 0, 1);

@@ -189,9 +189,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return cli_checks::flushed_status("minkowski", app.exit(e), 1);
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return cli_checks::flushed_status("minkowski", app.exit(e), 1);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "minkowski: %s\n", e.what());
     return 2;

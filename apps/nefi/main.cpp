@@ -47,9 +47,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return cli_checks::flushed_status("nefi", app.exit(e), 2);
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return cli_checks::flushed_status("nefi", app.exit(e), 2);
   } catch (const CLI::ParseError& e) {
     std::cerr << "nefi: error: " << e.what() << "\n";
     return 2;

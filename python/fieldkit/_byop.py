@@ -45,6 +45,9 @@ def estimate_noise(measurement, mask=None):
         if w.shape != y.shape:
             raise Error(f"{where}: expected a mask of the measurement's shape {y.shape}, got "
                         f"{w.shape}")
+        if not np.all((w >= 0) & (w <= 1)):
+            raise Error(f"{where}: expected mask weights in [0, 1], got "
+                        f"{w[~((w >= 0) & (w <= 1))].flat[0]!r}")
     observed = np.ones(y.shape, bool) if w is None else w > 0
     if not np.isfinite(y[observed]).all():
         raise Error(f"{where}: expected finite data at observed cells, got "
@@ -300,10 +303,14 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         if noise != "auto":
             raise Error(f"from_forward: expected noise 'auto' or a sigma >= 0, got {noise!r}")
         sigma = None
-    elif isinstance(noise, (bool, np.bool_)) or not isinstance(noise, (int, float, np.number)):
-        raise Error(f"from_forward: expected noise 'auto' or a sigma >= 0, got {noise!r}")
     else:
-        sigma = float(noise)
+        # A real number: Python's, numpy's or a 0-d array or tensor (a
+        # residual's .std()); not a bool, None or a complex value.
+        a = np.asarray(_host.host_array(noise) if hasattr(noise, "detach") else noise)
+        if a.ndim != 0 or a.dtype.kind not in "iuf":
+            raise Error(f"from_forward: expected noise 'auto' or a sigma >= 0 (a real number), "
+                        f"got {noise!r}")
+        sigma = float(a)
     # The model's output shaped as the data, whatever shape it returned.
     data_shape = data.shape
     supports = {}

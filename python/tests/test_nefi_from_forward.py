@@ -165,6 +165,12 @@ def test_dry_run_errors_say_what_to_fix():
     # part, read True as 1, or raised its own TypeError).
     with pytest.raises(fieldkit.Error, match="noise 'auto' or a sigma"):
         nefi.from_forward(a, y, noise=None)
+    with pytest.raises(fieldkit.Error, match="noise 'auto' or a sigma"):
+        nefi.from_forward(a, y, noise=np.complex128(0.01 + 1j))
+    # A 0-d array or tensor is a number (a residual's .std()).
+    for sigma in (np.array(0.01), torch.tensor(0.01)):
+        assert nefi.from_forward(a, y, noise=sigma, budget="quick").noise_std == pytest.approx(
+            0.01)
     with pytest.raises(fieldkit.Error, match="real or complex measured data, got dtype bool"):
         nefi.from_forward(a, y > 0.3)
     with pytest.raises(fieldkit.Error, match="real mask weights"):
@@ -486,5 +492,7 @@ def test_estimate_noise_reads_white_noise_off_a_smooth_signal():
         nefi.estimate_noise(holes)
     with pytest.raises(fieldkit.Error, match="mask of the measurement's shape"):
         nefi.estimate_noise(y, mask=np.ones(3))
+    with pytest.raises(fieldkit.Error, match=r"mask weights in \[0, 1\], got -1"):
+        nefi.estimate_noise(y, mask=-np.ones((64, 64)))
     torch_y = torch.tensor(y, requires_grad=True)
     assert nefi.estimate_noise(torch_y) == nefi.estimate_noise(y)
