@@ -158,20 +158,20 @@ WienerResult wiener_deconvolve(const fk::Tensor& y, const PsfFunction& psf, cons
   // and the filter's model agree whatever the boundary: over a wrapped or
   // mirrored box, zero-padded data met the filter's own residual only by
   // fitting the faces with noise. A kernel that leaves too few such cells
-  // (inside_the_blur): the filter's own model over the box then. The residual need not
-  // rise monotonically with lambda: the largest lambda that meets
-  // tau * sigma is taken, else the nearest.
+  // (inside_the_blur): the filter's own model over the box then. The
+  // residual need not rise monotonically with lambda: the largest lambda that
+  // meets tau * sigma is taken, else the nearest.
   const std::vector<char> inner = inside_the_blur(domain.shape(), k.shape);
-  auto residual = [&](double lambda, const fk::Tensor& x) {
+  auto residual = [&](double lambda) {
     std::vector<double> hx;
-    if (inner.empty()) {
+    if (inner.empty()) {  // H X in the spectrum: no estimate to form
       fk::Tensor B = fk::empty(Y.shape(), {fk::DType::C128});
       auto* bp = B.data<fk::c128>();
       for (int64_t i = 0; i < m; ++i) bp[i] = std::norm(h[i]) * yy[i] / (std::norm(h[i]) + lambda);
       hx = fk::irfftn(B, s).to_vector<double>();
       if (reflect || padded) hx = corner(hx, grid.shape(), domain.shape());
     } else {
-      hx = instrument.apply(x).to_vector<double>();
+      hx = instrument.apply(solve(lambda)).to_vector<double>();
     }
     double ss = 0, cells = 0;
     for (size_t i = 0; i < hx.size(); ++i)
@@ -181,26 +181,22 @@ WienerResult wiener_deconvolve(const fk::Tensor& y, const PsfFunction& psf, cons
       }
     return std::sqrt(ss / cells);
   };
-  WienerResult out;
-  if (snr > 0) {
-    out.snr = snr;
-    out.x = solve(1.0 / snr);
-    out.residual_rmse = residual(1.0 / snr, out.x);
-    return out;
-  }
-  double best_gap = std::numeric_limits<double>::infinity();
-  for (int step = 0; step <= 100; ++step) {
-    const double lambda = std::pow(10.0, -10.0 + 0.1 * step);
-    fk::Tensor x = solve(lambda);
-    const double rmse = residual(lambda, x);
-    const double gap = std::max(0.0, rmse - tau * noise_std);
-    if (gap <= best_gap) {  // ties: the larger lambda, the more regularised
-      best_gap = gap;
-      out.x = std::move(x);
-      out.snr = 1.0 / lambda;
-      out.residual_rmse = rmse;
+  double lambda = snr > 0 ? 1.0 / snr : 0.0;
+  if (snr <= 0) {
+    double best_gap = std::numeric_limits<double>::infinity();
+    for (int step = 0; step <= 100; ++step) {
+      const double l = std::pow(10.0, -10.0 + 0.1 * step);
+      const double gap = std::max(0.0, residual(l) - tau * noise_std);
+      if (gap <= best_gap) {  // ties: the larger lambda, the more regularised
+        best_gap = gap;
+        lambda = l;
+      }
     }
   }
+  WienerResult out;
+  out.snr = snr > 0 ? snr : 1.0 / lambda;
+  out.x = solve(lambda);
+  out.residual_rmse = residual(lambda);
   return out;
 }
 
