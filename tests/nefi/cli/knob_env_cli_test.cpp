@@ -9,11 +9,13 @@
 #include <tuple>
 
 #include "cli_run.h"
+#include "nefi/cli/cli_output.h"
 #include "nefi/test_files.h"
 
 namespace {
 
 TEST(KnobEnvCli, AMalformedKnobStopsTheCommand) {
+  if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
   for (const auto& [name, args, status] :
        {std::tuple<std::string, std::string, int>{"nefi", "list", 2},
         {"minkowski", "predict --checkpoint absent.ckpt", 1}}) {

@@ -8,12 +8,14 @@
 #include <tuple>
 
 #include "cli_run.h"
+#include "nefi/cli/cli_output.h"
 #include "nefi/test_files.h"
 
 namespace {
 
 TEST(StdoutFullCli, AnUnwrittenStandardOutputFailsTheCommand) {
   if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
   for (const auto& [name, args, status] :
        {std::tuple<std::string, std::string, int>{"nefi", "list", 2},
         {"nefi", "--help", 2},
