@@ -17,9 +17,10 @@ namespace nefi {
 namespace {
 
 constexpr char kMagic[8] = {'N', 'E', 'F', 'I', 'C', 'K', 'P', 'T'};
-// 2 added the EMA shadow and L-BFGS's state after Adam's moments; the reader
-// goes by the header's keys, so a version 1 file reads without them.
-constexpr uint32_t kVersion = 2;
+// 2 added the EMA shadow and L-BFGS's state after Adam's moments, 3 the run
+// so far (its history after them); the reader goes by the header's keys, so
+// an older file reads without them.
+constexpr uint32_t kVersion = 3;
 
 nlohmann::json describe(const std::vector<fk::Tensor>& ts) {
   nlohmann::json a = nlohmann::json::array();
@@ -146,6 +147,94 @@ LbfgsState lbfgs_state(const nlohmann::json& h, const std::vector<fk::Tensor>& t
   return st;
 }
 
+// A number JSON can hold: a non-finite one is written null and read as NaN.
+nlohmann::json finite_or_null(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+}
+double number_or_nan(const nlohmann::json& v) {
+  return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+}
+
+nlohmann::json stage_json(const StageResult& s) {
+  return {{"name", s.name},
+          {"shape", s.shape.vec()},
+          {"steps", s.steps},
+          {"seconds", s.seconds},
+          {"stop", s.stop},
+          {"final_total", finite_or_null(s.final_total)},
+          {"final_data_loss", finite_or_null(s.final_data_loss)},
+          {"lr_mult", s.lr_mult},
+          {"final_progress", s.final_progress},
+          {"ops", s.ops},
+          {"launches", s.launches},
+          {"device_note", s.device_note},
+          {"graph_steps", s.graph_steps}};
+}
+
+StageResult stage_result(const nlohmann::json& j, const std::string& path) {
+  StageResult s;
+  s.name = j.at("name").get<std::string>();
+  s.shape = fk::Dims(j.at("shape").get<std::vector<int64_t>>());
+  s.steps = static_cast<int>(header_count(j, "steps", path));
+  s.seconds = j.at("seconds").get<double>();
+  s.stop = j.at("stop").get<std::string>();
+  s.final_total = number_or_nan(j.at("final_total"));
+  s.final_data_loss = number_or_nan(j.at("final_data_loss"));
+  s.lr_mult = j.at("lr_mult").get<double>();
+  s.final_progress = j.at("final_progress").get<double>();
+  s.ops = header_count(j, "ops", path, std::numeric_limits<int64_t>::max());
+  s.launches = header_count(j, "launches", path, std::numeric_limits<int64_t>::max());
+  s.device_note = j.at("device_note").get<std::string>();
+  s.graph_steps = header_count(j, "graph_steps", path, std::numeric_limits<int64_t>::max());
+  return s;
+}
+
+// The history's rows as one f64 tensor [rows, columns].
+fk::Tensor history_tensor(const History& h) {
+  std::vector<double> v;
+  for (const auto& r : h.rows) {
+    FK_CHECK(r.size() == h.columns.size(), "nefi::save_checkpoint",
+             "history rows of " + fk::to_text(h.columns.size()) + " values",
+             "one of " + fk::to_text(r.size()));
+    v.insert(v.end(), r.begin(), r.end());
+  }
+  return fk::from_vector(
+      v, fk::Dims{static_cast<int64_t>(h.rows.size()), static_cast<int64_t>(h.columns.size())});
+}
+
+// The header's "run" (the run so far) and its history tensor, checked: one
+// summary for each stage before the checkpoint's, a history of rows as long
+// as its named columns.
+void read_run_so_far(const nlohmann::json& r, std::istream& f, const std::string& path,
+                     uint64_t& payload, Checkpoint& ck) {
+  const auto columns = r.at("history_columns").get<std::vector<std::string>>();
+  const std::vector<fk::Tensor> t = read_tensors(f, r.at("history"), path, payload);
+  FK_CHECK(t.size() == 1 && t[0].dtype() == fk::DType::F64 && t[0].dim() == 2 &&
+               t[0].shape()[1] == static_cast<int64_t>(columns.size()),
+           "nefi::load_checkpoint",
+           "a history of f64 rows of " + fk::to_text(columns.size()) + " values",
+           (t.empty() ? std::string("none") : t[0].shape().str()) + " in " + path);
+  History h;
+  h.columns = columns;
+  const std::vector<double> v = t[0].to_vector<double>();
+  const size_t n = columns.size();
+  for (size_t i = 0; n > 0 && i < v.size(); i += n)
+    h.rows.emplace_back(v.begin() + i, v.begin() + i + n);
+  for (const auto& s : r.at("stages_done")) ck.stages_done.push_back(stage_result(s, path));
+  FK_CHECK(ck.stages_done.size() == static_cast<size_t>(ck.stage), "nefi::load_checkpoint",
+           "a summary of each of the " + fk::to_text(ck.stage) + " stages before the checkpoint's",
+           fk::to_text(ck.stages_done.size()) + " in " + path);
+  ck.history = std::move(h);
+  ck.stage_steps = static_cast<int>(header_count(r, "stage_steps", path));
+  ck.stage_seconds = r.at("stage_seconds").get<double>();
+  ck.run_seconds = r.at("run_seconds").get<double>();
+  ck.stage_ops = header_count(r, "stage_ops", path, std::numeric_limits<int64_t>::max());
+  ck.stage_launches = header_count(r, "stage_launches", path, std::numeric_limits<int64_t>::max());
+  FK_CHECK(ck.stage_seconds >= 0 && ck.run_seconds >= 0, "nefi::load_checkpoint",
+           "seconds >= 0 in the run so far",
+           fk::to_text(ck.stage_seconds) + " and " + fk::to_text(ck.run_seconds) + " in " + path);
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, const Checkpoint& ck) {
@@ -184,6 +273,20 @@ void save_checkpoint(const std::string& path, const Checkpoint& ck) {
                      {"n_eval", ck.lbfgs->n_eval},
                      {"tensors", describe(lbfgs)}};
   }
+  const std::vector<fk::Tensor> history =
+      ck.history ? std::vector<fk::Tensor>{history_tensor(*ck.history)} : std::vector<fk::Tensor>{};
+  if (ck.history) {
+    nlohmann::json done = nlohmann::json::array();
+    for (const StageResult& s : ck.stages_done) done.push_back(stage_json(s));
+    full["run"] = {{"history_columns", ck.history->columns},
+                   {"history", describe(history)},
+                   {"stages_done", done},
+                   {"stage_steps", ck.stage_steps},
+                   {"stage_seconds", ck.stage_seconds},
+                   {"run_seconds", ck.run_seconds},
+                   {"stage_ops", ck.stage_ops},
+                   {"stage_launches", ck.stage_launches}};
+  }
   const std::string header = full.dump();
   fk::replace_file(
       path,
@@ -195,7 +298,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& ck) {
         put(f, static_cast<uint64_t>(header.size()));
         f << header;
         uint64_t payload = 0;
-        for (const auto* group : {&ck.params, &ck.adam_m, &ck.adam_v, &ck.ema, &lbfgs})
+        for (const auto* group : {&ck.params, &ck.adam_m, &ck.adam_v, &ck.ema, &lbfgs, &history})
           for (const auto& t : *group) {
             const fk::Tensor c = t.contiguous();
             f.write(static_cast<const char*>(c.data_ptr()),
@@ -217,8 +320,8 @@ Checkpoint load_checkpoint(const std::string& path) {
   FK_CHECK(f.good() && std::memcmp(magic, kMagic, sizeof kMagic) == 0, "nefi::load_checkpoint",
            "a nefi checkpoint (NEFICKPT)", "another kind of file: " + path);
   const auto version = get<uint32_t>(f, path);
-  FK_CHECK(version == 1 || version == kVersion, "nefi::load_checkpoint",
-           "checkpoint format version 1 or " + fk::to_text(kVersion), fk::to_text(version));
+  FK_CHECK(version >= 1 && version <= kVersion, "nefi::load_checkpoint",
+           "checkpoint format version 1 to " + fk::to_text(kVersion), fk::to_text(version));
   const auto len = get<uint64_t>(f, path);
   FK_CHECK(len < (uint64_t{1} << 26), "nefi::load_checkpoint", "a header under 64 MiB",
            fk::to_text(len) + " bytes in " + path);
@@ -261,6 +364,7 @@ Checkpoint load_checkpoint(const std::string& path) {
       const nlohmann::json& l = h.at("lbfgs");
       ck.lbfgs = lbfgs_state(l, read_tensors(f, l.at("tensors"), path, payload), path, ck.lbfgs_x);
     }
+    if (h.contains("run")) read_run_so_far(h.at("run"), f, path, payload, ck);
   } catch (const nlohmann::json::exception& e) {
     throw fk::Error("nefi::load_checkpoint", "a header with the checkpoint fields",
                     std::string(e.what()) + " in " + path);

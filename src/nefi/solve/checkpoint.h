@@ -5,13 +5,15 @@
 // steps (an EMA shadow, the f16 loss scaler, L-BFGS's history) — so a run
 // stopped at any step can resume and finish bit-identical to one that never
 // stopped (unless a non-finite step follows: the NaN guard's last good
-// parameters are the resumed step's, not saved).
+// parameters are the resumed step's, not saved) -- and the run so far (its
+// history rows, the summaries of the stages done, the time spent), so the
+// resumed run reports the whole run, as the uninterrupted one does.
 //
-// File: "NEFICKPT" + u32 version (2; 1 still read) + u64 header length + a JSON header (position,
-// field kind, per-tensor dtype and shape) + the raw little-endian tensors +
-// u64 payload length. Written to a temporary file and renamed, so a crash
-// mid-write never leaves a torn checkpoint. A missing, foreign, truncated or
-// mismatched file is an fk::Error naming what was expected and what was found.
+// File: "NEFICKPT" + u32 version (3; 1 and 2 still read) + u64 header length + a JSON header
+// (position, field kind, per-tensor dtype and shape) + the raw little-endian tensors + u64 payload
+// length. Written to a temporary file and renamed, so a crash mid-write never leaves a torn
+// checkpoint. A missing, foreign, truncated or mismatched file is an fk::Error naming what was
+// expected and what was found.
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -20,6 +22,7 @@
 
 #include "fk/tensor.h"
 #include "nefi/solve/lbfgs.h"
+#include "nefi/solve/result.h"
 
 namespace nefi {
 
@@ -50,6 +53,15 @@ struct Checkpoint {
   int64_t loss_scale_tracker = 0;   // its clean steps since it last moved
   std::optional<LbfgsState> lbfgs;  // optimizer lbfgs
   std::vector<double> lbfgs_x;      // its f64 iterate (the parameters hold it rounded)
+  // The run so far (a file written before they were kept reads as none: a
+  // resume then reports only its own steps): the history through `step`,
+  // the stages before `stage`, this stage's steps, seconds, ops and
+  // launches through `step`, and the seconds the run has spent.
+  std::optional<History> history;
+  std::vector<StageResult> stages_done;
+  int stage_steps = 0;
+  double stage_seconds = 0, run_seconds = 0;
+  int64_t stage_ops = 0, stage_launches = 0;
 };
 
 void save_checkpoint(const std::string& path, const Checkpoint& ck);

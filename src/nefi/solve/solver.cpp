@@ -51,6 +51,12 @@ Checkpoint checkpoint_to_resume(const std::string& path, const Field& field, con
   return ck;
 }
 
+std::string join(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
 }  // namespace
 
 Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions options)
@@ -115,6 +121,7 @@ struct Solver::Attempt {
   OperatorPtr final_op;
   bool run_over = false;
   std::vector<fk::Tensor> params;  // snapshot at the end (restarts only)
+  double seconds_before = 0;       // a resumed run's seconds before this process
 };
 
 Result Solver::run() {
@@ -183,7 +190,7 @@ Result Solver::run() {
              "lr)",
              bad + " after " + fk::to_text(res.total_steps()) + " steps");
   }
-  res.total_s = seconds_since(t_run);
+  res.total_s = best.seconds_before + seconds_since(t_run);
   return res;
 }
 
@@ -199,6 +206,15 @@ Solver::Attempt Solver::run_once(uint64_t seed, bool first, Clock::time_point t_
   if (!opt_.resume_from.empty() && first)
     resume = checkpoint_to_resume(opt_.resume_from, field, cur_, opt_.run_identity);
   int global = resume ? resume->global_step : 0;
+  if (resume && resume->history) {
+    // The run so far: the resumed run reports it whole.
+    FK_CHECK(resume->history->columns == at.res.history.columns, "nefi::Solver resume",
+             "a history of this run's columns (" + join(at.res.history.columns) + ")",
+             join(resume->history->columns) + " (" + opt_.resume_from + ")");
+    at.res.history.rows = std::move(resume->history->rows);
+    at.res.stages = std::move(resume->stages_done);
+    at.seconds_before = resume->run_seconds;
+  }
   const std::optional<size_t> only =
       only_stage_index(opt_.only_stage, static_cast<int>(cur_.stages.size()));
   std::optional<size_t> last_run;  // the index of the last stage that ran
@@ -212,7 +228,7 @@ Solver::Attempt Solver::run_once(uint64_t seed, bool first, Clock::time_point t_
       resume.reset();
     }
     at.res.stages.push_back(
-        stage.run(at.res.history, global, cur_.total_steps(), t_run, at.run_over));
+        stage.run(at.res, global, cur_.total_steps(), t_run, at.seconds_before, at.run_over));
     at.final_domain = stage.domain();
     at.final_progress = stage.progress();
     at.final_op = stage.op();

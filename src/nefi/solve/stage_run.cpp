@@ -189,6 +189,11 @@ void StageRun::resume(const Checkpoint& ck, const std::string& path) {
   }
   sr_.final_total = ck.final_total;
   sr_.final_data_loss = ck.final_data_loss;
+  before_.steps = ck.stage_steps;
+  before_.seconds = ck.stage_seconds;
+  before_.ops = ck.stage_ops;
+  before_.launches = ck.stage_launches;
+  sr_.steps = before_.steps;
   good_ = snapshot(params_);
   if (cur_.optim.ema) shadow_ = ck.ema.empty() ? snapshot(params_) : resumed_shadow(ck.ema, path);
 }
@@ -366,13 +371,14 @@ double StageRun::record(History& history, int t, int global, double lr, const St
                           data};
   row.insert(row.end(), comps.begin(), comps.end());
   history.rows.push_back(std::move(row));
-  sr_.steps = t + 1 - t0_;  // the steps run here: a resumed stage's count from its checkpoint
+  sr_.steps = before_.steps + t + 1 - t0_;  // a resumed stage's count goes on from its checkpoint
   sr_.final_total = v.total;
   sr_.final_data_loss = data;
   return data;
 }
 
-void StageRun::save(int t, int global, const std::string& stop) const {
+void StageRun::save(int t, int global, const std::string& stop, const Result& so_far,
+                    double run_seconds) const {
   Checkpoint ck;
   ck.stage = index_;
   ck.step = t;
@@ -400,6 +406,14 @@ void StageRun::save(int t, int global, const std::string& stop) const {
     ck.lbfgs = lbfgs_.state();
     ck.lbfgs_x = xh_;
   }
+  ck.history = so_far.history;
+  ck.stages_done = so_far.stages;
+  ck.stage_steps = sr_.steps;
+  ck.stage_seconds = before_.seconds + seconds_since(t_stage_);
+  ck.run_seconds = run_seconds;
+  const fk::profile::Counters& c = fk::profile::counters();
+  ck.stage_ops = before_.ops + c.ops - c_stage_.ops;
+  ck.stage_launches = before_.launches + c.launches - c_stage_.launches;
   save_checkpoint(opt_.checkpoint_path, ck);
 }
 
@@ -440,10 +454,12 @@ const char* StageRun::own_stop_reason(const StepInfo& info, const StepValue& v) 
   return nullptr;
 }
 
-StageResult StageRun::run(History& history, int& global, int total_steps, Clock::time_point t_run,
-                          bool& run_over) {
+StageResult StageRun::run(Result& so_far, int& global, int total_steps, Clock::time_point t_run,
+                          double seconds_before, bool& run_over) {
   fk::profile::ProfileScope prof;
-  const auto t_stage = Clock::now();
+  t_stage_ = Clock::now();
+  c_stage_ = fk::profile::counters();
+  History& history = so_far.history;
   for (int t = t0_; t < stage_.steps; ++t) {
     const int64_t t_step = fk::profile::now_ns();
     const fk::profile::Counters c_step = fk::profile::counters();
@@ -485,7 +501,7 @@ StageResult StageRun::run(History& history, int& global, int total_steps, Clock:
     if (!opt_.checkpoint_path.empty() &&
         (t + 1 == stage_.steps || stop ||
          (opt_.checkpoint_interval > 0 && global % opt_.checkpoint_interval == 0)))
-      save(t, global, own_stop ? own_stop : "");
+      save(t, global, own_stop ? own_stop : "", so_far, seconds_before + seconds_since(t_run));
     if (stop) {
       sr_.stop = stop;
       break;
@@ -498,10 +514,10 @@ StageResult StageRun::run(History& history, int& global, int total_steps, Clock:
            fk::to_text(bad_) +
                " non-finite steps and no other (values past float32's range, such as data whose "
                "squares overflow or underflow it, do this: rescale the data to order 1)");
-  sr_.seconds = seconds_since(t_stage);
+  sr_.seconds = before_.seconds + seconds_since(t_stage_);
   const auto rep = prof.report();
-  sr_.ops = rep.counts.ops;
-  sr_.launches = rep.counts.launches;
+  sr_.ops = before_.ops + rep.counts.ops;
+  sr_.launches = before_.launches + rep.counts.launches;
   if (opt_.device.is_cuda()) {
     sr_.device_note = graph_ ? graph_->note()
                              : "L-BFGS: each evaluation on the device, eager; the two-loop "

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fk/amp.h"
+#include "fk/profile.h"
 #include "fk/tensor.h"
 #include "nefi/solve/checkpoint.h"
 #include "nefi/solve/curriculum.h"
@@ -53,10 +54,12 @@ class StageRun {
            size_t index);
   // Continues from a saved position inside this stage.
   void resume(const Checkpoint& ck, const std::string& path);
-  // Runs the remaining steps, appending to `history`; `global` counts the
-  // run's steps, `run_over` is set when the run's time budget is spent.
-  StageResult run(History& history, int& global, int total_steps, Clock::time_point t_run,
-                  bool& run_over);
+  // Runs the remaining steps, appending to `so_far`'s history (its stages:
+  // the ones done, which a checkpoint keeps); `global` counts the run's
+  // steps, `seconds_before` the run's seconds before t_run (a resumed run's
+  // earlier part); `run_over` is set when the run's time budget is spent.
+  StageResult run(Result& so_far, int& global, int total_steps, Clock::time_point t_run,
+                  double seconds_before, bool& run_over);
 
   const Domain& domain() const { return domain_; }
   const OperatorPtr& op() const { return op_; }
@@ -82,8 +85,10 @@ class StageRun {
   void enqueue_device_step(int t);
   int64_t step_shape();
   double record(History& history, int t, int global, double lr, const StepValue& v);
-  // `stop`: the rule that ended the stage at step t ("" while it goes on).
-  void save(int t, int global, const std::string& stop) const;
+  // `stop`: the rule that ended the stage at step t ("" while it goes on);
+  // `run_seconds`: the run's seconds so far.
+  void save(int t, int global, const std::string& stop, const Result& so_far,
+            double run_seconds) const;
   std::vector<fk::Tensor> resumed_shadow(const std::vector<fk::Tensor>& ema,
                                          const std::string& path) const;
   // Calls the callbacks and applies the stopping rules; nullptr: go on.
@@ -116,6 +121,11 @@ class StageRun {
   double progress_ = 0;   // of the last step taken (the field's annealing)
   int bad_ = 0;           // non-finite steps in a row
   int t0_ = 0;            // the first step (after a resume, the one after the saved step)
+  // The stage's count of steps, seconds, ops and launches before a resume,
+  // and where this process's part of it started.
+  StageResult before_;
+  Clock::time_point t_stage_;
+  fk::profile::Counters c_stage_;
   double best_ = std::numeric_limits<double>::infinity();  // early stopping's best data loss
   int since_best_ = 0;
   // Device runs: the step's scalars block, then the graph (destroyed first:

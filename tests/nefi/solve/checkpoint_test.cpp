@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 
@@ -73,21 +74,31 @@ TEST(NefiCheckpoint, ResumedRunFinishesBitIdentical) {
   nefi::SolverOptions second;
   second.resume_from = ck.string();
   const nefi::Result resumed = nefi::Solver(problem(), curriculum(), second).run();
-  ASSERT_EQ(resumed.history.rows.size(), 30u - 16u);
-  EXPECT_EQ(resumed.history.rows.front()[1], 16.0);  // global step column
   const auto a = full.fields.at("x").to_vector<double>();
   const auto b = resumed.fields.at("x").to_vector<double>();
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << i;
-  EXPECT_EQ(full.history.rows.back(), resumed.history.rows.back());
+  // The resumed run reports the whole run: every history row (the ones
+  // before the checkpoint from it) and every stage with its full step count.
+  EXPECT_EQ(full.history.rows, resumed.history.rows);
+  ASSERT_EQ(resumed.stages.size(), 2u);
+  for (size_t s = 0; s < 2; ++s) {
+    EXPECT_EQ(resumed.stages[s].name, full.stages[s].name);
+    EXPECT_EQ(resumed.stages[s].steps, full.stages[s].steps) << s;
+    EXPECT_EQ(resumed.stages[s].final_total, full.stages[s].final_total) << s;
+    EXPECT_GT(resumed.stages[s].seconds, 0) << s;
+  }
+  EXPECT_EQ(resumed.total_steps(), 30);
+  EXPECT_GE(resumed.total_s, resumed.stages[0].seconds);
 
   // Resuming a finished run's last checkpoint runs nothing and returns the
-  // same field (evaluated at the progress the run ended with).
+  // same field (evaluated at the progress the run ended with) and history.
   nefi::SolverOptions save_all;
   save_all.checkpoint_path = ck.string();
   nefi::Solver(problem(), curriculum(), save_all).run();
   const nefi::Result again = nefi::Solver(problem(), curriculum(), second).run();
-  EXPECT_TRUE(again.history.rows.empty());
+  EXPECT_EQ(again.history.rows, full.history.rows);
+  EXPECT_EQ(again.total_steps(), 30);
   const auto c = again.fields.at("x").to_vector<double>();
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], c[i]) << i;
   fs::remove(ck);
@@ -127,7 +138,7 @@ TEST_P(NefiCheckpointState, ResumedRunFinishesBitIdentical) {
   const auto b = resumed.fields.at("x").to_vector<double>();
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i], b[i]) << i;
-  EXPECT_EQ(full.history.rows.back(), resumed.history.rows.back());
+  EXPECT_EQ(full.history.rows, resumed.history.rows);
   fs::remove(ck);
 }
 
@@ -179,8 +190,9 @@ TEST(NefiCheckpoint, ResumedRunStopsEarlyWhereTheUninterruptedOneDid) {
     EXPECT_EQ(resumed.fields.at("x").to_vector<double>(), full.fields.at("x").to_vector<double>())
         << "cut at " << cut;
     EXPECT_EQ(resumed.stages.back().stop, "early_stop") << cut;
-    // The steps reported are the ones this run did.
-    EXPECT_EQ(resumed.total_steps(), static_cast<int>(resumed.history.rows.size())) << cut;
+    // The whole run is reported, the steps before the crash included.
+    EXPECT_EQ(resumed.history.rows, full.history.rows) << cut;
+    EXPECT_EQ(resumed.total_steps(), total) << cut;
   }
   // A callback that ends the last stage early (an interruption from outside)
   // still leaves the early-stopping state of its step in the checkpoint.
@@ -248,6 +260,17 @@ TEST(NefiCheckpoint, RoundTripAndBadFiles) {
   ck.lbfgs = nefi::LbfgsState{
       {{1, 2}, {3, 4}}, {{5, 6}, {7, 8}}, {0.5, 0.25}, {9, 10}, {11, 12}, 0.125, 0.75, 6, 9};
   ck.lbfgs_x = {13, 14};
+  ck.history = nefi::History{{"step", "total"}, {{0, 0.5}, {1, 0.25}}};
+  ck.stages_done.resize(2);
+  ck.stages_done[0].name = "coarse";
+  ck.stages_done[0].shape = fk::Dims({4});
+  ck.stages_done[0].steps = 12;
+  ck.stages_done[0].final_total = std::numeric_limits<double>::infinity();  // JSON has none
+  ck.stages_done[1].ops = int64_t{1} << 40;
+  ck.stage_steps = 8;
+  ck.stage_seconds = 1.5;
+  ck.run_seconds = 2.5;
+  ck.stage_ops = 99;
   const fs::path p = temp_path("roundtrip.ckpt");
   nefi::save_checkpoint(p.string(), ck);
   const nefi::Checkpoint back = nefi::load_checkpoint(p.string());
@@ -277,6 +300,31 @@ TEST(NefiCheckpoint, RoundTripAndBadFiles) {
   EXPECT_EQ(back.params[1].dtype(), fk::DType::F32);
   EXPECT_EQ(back.params[1].shape(), fk::Dims({1, 2}));
   EXPECT_EQ(back.adam_v[1].to_vector<double>(), (std::vector<double>{4, 5}));
+  ASSERT_TRUE(back.history.has_value());
+  EXPECT_EQ(back.history->columns, ck.history->columns);
+  EXPECT_EQ(back.history->rows, ck.history->rows);
+  ASSERT_EQ(back.stages_done.size(), 2u);
+  EXPECT_EQ(back.stages_done[0].name, "coarse");
+  EXPECT_EQ(back.stages_done[0].shape, fk::Dims({4}));
+  EXPECT_EQ(back.stages_done[0].steps, 12);
+  EXPECT_TRUE(std::isnan(back.stages_done[0].final_total));
+  EXPECT_EQ(back.stages_done[1].ops, int64_t{1} << 40);
+  EXPECT_EQ(back.stage_steps, 8);
+  EXPECT_EQ(back.stage_seconds, 1.5);
+  EXPECT_EQ(back.run_seconds, 2.5);
+  EXPECT_EQ(back.stage_ops, 99);
+  // A summary for each stage before the checkpoint's, no fewer.
+  nefi::Checkpoint short_run = ck;
+  short_run.stages_done.pop_back();
+  const fs::path sr = temp_path("short.ckpt");
+  nefi::save_checkpoint(sr.string(), short_run);
+  try {
+    nefi::load_checkpoint(sr.string());
+    ADD_FAILURE() << "loaded a run so far missing a stage";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("each of the 2 stages"), std::string::npos) << e.what();
+  }
+  fs::remove(sr);
 
   auto expect_error = [](const std::string& path, const std::string& needle) {
     try {
@@ -377,15 +425,15 @@ TEST(NefiCheckpoint, ClaimedShapesAreCheckedBeforeAllocating) {
   const fs::path later = temp_path("later.ckpt");
   {
     std::ofstream f(later, std::ios::binary);
-    const uint32_t version = 3;
+    const uint32_t version = 4;
     f.write("NEFICKPT", 8);
     f.write(reinterpret_cast<const char*>(&version), 4);
   }
   try {
     nefi::load_checkpoint(later.string());
-    ADD_FAILURE() << "loaded a version 3 checkpoint";
+    ADD_FAILURE() << "loaded a version 4 checkpoint";
   } catch (const fk::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("format version 1 or 2, got 3"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("format version 1 to 3, got 4"), std::string::npos)
         << e.what();
   }
   fs::remove(later);
