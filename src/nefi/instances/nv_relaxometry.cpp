@@ -20,6 +20,7 @@
 // no better direction.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -75,6 +76,15 @@ std::vector<double> range_key(const Params& p, const char* key, double min_lo, b
   return r;
 }
 
+// A [lo, hi] pair of source counts: whole numbers, 1 <= lo <= hi.
+std::vector<double> count_key(const Params& p, const char* key) {
+  const std::vector<double> r = range_key(p, key, 1, false);
+  FK_CHECK(r[0] == std::floor(r[0]) && r[1] == std::floor(r[1]) && r[1] <= 1e6,
+           std::string("config key '") + key + "'", "whole source counts [lo, hi] up to 1e6",
+           Params::render(r));
+  return r;
+}
+
 double positive_key(const Params& p, const char* key, bool allow_zero = false) {
   const double v = p.d(key);
   FK_CHECK((allow_zero ? v >= 0 : v > 0) && std::isfinite(v),
@@ -107,9 +117,9 @@ NVConfig NVConfig::from(const Params& p) {
   const size_t slash = scene.find('/');
   c.scene.count = scene.substr(0, slash);
   c.scene.separation = slash == std::string::npos ? "" : scene.substr(slash + 1);
-  c.scene.count_few = range_key(p, "count_few", 1, false);
-  c.scene.count_medium = range_key(p, "count_medium", 1, false);
-  c.scene.count_many = range_key(p, "count_many", 1, false);
+  c.scene.count_few = count_key(p, "count_few");
+  c.scene.count_medium = count_key(p, "count_medium");
+  c.scene.count_many = count_key(p, "count_many");
   c.scene.sep_close = range_key(p, "sep_close", 0.0, true);
   c.scene.sep_medium = range_key(p, "sep_medium", 0.0, true);
   c.scene.sep_far = positive_key(p, "sep_far");
@@ -138,6 +148,14 @@ NVConfig NVConfig::from(const Params& p) {
   c.stage2_weights["log_mse"] = positive_key(p, "stage2_w_log_mse", true);
   c.stage2_weights["noise_map"] = positive_key(p, "stage2_w_noise_map", true);
   c.log_eps = p.d("log_eps");
+  // log(relu(y) / s + eps) on data <= 0 is log(eps): an eps float32 rounds
+  // to 0 makes every step's loss infinite.
+  FK_CHECK(
+      c.log_eps < 0 || (std::isfinite(c.log_eps) && c.log_eps >= std::numeric_limits<float>::min()),
+      "config key 'log_eps'",
+      "a floor float32 holds (>= " + fk::to_text(std::numeric_limits<float>::min()) +
+          "), or < 0 (the noise floor)",
+      Params::render(c.log_eps));
   c.log_eps_noise_mult = positive_key(p, "log_eps_noise_mult");
   c.scale_correction = p.b("scale_correction");
   c.larmor_profile = p.b("larmor_profile");

@@ -46,6 +46,11 @@ std::vector<Source> draw_scene(const SceneSpec& spec, int64_t n, double z0_px, u
   }
   lo = std::max(lo * z0_px, spec.min_sep_px);
   hi *= z0_px;
+  // min_sep_px may lift a class's lower bound past its upper one: no grid size helps then.
+  FK_CHECK(lo < hi, "config key 'min_sep_px'",
+           "a separation below the " + spec.separation + " class's upper bound " + fk::to_text(hi) +
+               " px",
+           fk::to_text(spec.min_sep_px) + " px");
   const int64_t m = static_cast<int64_t>(std::ceil(spec.margin_z0 * z0_px));
   FK_CHECK(n - 1 - 2 * m >= 0, "config key 'margin_z0'",
            "a margin that leaves room on the " + fk::to_text(n) + "^2 grid",

@@ -215,6 +215,7 @@ TEST(NefiNVRelaxometry, BundledConfigsLoadAndRoundTrip) {
   nefi::RunConfig paper = nefi::load_run_config_file(config_path("nv_relaxometry_paper.yaml"));
   EXPECT_EQ(paper.config.list("steps"), (std::vector<double>{3000, 7000}));
   EXPECT_EQ(paper.config.i("hidden"), 320);
+  EXPECT_EQ(paper.config.i("init_seed"), 0);  // the reference's paper config
   EXPECT_EQ(paper.methods, (std::vector<std::string>{"neural", "f1", "grid", "grid_f1"}));
   // The paper field: 6 FC layers of width 320 with the skip at 3 and K = 12
   // holds the reference's 444,163 parameters.
@@ -240,6 +241,10 @@ TEST(NefiNVRelaxometry, BadValuesAreOneLineErrorsNamingTheKey) {
                                              {"scene", "lots/close"},
                                              {"scene", "few/near"},
                                              {"count_few", "[0, 3]"},
+                                             {"count_few", "[1.5, 2.5]"},
+                                             {"min_sep_px", "10"},  // past close's 3 z0 = 9 px
+                                             {"log_eps", "0"},
+                                             {"log_eps", "1e-300"},  // 0 in float32
                                              {"sep_close", "[3, 2]"},
                                              {"sep_far", "-1"},
                                              {"margin_z0", "-1"},
