@@ -131,6 +131,11 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
   train->add_option("--optimizer", to.optimizer, "adam, adamw or sgd");
   train->add_option("--schedule", to.schedule, "constant, step, cosine or poly");
   train->add_option("--warmup", to.warmup, "linear warm-up steps")->check(CLI::NonNegativeNumber);
+  train
+      ->add_option("--lr-step", to.lr_step,
+                   "--schedule step: steps between decays (0: a third of the steps after warm-up)")
+      ->check(CLI::NonNegativeNumber);
+  train->add_option("--lr-gamma", to.lr_gamma, "--schedule step: the factor of each decay");
   train->add_option("--weight-decay", to.weight_decay, "weight decay")
       ->check(CLI::NonNegativeNumber);
   train->add_option("--clip", to.clip, "clip the gradient norm to this (0: off)")

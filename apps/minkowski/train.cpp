@@ -73,6 +73,9 @@ TrainOptions resolved(TrainOptions o) {
   FK_CHECK(o.warmup < total, "minkowski train --warmup",
            "fewer warm-up steps than the run's " + fk::to_text(total) + " steps",
            fk::to_text(o.warmup));
+  FK_CHECK(std::isfinite(o.lr_gamma) && o.lr_gamma > 0 && o.lr_gamma <= 1,
+           "minkowski train --lr-gamma", "a decay factor in (0, 1]", fk::to_text(o.lr_gamma));
+  if (o.lr_step == 0) o.lr_step = std::max<int64_t>(1, (total - o.warmup) / 3);
   return o;
 }
 
@@ -125,6 +128,7 @@ nn::NamedTensors with_voxel(nn::NamedTensors tensors, double voxel) {
 // The optimizers by the number a checkpoint keeps for them (tensors hold no
 // names): a resume under another one names both.
 constexpr const char* kOptimizers[] = {"sgd", "adam", "adamw"};
+constexpr const char* kRngOffset = "rng_offset";
 
 void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, const Progress& p,
                double voxel, const std::string& optimizer) {
@@ -135,6 +139,12 @@ void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, con
       fk::full({}, static_cast<double>(kind - std::begin(kOptimizers)), {fk::DType::I64}));
   for (auto& e : prefixed(opt.state(), "optim.")) all.push_back(e);
   all.emplace_back("epoch", fk::full({}, p.epoch, {fk::DType::I64}));
+  // Where the default generator stands (dropout's masks draw from it): a
+  // resume goes on from there, not from the seed's first draws.
+  all.emplace_back(
+      kRngOffset,
+      fk::from_vector(std::vector<int64_t>{static_cast<int64_t>(fk::default_generator().offset())},
+                      fk::Dims{}));
   all.emplace_back("best_miou", fk::full({}, p.best_miou, {fk::DType::F64}));
   if (p.loss_scale > 0) {
     all.emplace_back("loss_scale", fk::full({}, p.loss_scale, {fk::DType::F64}));
@@ -169,6 +179,8 @@ Progress load_last(const std::string& path, nn::Module& net, nn::Optimizer& opt,
     if (n == "best_miou") p.best_miou = t.item();
     if (n == "loss_scale") p.loss_scale = t.item();
     if (n == "loss_scale_growth_tracker") p.growth_tracker = static_cast<int64_t>(t.item());
+    if (n == kRngOffset && t.dtype() == fk::DType::I64 && t.numel() == 1)
+      fk::default_generator().set_offset(static_cast<uint64_t>(t.to_vector<int64_t>()[0]));
   }
   return p;
 }
@@ -322,6 +334,8 @@ int train(const TrainOptions& options) {
   const nn::StepOptions step_options{-100, {}, o.clip, precision, scaler ? &*scaler : nullptr};
   nn::LrSchedule schedule{nn::schedule_kind(o.schedule), o.lr,
                           int64_t{o.epochs} * o.steps_per_epoch, o.warmup};
+  schedule.step_size = o.lr_step;
+  schedule.gamma = o.lr_gamma;
   // The data are read before the log is touched: a bad --data leaves an
   // earlier run's log as it was.
   const Source source(o);

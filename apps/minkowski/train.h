@@ -25,6 +25,10 @@ struct TrainOptions {
   std::string optimizer = "adam";  // adam, adamw or sgd
   std::string schedule = "cosine";
   int warmup = 0;
+  // --schedule step: the rate is multiplied by lr_gamma every lr_step
+  // optimizer steps after the warm-up (0: a third of them, so it decays twice).
+  int64_t lr_step = 0;
+  double lr_gamma = 0.1;
   double weight_decay = 0.0;
   double clip = 0.0;
   std::string precision = "f32";  // f32, bf16 or fp16 (autocast; fp16 adds loss scaling)

@@ -45,7 +45,8 @@ Optimizer::Optimizer(std::vector<fk::Tensor> params, double lr)
       lr_(lr),
       param_steps_(params_.size(), 0),
       buffers_(params_.size()) {
-  FK_CHECK(lr >= 0.0, "optimizer", "a learning rate >= 0", fk::to_text(lr));
+  FK_CHECK(std::isfinite(lr) && lr >= 0.0, "optimizer", "a finite learning rate >= 0",
+           fk::to_text(lr));
   for (size_t i = 0; i < params_.size(); ++i) {
     const fk::DType t = params_[i].dtype();
     FK_CHECK(t == fk::DType::F32 || t == fk::DType::F64, "optimizer parameter " + fk::to_text(i),
@@ -74,7 +75,19 @@ fk::Tensor& Optimizer::buffer(size_t i, const char* name) {
   throw fk::Error("optimizer buffer", "one of this optimizer's", name);
 }
 
+void Optimizer::set_lr(double lr) {
+  FK_CHECK(std::isfinite(lr) && lr >= 0, "Optimizer::set_lr", "a finite rate >= 0",
+           fk::to_text(lr));
+  lr_ = lr;
+}
+
 NamedTensors Optimizer::state() {
+  NamedTensors out = live_state();
+  for (auto& [name, t] : out) t = t.clone();
+  return out;
+}
+
+NamedTensors Optimizer::live_state() {
   NamedTensors out;
   const auto names = buffer_names();
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -89,8 +102,8 @@ NamedTensors Optimizer::state() {
 }
 
 void Optimizer::load_state(const NamedTensors& state) {
-  NamedTensors targets = this->state();
-  // The counts are read into fresh scalars (state() made copies of them).
+  NamedTensors targets = live_state();
+  // The counts are read into fresh scalars (live_state() made copies of them).
   std::vector<fk::Tensor> counts;
   for (size_t i = 0; i <= params_.size(); ++i) {
     counts.push_back(fk::zeros({}, {fk::DType::I64}));
@@ -213,7 +226,7 @@ double squared_norm(const std::vector<fk::Tensor>& params) {
 
 double clip_grad_norm(const std::vector<fk::Tensor>& params, double max_norm) {
   const double total = std::sqrt(squared_norm(params));
-  if (total > max_norm) {
+  if (std::isfinite(total) && total > max_norm) {
     const double scale = max_norm / (total + 1e-6);
     fk::autograd::NoGradGuard no_grad;
     for (const auto& p : params) {

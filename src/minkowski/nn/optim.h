@@ -36,11 +36,12 @@ class Optimizer {
   virtual void step() = 0;
   void zero_grad();
   double lr() const { return lr_; }
-  void set_lr(double lr) { lr_ = lr; }
+  void set_lr(double lr);  // finite, >= 0
   int64_t steps() const { return steps_; }
   // The steps parameter i took (those it had a gradient in).
   int64_t steps_of(size_t i) const { return param_steps_.at(i); }
-  // Moment buffers (created on the first step) and the step counts.
+  // Moment buffers (created on the first step) and the step counts: a
+  // snapshot (copies), which later steps leave as it is.
   NamedTensors state();
   void load_state(const NamedTensors& state);
 
@@ -55,6 +56,8 @@ class Optimizer {
   std::vector<int64_t> param_steps_;
 
  private:
+  // state()'s entries, the buffers themselves (load_state copies into them).
+  NamedTensors live_state();
   std::vector<std::vector<fk::Tensor>> buffers_;
 };
 
@@ -97,7 +100,8 @@ class Adam : public Optimizer {
 // Scales every gradient by max_norm / total when the 2-norm of all gradients
 // together exceeds max_norm; returns that total norm (before clipping).
 // Device gradients are reduced on their device (one host read in all). A
-// non-finite total scales nothing (torch 1.13 multiplies every gradient by
+// non-finite total (an inf or NaN gradient, or finite ones whose squares
+// overflow) scales nothing (torch 1.13 zeroes every gradient or makes it
 // NaN): the caller sees it returned, and only the bad gradients are bad.
 double clip_grad_norm(const std::vector<fk::Tensor>& params, double max_norm);
 

@@ -13,6 +13,15 @@ double LrSchedule::at(int64_t step) const {
            "LrSchedule", "step >= 0, total_steps > warmup_steps >= 0, step_size > 0",
            fk::to_text(step) + ", " + fk::to_text(total_steps) + ", " + fk::to_text(warmup_steps) +
                ", " + fk::to_text(step_size));
+  FK_CHECK(std::isfinite(base_lr) && base_lr >= 0 && warmup_start >= 0 && warmup_start <= 1 &&
+               std::isfinite(gamma) && gamma > 0 && std::isfinite(power) && power > 0 &&
+               min_lr >= 0 && min_lr <= base_lr,
+           "LrSchedule",
+           "a finite base_lr >= 0, warmup_start in [0, 1], gamma > 0, power > 0, min_lr in [0, "
+           "base_lr]",
+           "base_lr " + fk::to_text(base_lr) + ", warmup_start " + fk::to_text(warmup_start) +
+               ", gamma " + fk::to_text(gamma) + ", power " + fk::to_text(power) + ", min_lr " +
+               fk::to_text(min_lr));
   if (step < warmup_steps) {
     const double f = static_cast<double>(step) / static_cast<double>(warmup_steps);
     return base_lr * (warmup_start + (1.0 - warmup_start) * f);

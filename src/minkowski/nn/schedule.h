@@ -4,10 +4,12 @@
 // warmup_steps steps.
 //
 //   Constant  base
-//   Step      base * gamma^floor(t / step_size)
-//   Cosine    min + (base - min) (1 + cos(pi t' / T')) / 2
-//   Poly      base * (1 - t' / T')^power          (clamped at 0)
-// where t' = t - warmup_steps and T' = total_steps - warmup_steps.
+//   Step      base * gamma^floor(t' / step_size)
+//   Cosine    min + (base - min) (1 + cos(pi min(t' / T', 1))) / 2
+//   Poly      base * max(1 - t' / T', 0)^power
+// where t' = t - warmup_steps and T' = total_steps - warmup_steps: past
+// total_steps, Cosine stays at min (torch's CosineAnnealingLR rises again)
+// and Poly at 0.
 #include <cstdint>
 #include <string>
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -118,7 +119,8 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
            {"--voxel inf", "--voxel: expected a positive finite size, got inf"},
            {"--clip nan", "--clip: expected a finite norm >= 0 (0: off), got nan"},
            {"--lr nan", "--lr: expected a finite rate > 0, got nan"},
-           {"--weight-decay nan", "--weight-decay: expected a finite weight >= 0, got nan"}}) {
+           {"--weight-decay nan", "--weight-decay: expected a finite weight >= 0, got nan"},
+           {"--lr-gamma 2", "--lr-gamma: expected a decay factor in (0, 1], got 2"}}) {
     r = fieldkit_test::run_cli(bin,
                                "train --variant 14A --steps-per-epoch 1 --batch 1 --threads 1 " +
                                    arg + " --out " + (dir / "unusable").string(),
@@ -405,6 +407,52 @@ TEST(TrainCli, HalfPrecisionAndClassifier) {
   r = fieldkit_test::run_cli(bin, "train --precision f64 --out " + dir.string(), dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("f32, bf16 or fp16"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+// A ResNet classifier (its dropout draws from the default generator) resumed
+// after one epoch ends with the uninterrupted run's weights and log; the
+// step schedule decays by --lr-gamma every --lr-step steps.
+TEST(TrainCli, AResumedClassifierContinuesTheUninterruptedRun) {
+  const fs::path bin = fieldkit_test::sibling_binary("minkowski");
+  if (!fs::exists(bin)) GTEST_SKIP() << "minkowski CLI not built";
+  const fs::path dir =
+      fs::temp_directory_path() / ("minkowski_train_resume_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const std::string common =
+      "train --model resnet14 --planes 4,4,4,4 --steps-per-epoch 2 --batch 1 --val-scenes 1 "
+      "--threads 1 --deterministic --optimizer sgd --lr 0.1 --schedule step --lr-step 2 "
+      "--lr-gamma 0.5 ";
+  auto r = fieldkit_test::run_cli(bin, common + "--epochs 3 --out " + (dir / "full").string(), dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = fieldkit_test::run_cli(bin, common + "--epochs 1 --out " + (dir / "cut").string(), dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = fieldkit_test::run_cli(bin, common + "--epochs 3 --resume --out " + (dir / "cut").string(),
+                             dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(read_text(dir / "full" / "last.ckpt"), read_text(dir / "cut" / "last.ckpt"));
+  // The logs' cells but for the speed column (points_per_s).
+  auto cells = [](const fs::path& p) {
+    std::vector<std::vector<std::string>> out;
+    std::istringstream in(read_text(p));
+    for (std::string line; std::getline(in, line);) {
+      std::vector<std::string> row;
+      std::istringstream fields(line);
+      for (std::string c; std::getline(fields, c, ',');) row.push_back(c);
+      out.push_back(row);
+    }
+    const auto speed = std::find(out[0].begin(), out[0].end(), "points_per_s") - out[0].begin();
+    for (auto& row : out) row.erase(row.begin() + speed);
+    return out;
+  };
+  const auto full = cells(dir / "full" / "log.csv");
+  EXPECT_EQ(full, cells(dir / "cut" / "log.csv"));
+  // The rate at each epoch's last step (1, 3, 5): 0.1, 0.05, 0.025.
+  ASSERT_EQ(full.size(), 4u);
+  const auto lr = std::find(full[0].begin(), full[0].end(), "lr") - full[0].begin();
+  EXPECT_EQ(full[1][lr], "0.1");
+  EXPECT_EQ(full[2][lr], "0.05");
+  EXPECT_EQ(full[3][lr], "0.025");
   fs::remove_all(dir);
 }
 

@@ -196,6 +196,32 @@ TEST(NnOptim, ClipGradNormScalesAllGradientsTogether) {
   EXPECT_DOUBLE_EQ(clip_grad_norm({a, b}, 1.0), 5.0);
   EXPECT_NEAR(a.grad().to_vector<double>()[0], 0.6, 1e-6);
   EXPECT_NEAR(b.grad().to_vector<double>()[1], 0.8, 1e-6);
+  // A non-finite total scales nothing: an infinite gradient stays the only
+  // bad one, and finite ones whose squares overflow are not zeroed.
+  const double inf = std::numeric_limits<double>::infinity();
+  a.set_grad(fk::from_vector(std::vector<double>{inf, 1, 2}, {3}));
+  EXPECT_EQ(clip_grad_norm({a}, 1.0), inf);
+  EXPECT_EQ(a.grad().to_vector<double>(), (std::vector<double>{inf, 1, 2}));
+  b.set_grad(fk::from_vector(std::vector<double>{1e200, 1e200, 1}, {3}));
+  EXPECT_EQ(clip_grad_norm({b}, 1.0), inf);
+  EXPECT_EQ(b.grad().to_vector<double>(), (std::vector<double>{1e200, 1e200, 1}));
+}
+
+// state() is a snapshot: a later step moves the optimizer, not the copy.
+TEST(NnOptim, StateIsASnapshot) {
+  fk::Tensor a = param();
+  Adam adam({a}, {0.01, 0.9, 0.999, 1e-8, 0.0, false});
+  a.set_grad(fk::from_vector(std::vector<double>{1, 2, 3}, {3}));
+  adam.step();
+  const NamedTensors after_one = adam.state();
+  std::vector<std::vector<double>> values;
+  for (const auto& [n, t] : after_one) values.push_back(t.to_vector<double>());
+  adam.step();
+  for (size_t i = 0; i < after_one.size(); ++i)
+    EXPECT_EQ(after_one[i].second.to_vector<double>(), values[i]) << after_one[i].first;
+  EXPECT_THROW(adam.set_lr(-1), fk::Error);
+  EXPECT_THROW(adam.set_lr(std::numeric_limits<double>::infinity()), fk::Error);
+  EXPECT_THROW(Sgd({a}, {std::numeric_limits<double>::infinity(), 0.0, 0.0, false}), fk::Error);
 }
 
 TEST(NnSchedule, KnownPoints) {
@@ -226,6 +252,15 @@ TEST(NnSchedule, KnownPoints) {
   EXPECT_THROW(schedule_kind("linear"), fk::Error);
   s.total_steps = 5;
   EXPECT_THROW(s.at(0), fk::Error);
+  // Settings no schedule means: each refused by name.
+  for (auto bad : {+[](LrSchedule& t) { t.gamma = -1; }, +[](LrSchedule& t) { t.base_lr = -1; },
+                   +[](LrSchedule& t) { t.warmup_start = 2; }, +[](LrSchedule& t) { t.min_lr = 1; },
+                   +[](LrSchedule& t) { t.power = 0; }}) {
+    LrSchedule t;
+    t.total_steps = 10;
+    bad(t);
+    EXPECT_THROW(t.at(0), fk::Error);
+  }
 }
 
 }  // namespace
