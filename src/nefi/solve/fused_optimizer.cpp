@@ -11,6 +11,10 @@
 namespace nefi {
 namespace {
 
+void check_lr(double lr, const char* where) {
+  FK_CHECK(std::isfinite(lr) && lr >= 0, where, "a finite learning rate >= 0", fk::to_text(lr));
+}
+
 // Sum of squares of g's elements [lo, lo + n).
 template <typename T>
 double sum_sq(const fk::Tensor& g, int64_t lo, int64_t n) {
@@ -88,6 +92,15 @@ template void adam_update<double>(double*, const double*, double*, double*, int6
 
 FusedOptimizer::FusedOptimizer(std::vector<fk::Tensor> params, OptimizerOptions opt)
     : params_(std::move(params)), opt_(opt) {
+  const OptimizerOptions& o = opt_;
+  FK_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1 && o.eps > 0 &&
+               std::isfinite(o.eps) && o.weight_decay >= 0 && std::isfinite(o.weight_decay) &&
+               o.momentum >= 0 && o.momentum <= 1 && !std::isnan(o.grad_clip),
+           "nefi::FusedOptimizer",
+           "betas in [0, 1), a finite eps > 0, weight_decay >= 0, momentum in [0, 1], a clip",
+           "betas " + fk::to_text(o.beta1) + ", " + fk::to_text(o.beta2) + ", eps " +
+               fk::to_text(o.eps) + ", weight_decay " + fk::to_text(o.weight_decay) +
+               ", momentum " + fk::to_text(o.momentum) + ", grad_clip " + fk::to_text(o.grad_clip));
   for (const fk::Tensor& p : params_) {
     FK_CHECK(p.is_contiguous() && (p.dtype() == fk::DType::F32 || p.dtype() == fk::DType::F64),
              "nefi::FusedOptimizer", "contiguous f32/f64 parameters",
@@ -168,6 +181,7 @@ AdamScalars FusedOptimizer::begin_device_step(double lr) {
            "the CPU");
   FK_CHECK(!opt_.sgd, "FusedOptimizer::begin_device_step", "Adam(W) (SGD has no device step)",
            "sgd");
+  check_lr(lr, "FusedOptimizer::begin_device_step");
   ++t_;
   return adam_scalars(lr, 1.0, opt_, t_);
 }
@@ -187,6 +201,7 @@ void FusedOptimizer::enqueue_device_step(double* block) {
 }
 
 double FusedOptimizer::step(double lr) {
+  check_lr(lr, "FusedOptimizer::step");
   FK_CHECK(on_cpu() || !opt_.sgd, "FusedOptimizer::step", "Adam(W) on a device (SGD is CPU only)",
            "sgd on " + params_.front().device().str());
   // The runs each parameter updates: its segments, or all of it at 1.
@@ -216,7 +231,10 @@ double FusedOptimizer::step(double lr) {
   ++t_;
   for (size_t i = 0; i < params_.size(); ++i) {
     // A parameter without a gradient is left alone (no decay, no moment
-    // update), as PyTorch's Adam(W) does; the step count stays shared.
+    // update), as PyTorch's Adam(W) does; but the step count is shared
+    // (torch's is per parameter): one that missed steps takes its next ones
+    // with bias correction for all, shorter than torch's. A solve's loss
+    // reaches every parameter at every step, so there the two agree.
     if (!grads[i].defined()) continue;
     fk::profile::OpScope scope("adam_step");
     if (!on_cpu()) {

@@ -101,4 +101,24 @@ TEST(NefiFusedOptimizer, NoWeightDecayKeepsAnInfiniteParameter) {
   }
 }
 
+// Settings no Adam or SGD means are refused when the optimizer is made, a
+// negative or non-finite rate at the step (a step of -1 ascended).
+TEST(NefiFusedOptimizer, MeaninglessSettingsAreRefused) {
+  for (auto bad : {+[](nefi::OptimizerOptions& o) { o.eps = -1; },
+                   +[](nefi::OptimizerOptions& o) { o.beta1 = 2; },
+                   +[](nefi::OptimizerOptions& o) { o.beta2 = 1; },
+                   +[](nefi::OptimizerOptions& o) { o.weight_decay = -1; },
+                   +[](nefi::OptimizerOptions& o) { o.momentum = NAN; }}) {
+    nefi::OptimizerOptions o;
+    bad(o);
+    EXPECT_THROW(nefi::FusedOptimizer({leaf({1.0})}, o), fk::Error);
+  }
+  fk::Tensor x = leaf({0.0});
+  nefi::FusedOptimizer adam({x}, {});
+  x.set_grad(fk::from_vector(std::vector<double>{1.0}, {1}));
+  EXPECT_THROW(adam.step(-1), fk::Error);
+  EXPECT_THROW(adam.step(INFINITY), fk::Error);
+  EXPECT_EQ(x.to_vector<double>()[0], 0.0);
+}
+
 }  // namespace
