@@ -57,7 +57,7 @@ TEST(FmaPeak, MeasuredWhereTheIsaHasFma) {
 // each thread's, so it is at least the wall rate (every thread's CPU time is
 // at most the run's wall time).
 TEST(FmaPeak, SeveralThreadsMeasuredTogether) {
-  if (fk::cpu_isa() < fk::CpuIsa::Avx2) GTEST_SKIP() << "no FMA";
+  if (fk::cpu_isa() < fk::CpuIsa::Avx2) GTEST_SKIP() << "no FMA (this CPU, or FK_CPU_ISA=generic)";
   const fk::FmaPeak one = fk::measure_fma_peak(1), two = fk::measure_fma_peak(2);
   EXPECT_GE(two.cpu, two.wall * 0.999);
   EXPECT_GT(two.cpu, 1.0);

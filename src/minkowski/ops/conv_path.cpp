@@ -13,6 +13,7 @@
 #include <string>
 #include <tuple>
 
+#include "fk/cpu_isa.h"
 #include "fk/error.h"
 #include "fk/knobs.h"
 #include "fk/parallel.h"
@@ -34,8 +35,10 @@ fk::Knob kConvPathCache("ME_CONV_PATH_CACHE", fk::KnobType::String, "",
 // Passes with fewer multiply-adds take the tiles unmeasured.
 constexpr double kMeasuredWork = 16.0 * 1048576.0;
 
-// pass, pairs per row (halves), log2 pairs, C_in, C_out, dtype, threads
-using Key = std::tuple<int, int64_t, int, int64_t, int64_t, int, int>;
+// pass, pairs per row (halves), log2 pairs, C_in, C_out, dtype, threads, and
+// the CPU ISA the tiles ran at (a choice timed with AVX-512 tiles says
+// nothing of FK_CPU_ISA=avx2's)
+using Key = std::tuple<int, int64_t, int, int64_t, int64_t, int, int, int>;
 
 struct Choices {
   std::mutex mu;
@@ -52,11 +55,17 @@ Key key_of(const ConvShape& s) {
   const int threads = omp_in_parallel() ? 1 : fk::get_num_threads();
   const int64_t per_row = s.rows > 0 ? std::llround(2.0 * s.pairs / s.rows) : 0;
   const int size = s.pairs > 0 ? static_cast<int>(std::log2(static_cast<double>(s.pairs))) : 0;
-  return {static_cast<int>(s.pass),  per_row, size, s.cin, s.cout,
-          static_cast<int>(s.dtype), threads};
+  return {static_cast<int>(s.pass),
+          per_row,
+          size,
+          s.cin,
+          s.cout,
+          static_cast<int>(s.dtype),
+          threads,
+          static_cast<int>(fk::cpu_isa())};
 }
 
-// One line per choice: the key's seven integers, then tiles|gemm. Lines that
+// One line per choice: the key's eight integers, then tiles|gemm. Lines that
 // do not parse are skipped (a file from another version, a torn write).
 // The file must be one this process can append to (opened so here, which
 // creates a missing one): a path that cannot keep the choices is refused by
@@ -71,17 +80,17 @@ void read_file(Choices& c, const std::string& path) {
     std::istringstream ls(line);
     Key k;
     std::string p;
-    auto& [a, b, d, e, f, g, h] = k;
-    if ((ls >> a >> b >> d >> e >> f >> g >> h >> p) && (p == "tiles" || p == "gemm"))
+    auto& [a, b, d, e, f, g, h, i] = k;
+    if ((ls >> a >> b >> d >> e >> f >> g >> h >> i >> p) && (p == "tiles" || p == "gemm"))
       c.chosen[k] = p == "tiles" ? ConvPath::Tiles : ConvPath::Gemm;
   }
 }
 
 void append_file(const std::string& path, const Key& k, ConvPath p) {
   std::ofstream out(path, std::ios::app);
-  const auto& [a, b, d, e, f, g, h] = k;
-  out << a << ' ' << b << ' ' << d << ' ' << e << ' ' << f << ' ' << g << ' ' << h << ' '
-      << conv_path_name(p) << '\n';
+  const auto& [a, b, d, e, f, g, h, i] = k;
+  out << a << ' ' << b << ' ' << d << ' ' << e << ' ' << f << ' ' << g << ' ' << h << ' ' << i
+      << ' ' << conv_path_name(p) << '\n';
 }
 
 double time_ms(const std::function<void(ConvPath)>& run, ConvPath p) {

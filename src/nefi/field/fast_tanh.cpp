@@ -40,7 +40,8 @@ typedef float v8f __attribute__((vector_size(32)));
     __builtin_memcpy(y + i, &r, sizeof r);                                                      \
   }                                                                                             \
   for (; i < n; ++i) {                                                                          \
-    float v = std::min(kClamp, std::max(-kClamp, x[i]));                                        \
+    /* NaN stays NaN, as in the vector body (whose compares are false for it) */                \
+    float v = x[i] != x[i] ? x[i] : std::min(kClamp, std::max(-kClamp, x[i]));                  \
     const float v2 = v * v;                                                                     \
     float p = ((((((a13 * v2 + a11) * v2 + a9) * v2 + a7) * v2 + a5) * v2 + a3) * v2 + a1) * v; \
     float q = ((b6 * v2 + b4) * v2 + b2) * v2 + b0;                                             \

@@ -11,7 +11,7 @@
 
 namespace nefi {
 
-// The rational's constants (also used by dense_gemm.cpp's AVX-512 epilogue).
+// The rational's constants.
 namespace tanh_rational {
 constexpr float kClamp = 7.90531110763549805f;
 constexpr float a1 = 4.89352455891786e-03f, a3 = 6.37261928875436e-04f, a5 = 1.48572235717979e-05f,

@@ -65,7 +65,8 @@ const std::vector<std::pair<int, int>> kWidths = {{2, 8},   {6, 24},  {16, 40},
                                                   {40, 56}, {72, 64}, {64, 136}};
 
 TEST(MinkowskiConvBf16, TilesAgainstDenseReferenceInF32) {
-  if (!fk::cpu_avx512_bf16()) GTEST_SKIP() << "no AVX-512 BF16 on this CPU";
+  if (!fk::cpu_avx512_bf16())
+    GTEST_SKIP() << "no AVX-512 BF16 (this CPU, or FK_CPU_ISA below avx512)";
   for (auto [cin, cout] : kWidths) {
     const std::string what = "C_in " + std::to_string(cin) + " C_out " + std::to_string(cout);
     ASSERT_TRUE(gather_gemm_bf16_supported(cin, cout)) << what;
@@ -133,13 +134,15 @@ void check_public(const KernelRegion& region, const std::vector<int32_t>& stride
 }
 
 TEST(MinkowskiConvBf16, TilesAgreeWithF32PathSubmanifoldAndOneByOne) {
-  if (!fk::cpu_avx512_bf16()) GTEST_SKIP() << "no AVX-512 BF16 on this CPU";
+  if (!fk::cpu_avx512_bf16())
+    GTEST_SKIP() << "no AVX-512 BF16 (this CPU, or FK_CPU_ISA below avx512)";
   check_public(KernelRegion::cube({3}), {1});
   check_public(KernelRegion::cube({1}), {1});
 }
 
 TEST(MinkowskiConvBf16, TilesAgreeWithF32PathStrided) {
-  if (!fk::cpu_avx512_bf16()) GTEST_SKIP() << "no AVX-512 BF16 on this CPU";
+  if (!fk::cpu_avx512_bf16())
+    GTEST_SKIP() << "no AVX-512 BF16 (this CPU, or FK_CPU_ISA below avx512)";
   check_public(KernelRegion::cube({2}), {2});
   check_public(KernelRegion::cube({3}), {2});
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "fk/autograd.h"
@@ -120,6 +121,12 @@ TEST(NefiFastTanh, MatchesTanhAndGradchecks) {
                 [](const std::vector<fk::Tensor>& in) { return nefi::fast_tanh(in[0].t()); }, {xd}),
             "");
   EXPECT_THROW(nefi::fast_tanh(fk::zeros({2}, {fk::DType::I32})), fk::Error);
+  // NaN stays NaN wherever it lies: in the 8-wide body or the scalar tail.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const auto z = nefi::fast_tanh(fk::from_vector(std::vector<float>{nan, 0, 0, 0, 0, 0, 0, 0, nan}))
+                     .to_vector<float>();
+  EXPECT_TRUE(std::isnan(z[0]));
+  EXPECT_TRUE(std::isnan(z[8]));
 }
 
 TEST(NefiHeads, TransformsAndInitialValues) {

@@ -24,7 +24,8 @@ namespace {
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 // Sums in double over eight interleaved lanes (two 4-wide vectors, a fixed
-// order, so the result does not depend on the ISA's vector width).
+// order, so the result does not depend on the ISA's vector width; the AVX2
+// copy's FMA contraction still parts it from the generic one in the last bits).
 using Lanes = double __attribute__((vector_size(32)));
 
 template <typename T>
