@@ -34,11 +34,13 @@ def estimate_noise(measurement, mask=None):
     NaN). Structure at the cell scale biases it up. Sampled or k-space data
     have their own: ``operators.sampling(m).estimate_noise(y)``."""
     where = "estimate_noise"
-    y = _host.host_array(measurement) if hasattr(measurement, "detach") else measurement
-    y = np.asarray(y)
+    y = _host.host_values(measurement)
     if y.dtype.kind not in "iuf":
         raise Error(f"{where}: expected real measured data, got dtype {y.dtype}")
-    y = np.ascontiguousarray(y, dtype=np.float64)
+    y = _host.c_contiguous(y.astype(np.float64, copy=False))
+    if y.ndim == 0:  # the engine's message would name a 0-d array's shape [1]
+        raise Error(f"{where}: expected measured data of at least one axis (5 cells along the "
+                    f"last, or 3 x 3 in the last two), got shape ()")
     w = None
     if mask is not None:
         w = _real_values(where, "mask", mask)
@@ -196,7 +198,7 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
       inside; the field is 0 outside, or the low bound of a range that
       excludes 0), or a dict {field name: support}.
     """
-    y = np.asarray(measurement)
+    y = _host.host_values(measurement)  # as estimate_noise reads it
     # As the CLI reads a .npy: numbers, not bools or text (True read as 1).
     if y.dtype.kind not in "iufc":
         raise Error(f"from_forward: expected real or complex measured data, got dtype {y.dtype}")
@@ -287,9 +289,10 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
         model.check(data.shape, np.random.default_rng(seed))
     w = None
     if mask is not None:
-        if np.iscomplexobj(mask):  # numpy would keep the real part
+        w = _host.host_values(mask)
+        if np.iscomplexobj(w):  # numpy would keep the real part
             raise Error("from_forward: expected real mask weights in [0, 1], got complex ones")
-        w = np.asarray(mask, dtype=np.float64)
+        w = w.astype(np.float64, copy=False)
         if given_layout is not None and w.shape == given_layout:
             w = w.reshape(y.shape)
         if w.shape != y.shape:
@@ -306,7 +309,7 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
     else:
         # A real number: Python's, numpy's or a 0-d array or tensor (a
         # residual's .std()); not a bool, None or a complex value.
-        a = np.asarray(_host.host_array(noise) if hasattr(noise, "detach") else noise)
+        a = _host.host_values(noise)
         if a.ndim != 0 or a.dtype.kind not in "iuf":
             raise Error(f"from_forward: expected noise 'auto' or a sigma >= 0 (a real number), "
                         f"got {noise!r}")
@@ -323,10 +326,11 @@ def from_forward(forward, measurement, shape=None, *, adjoint=None, vjp=None, ma
             if field not in names:
                 raise Error(f"from_forward: expected a support for a field of the problem "
                             f"({', '.join(names)}), got one for {field!r}")
+            m = _host.host_values(m)
             if np.iscomplexobj(m):  # numpy would keep the real part
                 raise Error(f"from_forward: expected a real support for {field!r}, got a "
                             f"complex one")
-            m = np.asarray(m, dtype=np.float64)
+            m = m.astype(np.float64, copy=False)
             if m.shape != shape:
                 raise Error(f"from_forward: expected a support of the field's shape {shape}, "
                             f"got {m.shape}")

@@ -7,21 +7,19 @@ import os
 import numpy as np
 
 from ._core import Error
-from ._host import host_array
+from ._host import c_contiguous, host_array, host_values
 from . import _operators
 
 
 def _real_values(where, name, v):
-    """An array of field values as float64, refused when complex or not
-    finite (a PSNR would be nan or inf, a linearization meaningless, an
-    imaginary part dropped); a torch tensor (one that requires grad too) is
-    taken by value."""
-    if hasattr(v, "detach"):
-        v = host_array(v)
-    a = np.asarray(v)
+    """An array of field values as float64 of its own shape, refused when
+    complex or not finite (a PSNR would be nan or inf, a linearization
+    meaningless, an imaginary part dropped); a torch tensor (one that
+    requires grad too) is taken by value."""
+    a = host_values(v)
     if np.iscomplexobj(a):
         raise Error(f"{where}: expected a real {name}, got complex values")
-    a = np.ascontiguousarray(a, dtype=np.float64)
+    a = c_contiguous(a.astype(np.float64, copy=False))
     if not np.isfinite(a).all():
         raise Error(f"{where}: expected a finite {name}, got "
                     f"{int((~np.isfinite(a)).sum())} non-finite value(s)")
@@ -198,8 +196,8 @@ class ForwardProblem:
                             "results have none: their fields started elsewhere)")
             fitted = [np.array(v, dtype=np.float64) for v in at.get("operator_parameters", [])]
             at = at["field_parameters"]
-        if at is not None:
-            at = np.ascontiguousarray(at, dtype=np.float64)
+        if at is not None:  # as diagnose's at: a cast would drop an imaginary part
+            at = _real_values("ForwardProblem.hessian_spectrum", "at", at)
         with self._module_kept():
             return self._core.hessian_spectrum(at, fitted, int(k), int(n_iter), int(seed),
                                                str(device))
@@ -209,7 +207,7 @@ class ForwardProblem:
         """A torch module's parameters as they were before the block (the
         model's calls load the values each solve or pilot trains)."""
         model = self._model
-        before = [p.detach().cpu().numpy().astype(np.float64) for p in model.params]
+        before = [host_array(p).astype(np.float64) for p in model.params]
         try:
             yield
         finally:
@@ -309,7 +307,8 @@ class ForwardProblem:
             if self._model.several:
                 raise Error("ForwardProblem.autotune: expected no ground_truth for a problem "
                             f"of several fields, got one for {self._model.names}")
-            ground_truth = np.ascontiguousarray(ground_truth, dtype=np.float64)
+            # As solve's: a cast would drop an imaginary part.
+            ground_truth = _real_values("ForwardProblem.autotune", "ground truth", ground_truth)
         with self._module_kept():  # the pilots train a module's parameters
             report, core = self._core.autotune(str(level), ground_truth, str(device))
         report["problem"] = ForwardProblem(core, self._model, self.shape)

@@ -18,13 +18,15 @@ import numpy as np
 
 from ._core import Error
 from ._core import nefi as _nefi
-from ._host import host_array
+from ._host import c_contiguous, host_values
 from ._time_stepper import _values
 
 
 def _real(where, name, v):
-    """v as a contiguous float64 array; complex values are refused by name."""
-    return np.ascontiguousarray(_values(v, where, f"a real {name}"))
+    """v as a C-contiguous float64 array of its own shape (a 0-d mask or
+    field is refused by the engine as (), not taken as (1,)); complex values
+    are refused by name."""
+    return c_contiguous(_values(v, where, f"a real {name}"))
 
 
 
@@ -75,7 +77,10 @@ class Operator:
         parts stacked; a real output's g must be real."""
         if not self.complex_out:
             return _real(where, name, g)
-        g = np.asarray(host_array(g) if hasattr(g, "detach") else g)
+        g = host_values(g)
+        if g.ndim == 0:  # no sample axis to stack the parts before
+            raise Error(f"{where}: expected complex data of the operator's output shape "
+                        f"(..., m), got shape ()")
         return np.ascontiguousarray(np.stack([g.real, g.imag], axis=-2), dtype=np.float64)
 
     def __call__(self, x):
@@ -98,7 +103,7 @@ class Operator:
         shape = self.shape if shape is None else tuple(shape)
         if shape is None:
             raise Error(f"Operator.adjoint: expected the field's shape for {self.kind}, got none")
-        y = np.asarray(y)
+        y = host_values(y)
         lead = y.shape[:y.ndim - len(self.output_shape(shape))]
         return self.vjp(np.zeros(lead + tuple(shape)), y)
 
@@ -113,7 +118,7 @@ class Operator:
 def sampling(mask):
     """The field's values where mask > 0, in C order (inpainting, sensors)."""
     mask = _real("sampling", "mask", mask)
-    return Operator(_nefi.sampling_operator(np.ascontiguousarray(mask)), mask.shape)
+    return Operator(_nefi.sampling_operator(mask), mask.shape)
 
 
 def fourier_sampling(mask, centered=False):
@@ -124,9 +129,9 @@ def fourier_sampling(mask, centered=False):
     ``cm``, data are ``np.fft.fftn(x, norm="ortho")[np.fft.ifftshift(cm) > 0]``,
     not ``np.fft.fftshift(...)[cm > 0]`` (another order of the same values)."""
     mask = _real("fourier_sampling", "mask", mask)
-    if centered:
+    if centered and mask.ndim:  # a 0-d mask has no axes to shift: the engine refuses it
         mask = np.fft.ifftshift(mask)
-    return Operator(_nefi.fourier_sampling_operator(np.ascontiguousarray(mask)), mask.shape,
+    return Operator(_nefi.fourier_sampling_operator(c_contiguous(mask)), mask.shape,
                     complex_out=True)
 
 
@@ -247,21 +252,26 @@ def advection_diffusion(shape, times, velocity=None, diffusivity=0.0, unknown="i
     if np.isscalar(velocity) or (isinstance(velocity, np.ndarray) and velocity.ndim == 0):
         raise Error(f"advection_diffusion: expected the velocity as one entry per axis "
                     f"({len(shape)}), got the single value {velocity!r}")
+    velocity = [host_values(v) for v in velocity]
+    sensors = None if sensors is None else host_values(sensors)
     for name, value in [("velocity", v) for v in velocity] + [("sensors", sensors)]:
         if value is not None and np.iscomplexobj(value):
             raise Error(f"advection_diffusion: expected real {name}, got complex values")
-    velocity = [np.atleast_1d(np.asarray(v, dtype=np.float64)) for v in velocity]
+    # A velocity's entry may be one number (a uniform flow); a 0-d sensor
+    # mask or release keeps its shape, for the engine to name it.
+    velocity = [np.atleast_1d(v.astype(np.float64, copy=False)) for v in velocity]
     boundary = [boundary] if isinstance(boundary, str) else list(boundary)
     if sensors is not None:
-        sensors = np.ascontiguousarray(sensors, dtype=np.float64)
+        sensors = c_contiguous(sensors.astype(np.float64, copy=False))
     times = [float(t) for t in np.atleast_1d(times)]
     if release_is not in ("initial", "source"):
         raise Error(f"advection_diffusion: expected release_is 'initial' or 'source', got "
                     f"{release_is!r}")
     if release is not None:
+        release = host_values(release)
         if np.iscomplexobj(release):
             raise Error("advection_diffusion: expected a real release, got complex values")
-        release = np.ascontiguousarray(release, dtype=np.float64)
+        release = c_contiguous(release.astype(np.float64, copy=False))
     field_shape = (len(shape),) + shape if unknown == "velocity" else shape
     return Operator(_nefi.advection_diffusion_operator(
         list(shape), times, [np.ascontiguousarray(v) for v in velocity], float(diffusivity),

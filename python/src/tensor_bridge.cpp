@@ -12,7 +12,34 @@ namespace {
 
 namespace dl = nb::dlpack;
 
+// A DLPack dtype by the name numpy and torch give it (uint8, int8,
+// float128, ...), or by its codes where it has none.
 std::string dtype_str(dl::dtype d) {
+  using C = dl::dtype_code;
+  const char* kind = nullptr;
+  switch (static_cast<C>(d.code)) {
+    case C::Int:
+      kind = "int";
+      break;
+    case C::UInt:
+      kind = "uint";
+      break;
+    case C::Float:
+      kind = "float";
+      break;
+    case C::Bfloat:
+      kind = "bfloat";
+      break;
+    case C::Complex:
+      kind = "complex";
+      break;
+    case C::Bool:
+      kind = "bool";
+      break;
+    default:
+      break;
+  }
+  if (kind && d.lanes == 1) return std::string(kind) + std::to_string(d.bits);
   return "DLPack dtype (code " + std::to_string(d.code) + ", " + std::to_string(d.bits) +
          " bits, " + std::to_string(d.lanes) + " lanes)";
 }
@@ -32,7 +59,7 @@ fk::DType fk_dtype(dl::dtype d) {
     if (code == C::Complex && d.bits == 128) return fk::DType::C128;
   }
   throw nb::type_error(("fieldkit: expected a tensor of bool, int32, int64, float16, bfloat16, "
-                        "float32, float64, complex64 or complex128, got a " +
+                        "float32, float64, complex64 or complex128, got " +
                         dtype_str(d))
                            .c_str());
 }

@@ -6,8 +6,15 @@
 //
 // Inputs keep their strides (fk tensors are strided), so a non-contiguous
 // torch view is not copied here; the ops that need contiguous rows copy as
-// they would in C++. Negative strides (numpy's reversed views) and dtypes fk
-// lacks (uint16, int8, ...) are a TypeError naming the dtype.
+// they would in C++. Negative strides (numpy's reversed views) are a
+// ValueError, dtypes fk lacks (uint16, int8, ...) a TypeError naming the
+// dtype. What DLPack cannot say is not seen here: a read-only numpy array
+// is viewed as writable memory (fk writes no input; only _core's round trips
+// hand an input's view back), and a torch view only marked conjugated or
+// negated crosses as its raw memory (torch refuses to export one; nanobind
+// falls back to torch's exporter, which drops the mark): the public layers
+// resolve such views first (fieldkit.minkowski's functional.resolved,
+// fieldkit's _host.host_array).
 //
 // DLPack codes: bool is kDLBool both ways (torch < 2.1 has none: its masks
 // cross as numpy arrays); uint8 is a TypeError, never read as bool; bf16 is kDLBfloat/16 both ways.
@@ -32,9 +39,12 @@ nb::object to_framework(const fk::Tensor& t, Framework framework);
 inline nb::object to_torch(const fk::Tensor& t) {
   return to_framework(t, Framework::Torch);
 }
-// NumPy holds host memory only: a device tensor comes back as a host copy.
+// NumPy holds host memory only: a device tensor comes back as a host copy;
+// and it has no bfloat16: a bf16 tensor comes back as an f32 copy (exact).
 inline nb::object to_numpy(const fk::Tensor& t) {
-  return to_framework(t.device().is_cpu() ? t : t.to(fk::kCPU), Framework::Numpy);
+  const fk::Tensor host = t.device().is_cpu() ? t : t.to(fk::kCPU);
+  return to_framework(host.dtype() == fk::DType::BF16 ? host.to(fk::DType::F32) : host,
+                      Framework::Numpy);
 }
 
 // Binds the module-level helpers (from_dlpack round trips, data pointers).

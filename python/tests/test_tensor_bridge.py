@@ -62,7 +62,7 @@ def test_reversed_numpy_view_is_refused():
 
 
 def test_unsupported_dtype_is_a_type_error():
-    with pytest.raises(TypeError, match="code 1, 16 bits"):
+    with pytest.raises(TypeError, match="got uint16"):
         _core.fk_describe(np.arange(4, dtype=np.uint16))
 
 
@@ -99,8 +99,16 @@ def test_bool_tensors_follow_torchs_dlpack_support():
 
 
 def test_uint8_is_not_taken_for_bool():
-    with pytest.raises(TypeError, match="code 1, 8 bits"):
+    with pytest.raises(TypeError, match="got uint8"):
         _core.fk_describe(np.array([0, 5], dtype=np.uint8))
+    with pytest.raises(TypeError, match="got int8"):
+        _core.fk_describe(np.array([0, 5], dtype=np.int8))
+
+
+def test_bfloat16_reaches_numpy_as_float32_values():
+    # numpy has no bfloat16: an f32 copy, not an object array wrapping a handle
+    a = _core.roundtrip_numpy(torch.tensor([1.5, -2.0, 3.0], dtype=torch.bfloat16))
+    assert a.dtype == np.float32 and a.tolist() == [1.5, -2.0, 3.0]
 
 
 def test_a_negative_count_is_refused_not_a_crash():

@@ -84,7 +84,7 @@ NoiseEstimate estimate_noise(const fk::Tensor& data, const fk::Tensor& mask) {
   const int d = s.size();
   const bool plane = d >= 2 && s[d - 2] >= 3 && s[d - 1] >= 3;
   FK_CHECK(plane || s[d - 1] >= 5, kWhere,
-           "at least 5 cells along the last axis (or 3 x 3 in the last two)", s.str());
+           "at least 5 cells along the last axis (or 3 x 3 in the last two)", data.shape().str());
   // The 2-D stencil (the 1-D one without a plane); an axis's fourth
   // differences replace it only when clearly lower: structure the stencils do
   // not cancel only raises an estimate (a sinogram of few views is rough

@@ -29,10 +29,13 @@ fk::Dims batch_dims(const fk::Tensor& x, const fk::Dims& shape, const char* who)
   return out;
 }
 
-// x (..., *shape) as (..., cells).
+// x (..., *shape) as (..., cells): the cells counted from x's own trailing
+// dims (a -1 is ambiguous in an empty batch).
 fk::Tensor flat_cells(const fk::Tensor& x, const fk::Dims& batch) {
+  int64_t cells = 1;
+  for (int a = batch.size(); a < x.dim(); ++a) cells *= x.shape()[a];
   fk::Dims s = batch;
-  s.push_back(-1);
+  s.push_back(cells);
   return fk::reshape(x, s);
 }
 
