@@ -96,6 +96,8 @@ int main(int argc, char** argv) {
   }
   try {
     for (const fk::Knob* k : fk::knobs()) k->validate();
+    // OMP_NUM_THREADS is read here, not as a knob: a bad one refused before any line is printed.
+    (void)fk::get_num_threads();
     print_info();
     if (overhead) bench_overhead();
   } catch (const fk::Error& e) {

@@ -314,7 +314,9 @@ Command add_fit(CLI::App& app, const Context&) {
                   "where the fit trains: cpu (default) or cuda[:N], any representation "
                   "through a model with a device path, --autotune's "
                   "pilots, --diagnose's products and --refine's refit too");
-  sub->add_flag("--quiet,-q", r->quiet, "only the summary line");
+  sub->add_flag("--quiet,-q", r->quiet,
+                "no progress and no report: the summary line (and the --diagnose / --refine "
+                "lines when asked)");
   sub->footer(
       "Writes <out>/x.npy, prediction.npy, report.md (chi verdict and every automatic decision),\n"
       "fit.json, history.csv, history.png and fit.png; with --refine, <out>/refine/.\n"

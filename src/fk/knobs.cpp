@@ -42,6 +42,16 @@ std::string accepts(KnobType t, const KnobRange& range, const std::vector<std::s
   return "?";
 }
 
+// Whether `text` is `word`, or for a word "prefix:N" the prefix, a colon and
+// a whole number.
+bool matches(const std::string& word, const std::string& text) {
+  if (word == text) return true;
+  if (!word.ends_with(":N")) return false;
+  const std::string prefix = word.substr(0, word.size() - 1);
+  return text.size() > prefix.size() && text.starts_with(prefix) &&
+         text.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
+}
+
 }  // namespace
 
 Knob::Knob(const char* name, KnobType type, const char* default_value, const char* doc,
@@ -111,7 +121,8 @@ Knob::Parsed Knob::parse(const std::string& text) const {
     }
     case KnobType::String:
       if (!choices_.words.empty() &&
-          std::find(choices_.words.begin(), choices_.words.end(), text) == choices_.words.end())
+          std::none_of(choices_.words.begin(), choices_.words.end(),
+                       [&](const std::string& w) { return matches(w, text); }))
         throw bad();
       break;
   }

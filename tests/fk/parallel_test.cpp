@@ -110,9 +110,10 @@ TEST(Parallel, OmpNumThreadsTakesACountOrTheFirstOfAList) {
   EXPECT_EQ(threads_line("3,1"), "threads    3");
   EXPECT_EQ(threads_line(" 3 , 1 "), "threads    3");
   for (const std::string bad : {"abc", "3x", ",2", "2,", "2,x", "2,0", "5000", "-1"}) {
+    const std::filesystem::path printed = scratch / "fk_info_refused.txt";
     const auto r = fieldkit_test::run_cli(
         "OMP_NUM_THREADS='" + bad + "' " + fieldkit_test::sibling_binary("fk-info").string(), "",
-        scratch);
+        scratch, printed.string());
     EXPECT_NE(r.status, 0) << bad;
     EXPECT_NE(r.err.find("knob OMP_NUM_THREADS"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("'" + bad + "'"), std::string::npos) << r.err;
@@ -122,6 +123,7 @@ TEST(Parallel, OmpNumThreadsTakesACountOrTheFirstOfAList) {
          at = r.err.find("fk-info:", at + 1))
       ++lines;
     EXPECT_EQ(lines, 1u) << r.err;
+    EXPECT_EQ(std::filesystem::file_size(printed), 0u) << "refused before any line printed";
   }
 }
 

@@ -23,7 +23,7 @@
 namespace nefi {
 namespace {
 
-fk::Knob kDevice("NEFI_DEVICE", fk::KnobType::String, "cpu",
+fk::Knob kDevice("NEFI_DEVICE", fk::KnobChoices{{"cpu", "cuda", "cuda:N"}}, "cpu",
                  "nefi: where a run's neural field (or grid baseline) trains, and where nefi "
                  "diagnose runs the operator's products, when neither --device nor the "
                  "config's run.device says (cpu or cuda[:N]), as the reference's NEFI_DEVICE",

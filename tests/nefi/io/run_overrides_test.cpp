@@ -187,10 +187,11 @@ TEST(NefiRunOverrides, DeviceFromSetOrKnobNamesItsOwnRunFolder) {
     EXPECT_EQ(nefi::default_run_config("toy1d").device, "cuda:1");
     EXPECT_EQ(nefi::load_run_config_file(f.string()).device, "cpu");
   }
-  {
-    fk::KnobOverride knob("NEFI_DEVICE", "tpu");
-    EXPECT_NE(error_of([] { nefi::default_run_config("toy1d"); }).find("NEFI_DEVICE"),
-              std::string::npos);
+  // Another word is refused by the knob itself (so fk-info refuses it too).
+  for (const char* bad : {"tpu", "cuda:", "cuda:x", "gpu"}) {
+    EXPECT_NE(error_of([&] { fk::KnobOverride knob("NEFI_DEVICE", bad); }).find("NEFI_DEVICE"),
+              std::string::npos)
+        << bad;
   }
 }
 
