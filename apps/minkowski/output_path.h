@@ -10,11 +10,18 @@
 namespace minkowski_app {
 
 // Opens `path` for appending (an existing file keeps its contents until the
-// command writes it) and fails with an fk::Error naming `flag` if it cannot.
+// command writes it) and fails with an fk::Error naming `flag` if it cannot;
+// a file the probe made is removed again, so a command that fails later
+// leaves no empty file behind.
 inline void check_writable(const std::string& path, const std::string& flag) {
   if (path.empty()) return;
-  std::ofstream probe(path, std::ios::app);
-  FK_CHECK(probe.good(), flag, "a writable file", "'" + path + "'");
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(path, ec);
+  {
+    std::ofstream probe(path, std::ios::app);
+    FK_CHECK(probe.good(), flag, "a writable file", "'" + path + "'");
+  }
+  if (!existed) std::filesystem::remove(path, ec);
 }
 
 // A path prefix PATH whose files (PATH-....json) go into PATH's folder.

@@ -116,6 +116,14 @@ TEST(BenchConvCli, BadInputPrintsOneLineAndFails) {
     EXPECT_EQ(r.err.rfind("minkowski: ", 0), 0u) << r.err;
     EXPECT_NE(r.err.find(needle), std::string::npos) << args << ": " << r.err;
   }
+  // The --json path checked before the work leaves no empty file when the work fails.
+  const fs::path json = scratch() / "never_written.json";
+  fs::remove(json);
+  const auto r = fieldkit_test::run_cli(
+      fieldkit_test::sibling_binary("minkowski"),
+      "bench conv --json " + json.string() + " --scene " + floats.string(), scratch());
+  EXPECT_NE(r.status, 0);
+  EXPECT_FALSE(fs::exists(json));
 }
 
 // Small synthetic scenes used to never end: the one room had fewer distinct
