@@ -10,6 +10,7 @@
 // low-passed at f_low (fit_lo), the full stage the traces (fit), when
 // multiscale_frequency. Methods: neural | grid. Metrics: psnr, ssim,
 // relative_error, anomaly_error = ‖c − c_gt‖ / ‖c_gt − c_background‖.
+#include <algorithm>
 #include <cmath>
 
 #include "fk/error.h"
@@ -70,6 +71,14 @@ struct WaveFwiConfig {
              "config key 'c_background'", "c_min < c_max and c_background within them",
              Params::render(std::vector<double>{m.c_min, m.c_background, m.c_max}));
     m.anomaly = p.d("anomaly");
+    // One anomaly's peak must be a velocity the head can take (c_max also
+    // sets the time step); where two overlap, the sum is clipped to the range.
+    FK_CHECK(std::isfinite(m.anomaly) && m.c_background + std::abs(m.anomaly) <= m.c_max &&
+                 m.c_background - std::abs(m.anomaly) >= m.c_min,
+             "config key 'anomaly'",
+             "a contrast within [c_min, c_max] around c_background (|anomaly| <= " +
+                 Params::render(std::min(m.c_max - m.c_background, m.c_background - m.c_min)) + ")",
+             Params::render(m.anomaly));
     c.scene = p.choice("scene", {"smooth_anomaly", "layered", "scatterers"});
     c.acquisition = p.choice("acquisition", {"surround", "transmission", "reflection"});
     c.margin = p.d("margin");
@@ -161,7 +170,9 @@ class WaveFwi : public Instance {
     p.declare("c_background", 2.0, "background and initial velocity (km/s)");
     p.declare("c_min", 1.5, "lower velocity bound (km/s)");
     p.declare("c_max", 2.5, "upper velocity bound; sizes the time step (km/s)");
-    p.declare("anomaly", 0.4, "anomaly contrast (km/s)");
+    p.declare("anomaly", 0.4,
+              "anomaly contrast (km/s; c_background +- it within [c_min, c_max], overlapping "
+              "anomalies clipped to them)");
     p.declare("scene", std::string("smooth_anomaly"), "smooth_anomaly | layered | scatterers");
     p.declare("acquisition", std::string("surround"), "surround | transmission | reflection");
     p.declare("n_sources", int64_t{6}, "shots");

@@ -88,6 +88,8 @@ TEST(NefiWaveFwi, BadValuesAreOneLineErrorsNamingTheKey) {
                                              {"absorbing", "x"},
                                              {"order", "3"},
                                              {"c_background", "3.0"},
+                                             {"anomaly", "0.6"},  // 2.0 + 0.6 > c_max 2.5
+                                             {"anomaly", "-0.6"},
                                              {"margin", "0.6"},
                                              {"courant", "0"},
                                              {"absorb_R", "2"},
