@@ -230,6 +230,8 @@ void read_run_so_far(const nlohmann::json& r, std::istream& f, const std::string
   ck.run_seconds = r.at("run_seconds").get<double>();
   ck.stage_ops = header_count(r, "stage_ops", path, std::numeric_limits<int64_t>::max());
   ck.stage_launches = header_count(r, "stage_launches", path, std::numeric_limits<int64_t>::max());
+  ck.stage_graph_steps =
+      header_count(r, "stage_graph_steps", path, std::numeric_limits<int64_t>::max());
   FK_CHECK(ck.stage_seconds >= 0 && ck.run_seconds >= 0, "nefi::load_checkpoint",
            "seconds >= 0 in the run so far",
            fk::to_text(ck.stage_seconds) + " and " + fk::to_text(ck.run_seconds) + " in " + path);
@@ -285,7 +287,8 @@ void save_checkpoint(const std::string& path, const Checkpoint& ck) {
                    {"stage_seconds", ck.stage_seconds},
                    {"run_seconds", ck.run_seconds},
                    {"stage_ops", ck.stage_ops},
-                   {"stage_launches", ck.stage_launches}};
+                   {"stage_launches", ck.stage_launches},
+                   {"stage_graph_steps", ck.stage_graph_steps}};
   }
   const std::string header = full.dump();
   fk::replace_file(

@@ -55,13 +55,13 @@ struct Checkpoint {
   std::vector<double> lbfgs_x;      // its f64 iterate (the parameters hold it rounded)
   // The run so far (a file written before they were kept reads as none: a
   // resume then reports only its own steps): the history through `step`,
-  // the stages before `stage`, this stage's steps, seconds, ops and
-  // launches through `step`, and the seconds the run has spent.
+  // the stages before `stage`, this stage's steps, seconds, ops, launches
+  // and CUDA graph steps through `step`, and the seconds the run has spent.
   std::optional<History> history;
   std::vector<StageResult> stages_done;
   int stage_steps = 0;
   double stage_seconds = 0, run_seconds = 0;
-  int64_t stage_ops = 0, stage_launches = 0;
+  int64_t stage_ops = 0, stage_launches = 0, stage_graph_steps = 0;
 };
 
 void save_checkpoint(const std::string& path, const Checkpoint& ck);

@@ -120,8 +120,8 @@ struct Solver::Attempt {
   double final_progress = 1.0;
   OperatorPtr final_op;
   bool run_over = false;
-  std::vector<fk::Tensor> params;  // snapshot at the end (restarts only)
-  double seconds_before = 0;       // a resumed run's seconds before this process
+  std::vector<fk::Tensor> params;   // snapshot at the end (restarts only)
+  detail::StageRun::Before before;  // a resumed run's earlier part
 };
 
 Result Solver::run() {
@@ -190,7 +190,7 @@ Result Solver::run() {
              "lr)",
              bad + " after " + fk::to_text(res.total_steps()) + " steps");
   }
-  res.total_s = best.seconds_before + seconds_since(t_run);
+  res.total_s = best.before.seconds + seconds_since(t_run);
   return res;
 }
 
@@ -206,6 +206,7 @@ Solver::Attempt Solver::run_once(uint64_t seed, bool first, Clock::time_point t_
   if (!opt_.resume_from.empty() && first)
     resume = checkpoint_to_resume(opt_.resume_from, field, cur_, opt_.run_identity);
   int global = resume ? resume->global_step : 0;
+  if (resume && !resume->history) at.before.whole = false;  // an older file: no run so far
   if (resume && resume->history) {
     // The run so far: the resumed run reports it whole.
     FK_CHECK(resume->history->columns == at.res.history.columns, "nefi::Solver resume",
@@ -213,11 +214,12 @@ Solver::Attempt Solver::run_once(uint64_t seed, bool first, Clock::time_point t_
              join(resume->history->columns) + " (" + opt_.resume_from + ")");
     at.res.history.rows = std::move(resume->history->rows);
     at.res.stages = std::move(resume->stages_done);
-    at.seconds_before = resume->run_seconds;
+    at.before.seconds = resume->run_seconds;
   }
   const std::optional<size_t> only =
       only_stage_index(opt_.only_stage, static_cast<int>(cur_.stages.size()));
-  std::optional<size_t> last_run;  // the index of the last stage that ran
+  if (only) at.before.whole = false;  // a stage alone: the stages before it never ran
+  std::optional<size_t> last_run;     // the index of the last stage that ran
   for (size_t si = 0; si < cur_.stages.size() && !at.run_over; ++si) {
     if (resume && static_cast<int>(si) < resume->stage) continue;
     if (only && si != *only) continue;
@@ -228,7 +230,7 @@ Solver::Attempt Solver::run_once(uint64_t seed, bool first, Clock::time_point t_
       resume.reset();
     }
     at.res.stages.push_back(
-        stage.run(at.res, global, cur_.total_steps(), t_run, at.seconds_before, at.run_over));
+        stage.run(at.res, global, cur_.total_steps(), t_run, at.before, at.run_over));
     at.final_domain = stage.domain();
     at.final_progress = stage.progress();
     at.final_op = stage.op();

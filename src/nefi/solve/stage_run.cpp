@@ -193,6 +193,7 @@ void StageRun::resume(const Checkpoint& ck, const std::string& path) {
   before_.seconds = ck.stage_seconds;
   before_.ops = ck.stage_ops;
   before_.launches = ck.stage_launches;
+  before_.graph_steps = ck.stage_graph_steps;
   sr_.steps = before_.steps;
   good_ = snapshot(params_);
   if (cur_.optim.ema) shadow_ = ck.ema.empty() ? snapshot(params_) : resumed_shadow(ck.ema, path);
@@ -377,7 +378,7 @@ double StageRun::record(History& history, int t, int global, double lr, const St
   return data;
 }
 
-void StageRun::save(int t, int global, const std::string& stop, const Result& so_far,
+void StageRun::save(int t, int global, const std::string& stop, const Result* so_far,
                     double run_seconds) const {
   Checkpoint ck;
   ck.stage = index_;
@@ -406,14 +407,17 @@ void StageRun::save(int t, int global, const std::string& stop, const Result& so
     ck.lbfgs = lbfgs_.state();
     ck.lbfgs_x = xh_;
   }
-  ck.history = so_far.history;
-  ck.stages_done = so_far.stages;
+  if (so_far) {
+    ck.history = so_far->history;
+    ck.stages_done = so_far->stages;
+  }
   ck.stage_steps = sr_.steps;
   ck.stage_seconds = before_.seconds + seconds_since(t_stage_);
   ck.run_seconds = run_seconds;
   const fk::profile::Counters& c = fk::profile::counters();
   ck.stage_ops = before_.ops + c.ops - c_stage_.ops;
   ck.stage_launches = before_.launches + c.launches - c_stage_.launches;
+  ck.stage_graph_steps = before_.graph_steps + (graph_ ? graph_->graph_steps() : 0);
   save_checkpoint(opt_.checkpoint_path, ck);
 }
 
@@ -455,7 +459,7 @@ const char* StageRun::own_stop_reason(const StepInfo& info, const StepValue& v) 
 }
 
 StageResult StageRun::run(Result& so_far, int& global, int total_steps, Clock::time_point t_run,
-                          double seconds_before, bool& run_over) {
+                          const Before& before, bool& run_over) {
   fk::profile::ProfileScope prof;
   t_stage_ = Clock::now();
   c_stage_ = fk::profile::counters();
@@ -501,7 +505,8 @@ StageResult StageRun::run(Result& so_far, int& global, int total_steps, Clock::t
     if (!opt_.checkpoint_path.empty() &&
         (t + 1 == stage_.steps || stop ||
          (opt_.checkpoint_interval > 0 && global % opt_.checkpoint_interval == 0)))
-      save(t, global, own_stop ? own_stop : "", so_far, seconds_before + seconds_since(t_run));
+      save(t, global, own_stop ? own_stop : "", before.whole ? &so_far : nullptr,
+           before.seconds + seconds_since(t_run));
     if (stop) {
       sr_.stop = stop;
       break;
@@ -525,7 +530,7 @@ StageResult StageRun::run(Result& so_far, int& global, int total_steps, Clock::t
     // What the operator's device path changed (a substituted setting).
     if (const std::string op_note = op_->device_note(); !op_note.empty())
       sr_.device_note += "; " + op_note;
-    if (graph_) sr_.graph_steps = graph_->graph_steps();
+    if (graph_) sr_.graph_steps = before_.graph_steps + graph_->graph_steps();
   }
   if (cur_.optim.ema) restore(params_, shadow_);
   // A stage that ran to its end is evaluated at the end of its schedule,

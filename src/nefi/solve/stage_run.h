@@ -54,12 +54,19 @@ class StageRun {
            size_t index);
   // Continues from a saved position inside this stage.
   void resume(const Checkpoint& ck, const std::string& path);
+  // What a run knew of itself before this process: the seconds it spent,
+  // and whether its history and stage summaries are whole (not after a
+  // resume from a checkpoint that kept none, nor for a stage run alone):
+  // only a whole run's are saved in its checkpoints.
+  struct Before {
+    double seconds = 0;
+    bool whole = true;
+  };
   // Runs the remaining steps, appending to `so_far`'s history (its stages:
   // the ones done, which a checkpoint keeps); `global` counts the run's
-  // steps, `seconds_before` the run's seconds before t_run (a resumed run's
-  // earlier part); `run_over` is set when the run's time budget is spent.
+  // steps; `run_over` is set when the run's time budget is spent.
   StageResult run(Result& so_far, int& global, int total_steps, Clock::time_point t_run,
-                  double seconds_before, bool& run_over);
+                  const Before& before, bool& run_over);
 
   const Domain& domain() const { return domain_; }
   const OperatorPtr& op() const { return op_; }
@@ -86,8 +93,8 @@ class StageRun {
   int64_t step_shape();
   double record(History& history, int t, int global, double lr, const StepValue& v);
   // `stop`: the rule that ended the stage at step t ("" while it goes on);
-  // `run_seconds`: the run's seconds so far.
-  void save(int t, int global, const std::string& stop, const Result& so_far,
+  // `so_far`: the run so far (kept when whole), `run_seconds` its seconds.
+  void save(int t, int global, const std::string& stop, const Result* so_far,
             double run_seconds) const;
   std::vector<fk::Tensor> resumed_shadow(const std::vector<fk::Tensor>& ema,
                                          const std::string& path) const;
@@ -121,8 +128,8 @@ class StageRun {
   double progress_ = 0;   // of the last step taken (the field's annealing)
   int bad_ = 0;           // non-finite steps in a row
   int t0_ = 0;            // the first step (after a resume, the one after the saved step)
-  // The stage's count of steps, seconds, ops and launches before a resume,
-  // and where this process's part of it started.
+  // The stage's count of steps, seconds, ops, launches and graph steps
+  // before a resume, and where this process's part of it started.
   StageResult before_;
   Clock::time_point t_stage_;
   fk::profile::Counters c_stage_;

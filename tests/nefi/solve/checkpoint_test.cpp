@@ -104,6 +104,34 @@ TEST(NefiCheckpoint, ResumedRunFinishesBitIdentical) {
   fs::remove(ck);
 }
 
+// A checkpoint that kept no run so far (written before format 3) resumes
+// with this process's steps only, and the checkpoints the resumed run
+// writes keep none either (they kept a partial one the reader refused).
+TEST(NefiCheckpoint, AResumeFromAFileWithoutTheRunSoFarWritesLoadableCheckpoints) {
+  const fs::path ck = temp_path("older.ckpt");
+  nefi::SolverOptions first;
+  first.checkpoint_path = ck.string();
+  first.checkpoint_interval = 8;
+  first.callbacks.push_back([](const nefi::StepInfo& s) { return s.global_step < 16; });
+  nefi::Solver(problem(), curriculum(), first).run();
+  nefi::Checkpoint older = nefi::load_checkpoint(ck.string());
+  ASSERT_EQ(older.stage, 1);
+  older.history.reset();
+  older.stages_done.clear();
+  nefi::save_checkpoint(ck.string(), older);
+
+  nefi::SolverOptions second;
+  second.resume_from = ck.string();
+  second.checkpoint_path = temp_path("older-resumed.ckpt").string();
+  second.checkpoint_interval = 4;
+  const nefi::Result resumed = nefi::Solver(problem(), curriculum(), second).run();
+  EXPECT_EQ(resumed.history.rows.size(), 30u - 16u);
+  const nefi::Checkpoint again = nefi::load_checkpoint(second.checkpoint_path);
+  EXPECT_FALSE(again.history.has_value());
+  fs::remove(ck);
+  fs::remove(second.checkpoint_path);
+}
+
 // What else a run keeps across steps is checkpointed too, so the resumed
 // run still finishes bit-identical: an EMA shadow, L-BFGS's history, an f16
 // trunk's loss scaler.
