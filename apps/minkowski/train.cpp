@@ -75,7 +75,8 @@ TrainOptions resolved(TrainOptions o) {
            fk::to_text(o.warmup));
   FK_CHECK(std::isfinite(o.lr_gamma) && o.lr_gamma > 0 && o.lr_gamma <= 1,
            "minkowski train --lr-gamma", "a decay factor in (0, 1]", fk::to_text(o.lr_gamma));
-  if (o.lr_step == 0) o.lr_step = std::max<int64_t>(1, (total - o.warmup) / 3);
+  // A third of the steps after warm-up, rounded up: two decays, never three.
+  if (o.lr_step == 0) o.lr_step = std::max<int64_t>(1, (total - o.warmup + 2) / 3);
   return o;
 }
 

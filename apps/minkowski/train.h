@@ -26,7 +26,8 @@ struct TrainOptions {
   std::string schedule = "cosine";
   int warmup = 0;
   // --schedule step: the rate is multiplied by lr_gamma every lr_step
-  // optimizer steps after the warm-up (0: a third of them, so it decays twice).
+  // optimizer steps after the warm-up (0: a third of them, rounded up, so it
+  // decays at most twice; it depends on --epochs, as cosine does).
   int64_t lr_step = 0;
   double lr_gamma = 0.1;
   double weight_decay = 0.0;

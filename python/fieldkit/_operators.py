@@ -249,7 +249,7 @@ def advection_diffusion(shape, times, velocity=None, diffusivity=0.0, unknown="i
     shape = _shape("advection_diffusion", shape)
     if velocity is None:
         velocity = []
-    if np.isscalar(velocity) or (isinstance(velocity, np.ndarray) and velocity.ndim == 0):
+    if np.isscalar(velocity) or getattr(velocity, "ndim", None) == 0:  # numpy's or torch's
         raise Error(f"advection_diffusion: expected the velocity as one entry per axis "
                     f"({len(shape)}), got the single value {velocity!r}")
     velocity = [host_values(v) for v in velocity]

@@ -201,3 +201,8 @@ def test_sampling_takes_an_empty_batch():
     mask[1, 2] = mask[3, 0] = 1
     assert ops.sampling(mask)(np.zeros((0, 4, 4))).shape == (0, 2)
     assert ops.fourier_sampling(mask)(np.zeros((0, 4, 4))).shape == (0, 2)
+
+
+def test_advection_diffusion_names_a_single_velocity_value_from_torch():
+    with pytest.raises(fieldkit.Error, match="one entry per axis"):
+        ops.advection_diffusion((8,), [0.1], velocity=torch.tensor(0.5))

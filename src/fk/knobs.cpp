@@ -43,13 +43,15 @@ std::string accepts(KnobType t, const KnobRange& range, const std::vector<std::s
 }
 
 // Whether `text` is `word`, or for a word "prefix:N" the prefix, a colon and
-// a whole number.
+// a whole number in [0, 127] (a device index, as fk::parse_device takes it).
 bool matches(const std::string& word, const std::string& text) {
-  if (word == text) return true;
-  if (!word.ends_with(":N")) return false;
+  if (!word.ends_with(":N")) return word == text;
   const std::string prefix = word.substr(0, word.size() - 1);
-  return text.size() > prefix.size() && text.starts_with(prefix) &&
-         text.find_first_not_of("0123456789", prefix.size()) == std::string::npos;
+  if (text.size() <= prefix.size() || text.size() > prefix.size() + 3 ||
+      !text.starts_with(prefix) ||
+      text.find_first_not_of("0123456789", prefix.size()) != std::string::npos)
+    return false;
+  return std::stoi(text.substr(prefix.size())) <= 127;
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ struct KnobRange {
 // The words a String knob takes (empty: any text): another value is refused
 // when read or validated, so fk-info vouches for no value a reader would
 // refuse later, and a latched knob never latches one. A word ending in ":N"
-// takes its prefix and a whole number ("cuda:N": cuda:0, cuda:12, ...).
+// takes its prefix and a device index in [0, 127] ("cuda:N": cuda:0, cuda:12).
 struct KnobChoices {
   std::vector<std::string> words;
 };

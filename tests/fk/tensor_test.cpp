@@ -44,6 +44,13 @@ TEST(Tensor, ViewsShareStorageAndVersion) {
   Tensor s = t.slice(1, 1, 4, 2);
   EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{1, 3, 5, 7, 9, 11}));
   EXPECT_EQ(t.narrow(0, 1, 2).to_vector<float>()[0], 4.0f);
+  // An out-of-range start is named as given (-5), not as wrapped (-2).
+  try {
+    (void)t.narrow(0, -5, 1);
+    ADD_FAILURE() << "narrow accepted start -5 of 3";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("got start -5, length 1"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(t.unsqueeze(0).shape(), (Dims{1, 3, 4}));
   EXPECT_EQ(t.unsqueeze(-1).shape(), (Dims{3, 4, 1}));
   EXPECT_EQ(t.unsqueeze(0).squeeze().shape(), (Dims{3, 4}));

@@ -342,10 +342,11 @@ Tensor narrow(const Tensor& t, int64_t dim, int64_t start, int64_t length) {
   check_has_dims(t, "narrow");
   int d = wrap_dim(dim, t.dim(), "narrow");
   int64_t n = t.shape()[d];
+  const int64_t given = start;  // the error names the caller's start, not its wrap
   if (start < 0) start += n;
   FK_CHECK(start >= 0 && length >= 0 && start + length <= n, "narrow",
            "a range inside [0, " + fk::to_text(n) + ")",
-           "start " + fk::to_text(start) + ", length " + fk::to_text(length));
+           "start " + fk::to_text(given) + ", length " + fk::to_text(length));
   return slice(t, d, start, start + length, 1);
 }
 

@@ -188,7 +188,8 @@ TEST(NefiRunOverrides, DeviceFromSetOrKnobNamesItsOwnRunFolder) {
     EXPECT_EQ(nefi::load_run_config_file(f.string()).device, "cpu");
   }
   // Another word is refused by the knob itself (so fk-info refuses it too).
-  for (const char* bad : {"tpu", "cuda:", "cuda:x", "gpu"}) {
+  for (const char* bad : {"tpu", "cuda:", "cuda:x", "gpu", "cuda:N", "cuda:128", "cuda:2147483648",
+                          "cuda:99999999999999999999", "cuda:+1"}) {
     EXPECT_NE(error_of([&] { fk::KnobOverride knob("NEFI_DEVICE", bad); }).find("NEFI_DEVICE"),
               std::string::npos)
         << bad;
