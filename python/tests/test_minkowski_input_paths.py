@@ -168,7 +168,9 @@ def test_sparse_collate_checks_each_samples_rows():
         ME.utils.sparse_collate([a, b], [torch.ones(2, 1), torch.ones(3, 1)])
     with pytest.raises(ValueError, match="expected 2 feature tensors"):
         ME.utils.sparse_collate([a, b], [torch.ones(3, 1)])
-    with pytest.raises(ValueError, match="expected 3 label rows for sample 0"):
+    # Labels neither per point (3, 2 rows) nor per sample (the same rows):
+    with pytest.raises(ValueError, match="expected labels per point .rows 3, 2.*got label "
+                                         "rows 4, 2"):
         ME.utils.sparse_collate([a, b], [torch.ones(3, 1), torch.ones(2, 1)],
                                 [torch.arange(4), torch.arange(2)])
     big = [(torch.zeros(20, 2), torch.ones(20, 1), torch.zeros(20))]

@@ -41,12 +41,14 @@ def test_unique_coordinate_map_reconstructs_the_input():
 
 @pytest.mark.parametrize("shape,mode,fan", [((27, 64, 32), "fan_in", 27 * 64),
                                              ((27, 64, 32), "fan_out", 27 * 32),
-                                             ((512, 256), "fan_in", 512)])
+                                             ((512, 256), "fan_in", 256),
+                                             ((512, 256), "fan_out", 512)])
 def test_kaiming_normal_uses_the_kernels_fan(shape, mode, fan):
     torch.manual_seed(0)
     w = ME.utils.kaiming_normal_(torch.empty(shape), mode=mode, nonlinearity="relu")
     assert abs(w.std().item() / (math.sqrt(2.0) / math.sqrt(fan)) - 1) < 0.03
-    with pytest.raises(ValueError, match="expected a .C_in, C_out. or .K, C_in, C_out. kernel"):
+    with pytest.raises(ValueError, match="expected a .out, in. Linear weight or a .K, C_in, "
+                                         "C_out. kernel"):
         ME.utils.kaiming_normal_(torch.empty(3))
 
 

@@ -62,7 +62,7 @@ from .broadcast import (
     MinkowskiBroadcastConcatenation,
     MinkowskiBroadcastMultiplication,
 )
-from .normalization import MinkowskiBatchNorm, MinkowskiInstanceNorm
+from .normalization import GlobalPoolingMode, MinkowskiBatchNorm, MinkowskiInstanceNorm
 from .sync_batch_norm import MinkowskiSyncBatchNorm
 from .ops import (
     MinkowskiInterpolation,

@@ -4,6 +4,7 @@ collate functions for a torch DataLoader (``batch_sparse_collate``,
 ``SparseCollation``)."""
 import warnings
 
+import numpy as np
 import torch
 
 from .._core import minkowski as _mk
@@ -54,36 +55,103 @@ def _real_batched_coordinates(coords, dtype, device):
 
 def sparse_collate(coords, feats, labels=None, dtype=torch.int32, device=None):
     """Batches per-sample coordinates, features (and labels) into one
-    coordinate tensor with a batch column and concatenated features, all on
-    `device` (default: where the features are)."""
-    where = "sparse_collate"
+    coordinate tensor with a batch column, concatenated features and
+    collated labels (see _collated_labels).
+
+    The coordinates go where batched_coordinates puts them: on `device`, or
+    the CPU when it is None (the reference instead follows the first
+    sample's coordinates there). Features and tensor labels are moved to
+    `device` when it is given and otherwise stay where they are."""
     coords, feats = list(coords), [torch.as_tensor(f) for f in feats]
-    labels = None if labels is None else [torch.as_tensor(l) for l in labels]
-    # Sample b's rows must line up across the lists: torch.cat alone paired
-    # one sample's coordinates with another's features without a word.
-    for name, items in (("feature", feats), ("label", labels)):
-        if items is None:
-            continue
-        if len(items) != len(coords):
-            raise ValueError(f"{where}: expected {len(coords)} {name} tensors (one per "
-                             f"coordinate tensor), got {len(items)}")
-        for b, (c, x) in enumerate(zip(coords, items)):
-            if x.dim() == 0 or len(x) != len(c):
-                raise ValueError(f"{where}: expected {len(c)} {name} rows for sample {b} (its "
-                                 f"coordinates'), got shape {tuple(x.shape)}")
+    _check_feature_rows(coords, feats)
     bc = batched_coordinates(coords, dtype=dtype, device=device)
     bf = torch.cat(feats, 0).to(device)
     if labels is None:
         return bc, bf
-    return bc, bf, torch.cat(labels, 0).to(device)
+    return bc, bf, _collated_labels(coords, labels, device)
 
+
+def _check_feature_rows(coords, feats):
+    # Sample b's rows must line up across the lists: torch.cat alone paired
+    # one sample's coordinates with another's features without a word.
+    where = "sparse_collate"
+    if len(feats) != len(coords):
+        raise ValueError(f"{where}: expected {len(coords)} feature tensors (one per coordinate "
+                         f"tensor), got {len(feats)}")
+    for b, (c, f) in enumerate(zip(coords, feats)):
+        if f.dim() == 0 or len(f) != len(c):
+            raise ValueError(f"{where}: expected {len(c)} feature rows for sample {b} (its "
+                             f"coordinates'), got shape {tuple(f.shape)}")
+
+
+def _collated_labels(coords, labels, device):
+    """The reference's label collation: array labels concatenated (per point,
+    or per sample as its classification examples pass one (1,) label per
+    cloud, giving (B,)); labels that are no arrays (python ints) come back as
+    the list given, as the reference returns them."""
+    where = "sparse_collate"
+    labels = list(labels)
+    if len(labels) != len(coords):
+        raise ValueError(f"{where}: expected {len(coords)} labels (one per coordinate tensor), "
+                         f"got {len(labels)}")
+    arrays = [isinstance(l, (torch.Tensor, np.ndarray)) for l in labels]
+    if not any(arrays):
+        return labels
+    if not all(arrays):
+        b = arrays.index(not arrays[0])
+        raise ValueError(f"{where}: expected labels that are all tensors (or arrays) or all "
+                         f"not, got {type(labels[0]).__name__} for sample 0 and "
+                         f"{type(labels[b]).__name__} for sample {b}")
+    # A 0-d label is one per sample; the reference's torch.cat refuses it.
+    labels = [torch.as_tensor(l).reshape(1) if np.ndim(l) == 0 else torch.as_tensor(l)
+              for l in labels]
+    _check_label_shapes(coords, labels)
+    return torch.cat(labels, 0).to(device)
+
+
+def _check_label_shapes(coords, labels):
+    # torch.cat takes any row counts, so a sample's per-point labels one row
+    # short would shift every later sample's labels onto other points; rows
+    # are per point in every sample, or the same (per sample) in every one.
+    where = "sparse_collate"
+    for b, l in enumerate(labels):
+        if l.shape[1:] != labels[0].shape[1:]:
+            raise ValueError(f"{where}: expected labels of shape (rows, *"
+                             f"{tuple(labels[0].shape[1:])}) as sample 0's, got "
+                             f"{tuple(l.shape)} for sample {b}")
+    rows, points = [len(l) for l in labels], [len(c) for c in coords]
+    if rows != points and len(set(rows)) != 1:
+        raise ValueError(f"{where}: expected labels per point (rows {_first(points)}, each "
+                         f"sample's coordinates) or per sample (the same rows for every sample), "
+                         f"got label rows {_first(rows)}")
+
+
+def _first(counts, n=8):
+    """Up to n counts for an error message, '...' past them."""
+    return ", ".join(map(str, counts[:n])) + (", ..." if len(counts) > n else "")
 
 
 def batch_sparse_collate(data, dtype=torch.int32, device=None):
-    """A DataLoader collate_fn over (coordinates, features, labels) samples:
-    sparse_collate of the samples' coordinates, features and labels."""
-    coords, feats, labels = zip(*data)
-    return sparse_collate(coords, feats, labels, dtype=dtype, device=device)
+    """A DataLoader collate_fn over (coordinates, features) or (coordinates,
+    features, labels) samples, as the reference takes either: sparse_collate
+    of their coordinates, features (and labels)."""
+    data = list(data)
+    sizes = {len(s) if isinstance(s, (tuple, list)) else None for s in data}
+    if not data or len(sizes) != 1 or sizes.pop() not in (2, 3):
+        # zip(*data) would drop every sample's labels when one sample lacked
+        # them, and fail to unpack naming nothing for other lengths.
+        raise ValueError("batch_sparse_collate: expected samples that are all (coordinates, "
+                         "features) or all (coordinates, features, labels), got "
+                         f"{_sample_lengths(data)}")
+    return sparse_collate(*zip(*data), dtype=dtype, device=device)
+
+
+def _sample_lengths(data):
+    """What the samples were, for batch_sparse_collate's error."""
+    if not data:
+        return "no samples"
+    lengths = [str(len(s)) if isinstance(s, (tuple, list)) else type(s).__name__ for s in data]
+    return "samples of length " + _first(lengths)
 
 
 class SparseCollation:

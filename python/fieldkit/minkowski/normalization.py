@@ -2,6 +2,8 @@
 features (as in the reference, so its state_dict and running statistics are
 torch's); MinkowskiInstanceNorm normalizes each batch item with fieldkit's
 C++ pair."""
+import enum
+
 import torch
 
 from .._core import minkowski as _mk
@@ -26,15 +28,33 @@ class MinkowskiBatchNorm(torch.nn.Module):
         return _like(input, self.bn(input.F))
 
 
+class GlobalPoolingMode(enum.Enum):
+    """How the reference's GPU computed a global pooling (its 0.3/0.4 API,
+    where MinkowskiInstanceNorm took one): AUTO, INDEX_SELECT or SPARSE. The
+    engine computes each reduction one way, so the choice changes no number
+    here. A plain Enum, not an int, so MinkowskiGlobalPooling, which takes a
+    PoolingMode, refuses it rather than reading AUTO (0) as SUM."""
+
+    AUTO = 0
+    INDEX_SELECT = 1
+    SPARSE = 2
+
+
 class MinkowskiInstanceNorm(torch.nn.Module):
     """Per batch item (of a SparseTensor or a TensorField): (x - mean) /
     sqrt(var + eps) * weight + bias, weight and bias of shape (1, C) (the
-    reference's). eps is the reference's hard-coded 1e-8 (not torch's 1e-5),
-    so ported models give its numbers; pass eps to change it."""
+    reference's). `mode`, a GlobalPoolingMode, is accepted as the reference
+    takes it and kept as self.mode; it changes no number (see
+    GlobalPoolingMode). eps is the reference's hard-coded 1e-8 (not torch's
+    1e-5), so ported models give its numbers; pass eps= to change it."""
 
-    def __init__(self, num_features, eps=1e-8):
+    def __init__(self, num_features, mode=GlobalPoolingMode.AUTO, *, eps=1e-8):
         super().__init__()
-        self.eps = eps
+        if not isinstance(mode, GlobalPoolingMode):
+            # eps was the second positional argument before mode took its place.
+            raise TypeError(f"MinkowskiInstanceNorm: expected mode to be a GlobalPoolingMode "
+                            f"(pass eps as eps=), got {mode!r}")
+        self.num_features, self.mode, self.eps = num_features, mode, eps
         self.weight = torch.nn.Parameter(torch.ones(1, num_features))
         self.bias = torch.nn.Parameter(torch.zeros(1, num_features))
 
