@@ -166,9 +166,8 @@ int run_cmd(const RunRequest& req, const std::vector<fs::path>& dirs) {
   check_device(cfg.device);
   nefi::InstancePtr inst = nefi::find_instance(cfg.instance);
   check_baseline(*inst, r.baseline);
-  const std::string out = r.out.empty() ? "runs/" + cfg.instance + "-" +
-                                              nefi::config_hash(cfg, cfg.smoke ? "smoke" : "")
-                                        : r.out;
+  const std::string out =
+      r.out.empty() ? "runs/" + cfg.instance + "-" + nefi::config_hash(cfg) : r.out;
   FK_CHECK(!fs::exists(out) || fs::is_directory(out), "--out", "a directory (or a new path)",
            "'" + out + "', a file");  // before the solve, not after it
   check_checkpoint_options(r, cfg);

@@ -64,7 +64,11 @@ nefi::RunConfig resolve_config(const RunRequest& r, const std::vector<fs::path>&
   // The reference's names for the instance's own solver (neural, nefty, ...)
   // become the instance's; anything else not a method is an error here.
   const InstancePtr inst = find_instance(cfg.instance);
-  for (auto& m : cfg.methods) m = canonical_method(*inst, m, "--method");
+  // Named where they came from: -m, or the config file's run.methods.
+  const std::string from = !r.methods.empty() ? "--method"
+                           : is_file          ? r.target + ": run.methods"
+                                              : "run.methods";
+  for (auto& m : cfg.methods) m = canonical_method(*inst, m, from);
   for (size_t i = 0; i < cfg.methods.size(); ++i)  // a second run would overwrite the first
     for (size_t j = 0; j < i; ++j)
       FK_CHECK(cfg.methods[i] != cfg.methods[j], "--method", "each method once",

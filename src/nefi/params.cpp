@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "fk/error.h"
+#include "nefi/yaml_whole.h"
 
 namespace nefi {
 
@@ -60,7 +61,7 @@ void Params::set(const std::string& key, const std::string& text) {
     if (std::holds_alternative<bool>(e.value)) {
       e.value = n.as<bool>();
     } else if (std::holds_alternative<int64_t>(e.value)) {
-      e.value = n.as<int64_t>();
+      e.value = yaml_whole<int64_t>(n);
     } else if (std::holds_alternative<double>(e.value)) {
       e.value = n.as<double>();
     } else if (std::holds_alternative<std::string>(e.value)) {

@@ -19,12 +19,15 @@ inline uint64_t fnv1a(const void* data, size_t bytes, uint64_t h = 1469598103934
   return h;
 }
 
-// The first 8 hex digits of fnv1a(text).
-inline std::string fnv1a_hex8(const std::string& text) {
+// The first `digits` (<= 16) hex digits of fnv1a(text).
+inline std::string fnv1a_hex(const std::string& text, int digits) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx",
                 static_cast<unsigned long long>(fnv1a(text.data(), text.size())));
-  return std::string(buf, 8);
+  return std::string(buf, static_cast<size_t>(digits));
+}
+inline std::string fnv1a_hex8(const std::string& text) {
+  return fnv1a_hex(text, 8);
 }
 
 }  // namespace nefi

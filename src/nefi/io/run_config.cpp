@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -19,6 +20,7 @@
 #include "fk/io/npy.h"
 #include "fk/knobs.h"
 #include "nefi/io/fnv.h"
+#include "nefi/yaml_whole.h"
 
 namespace nefi {
 namespace {
@@ -41,7 +43,11 @@ template <typename T>
 T scalar_as(const YAML::Node& n, const std::string& path, const std::string& key,
             const char* expected) {
   try {
-    if (n.IsScalar()) return n.as<T>();
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      if (n.IsScalar()) return yaml_whole<T>(n);
+    } else {
+      if (n.IsScalar()) return n.as<T>();
+    }
   } catch (const YAML::Exception&) {
   }
   throw fk::Error(path + ": key '" + key + "'", expected, flow(n));
@@ -114,7 +120,13 @@ YAML::Node load_yaml_file(const std::string& path) {
            "'" + path + "', a directory");
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
+    std::ifstream in(path);
+    if (!in.good()) throw YAML::BadFile(path);
+    const std::vector<YAML::Node> docs = YAML::LoadAll(in);
+    // A second document ("---") was dropped without a word.
+    FK_CHECK(docs.size() <= 1, path, "one YAML document",
+             fk::to_text(docs.size()) + " (separated by ---)");
+    if (!docs.empty()) root = docs.front();
   } catch (const YAML::BadFile&) {
     throw fk::Error("config file", "a readable config file", "'" + path + "'");
   } catch (const YAML::Exception& e) {
@@ -135,7 +147,7 @@ void set_curriculum(RunConfig& cfg, const std::string& attr, const std::string& 
   try {
     const YAML::Node v = YAML::Load(value);
     if (attr == "early_stop_patience") {
-      next.early_stop_patience = v.as<int>();
+      next.early_stop_patience = yaml_whole<int>(v);
     } else if (attr == "early_stop_min_delta") {
       next.early_stop_min_delta = v.as<double>();
     } else if (attr == "discrepancy_tau") {
@@ -143,7 +155,7 @@ void set_curriculum(RunConfig& cfg, const std::string& attr, const std::string& 
     } else if (attr == "time_budget_s") {
       next.time_budget_s = v.as<double>();
     } else if (attr == "restarts") {
-      next.restarts = v.as<int>();
+      next.restarts = yaml_whole<int>(v);
     } else if (attr == "ema") {
       next.ema = v.as<double>();
     } else if (attr == "betas") {
@@ -235,13 +247,36 @@ void apply_curriculum_section(RunConfig& cfg, const YAML::Node& c, const std::st
   }
 }
 
-// The instance keys: a scalar's text or a flow list, parsed by Params::set.
+// Whether instance key `k` is declared a string (an unknown key: no, and
+// Params names it when set).
+bool is_string_key(const Params& p, const std::string& k) {
+  for (const auto& e : p.entries())
+    if (e.key == k) return std::holds_alternative<std::string>(e.value);
+  return false;
+}
+
+// --set KEY=TEXT for an instance key: a string key takes TEXT as written (a
+// shell has removed its quotes already; YAML cut "bumps # c" to bumps), or
+// unquoted when TEXT is one quoted YAML scalar; any other key is parsed.
+void set_instance_key(Params& p, const std::string& k, const std::string& text) {
+  if (!is_string_key(p, k)) return p.set(k, text);
+  const bool quoted = text.size() >= 2 && (text.front() == '"' || text.front() == '\'') &&
+                      text.back() == text.front();
+  p.set_value(k, quoted ? YAML::Load(text).as<std::string>() : text);
+}
+
+// The instance keys: a scalar's text or a flow list, parsed by Params::set;
+// a string key's scalar as the file's YAML read it (its text again through
+// Params::set lost the quotes: "a # b" was cut to a, "[a]" read as a list).
 void apply_instance_section(RunConfig& cfg, const YAML::Node& c, const std::string& path) {
   FK_CHECK(c.IsMap(), "config section 'config' (" + path + ")", "a mapping", flow(c));
   for (const auto& kv : c) {
     const std::string k = key_of(kv.first, path, "config");
     try {
-      cfg.config.set(k, kv.second.IsScalar() ? kv.second.Scalar() : flow(kv.second));
+      if (kv.second.IsScalar() && is_string_key(cfg.config, k))
+        cfg.config.set_value(k, kv.second.Scalar());
+      else
+        cfg.config.set(k, kv.second.IsScalar() ? kv.second.Scalar() : flow(kv.second));
     } catch (const fk::Error& e) {  // say which file holds the bad value
       throw fk::Error(path + ": " + e.where(), e.expected(), e.given());
     }
@@ -291,7 +326,8 @@ void apply_run_section(RunConfig& cfg, const YAML::Node& r, const std::string& p
         scalar_as<int64_t>(r["max_total_steps"], path, "max_total_steps", "an integer >= 0"), 0,
         path + ": key 'max_total_steps'");
   if (const YAML::Node m = r["methods"]) {
-    FK_CHECK(m.IsSequence(), path + ": key 'methods'", "a list of method names", flow(m));
+    FK_CHECK(m.IsSequence() && m.size() > 0, path + ": key 'methods'",
+             "a list of one or more method names", flow(m));
     cfg.methods.clear();
     for (const auto& x : m)
       cfg.methods.push_back(scalar_as<std::string>(x, path, "methods", "a method name"));
@@ -352,7 +388,16 @@ bool is_config_file_target(const std::string& target) {
 RunConfig load_run_config_file(const std::string& path) {
   const YAML::Node root = load_yaml_file(path);
   FK_CHECK(root.IsMap() && root["instance"], path, "a top-level 'instance:' key", "none");
-  RunConfig cfg = default_run_config(instance_name(root["instance"], path));
+  const std::string name = instance_name(root["instance"], path);
+  // An unknown name is said as the file's key, not as a CLI target.
+  std::string names;
+  bool known = false;
+  for (const auto& i : all_instances()) {
+    known = known || i->name() == name;
+    names += (names.empty() ? "" : ", ") + i->name();
+  }
+  FK_CHECK(known, path + ": key 'instance'", "an instance (" + names + ")", "'" + name + "'");
+  RunConfig cfg = default_run_config(name);
   apply_config_file(cfg, path);
   return cfg;
 }
@@ -416,9 +461,10 @@ void set_solver(RunConfig& cfg, const std::string& attr, const std::string& valu
     cfg.nan_guard = YAML::Load(value).as<bool>();
   } else if (attr == "checkpoint_every") {
     cfg.checkpoint_every =
-        int_count(YAML::Load(value).as<int64_t>(), 1, "--set solver.checkpoint_every");
+        int_count(yaml_whole<int64_t>(YAML::Load(value)), 1, "--set solver.checkpoint_every");
   } else if (attr == "max_bad_steps") {
-    cfg.max_bad_steps = int_count(YAML::Load(value).as<int64_t>(), 0, "--set solver.max_bad_steps");
+    cfg.max_bad_steps =
+        int_count(yaml_whole<int64_t>(YAML::Load(value)), 0, "--set solver.max_bad_steps");
   } else if (attr == "cuda_graph") {
     cfg.cuda_graph = YAML::Load(value).as<bool>();
   } else {
@@ -430,12 +476,12 @@ void set_solver(RunConfig& cfg, const std::string& attr, const std::string& valu
 
 void set_run(RunConfig& cfg, const std::string& attr, const std::string& value) {
   if (attr == "seed") {
-    cfg.seed = YAML::Load(value).as<uint64_t>();
+    cfg.seed = yaml_whole<uint64_t>(YAML::Load(value));
   } else if (attr == "init_seed") {
-    cfg.init_seed = YAML::Load(value).as<uint64_t>();
+    cfg.init_seed = yaml_whole<uint64_t>(YAML::Load(value));
   } else if (attr == "max_total_steps") {
     cfg.max_total_steps =
-        int_count(YAML::Load(value).as<int64_t>(), 0, "--set run.max_total_steps");
+        int_count(yaml_whole<int64_t>(YAML::Load(value)), 0, "--set run.max_total_steps");
   } else if (attr == "device") {
     set_device(cfg, value, "--set run.device");
   } else if (attr == "data" || attr == "mask" || attr == "noise_std") {
@@ -480,7 +526,7 @@ void apply_set(RunConfig& cfg, const std::string& a) {
     } else if (auto c = after("curriculum.")) {
       set_curriculum(cfg, *c, value, "--set curriculum");
     } else {
-      cfg.config.set(key, value);
+      set_instance_key(cfg.config, key, value);
     }
   } catch (const YAML::Exception&) {
     throw fk::Error("--set " + key, "a value of the right type", "'" + value + "'");
@@ -489,23 +535,40 @@ void apply_set(RunConfig& cfg, const std::string& a) {
 
 namespace {
 
-// The config as YAML; `name_cpu` writes `device: cpu` too. config.yaml names
-// every device (re-run under another NEFI_DEVICE, it stays on its own); the
-// hashed text names only a device run's, so a CPU run's hash (its runs/
-// folder) is what it was before the key existed.
-std::string yaml_text(const RunConfig& cfg, bool name_cpu) {
+// An instance key's value as YAML that reads back as itself: a string
+// quoted where plain text would not ("a # b", "[a]", "a: b").
+std::string yaml_value(const ParamValue& v) {
+  if (!std::holds_alternative<std::string>(v)) return Params::render(v);
+  YAML::Emitter e;
+  e << std::get<std::string>(v);
+  return e.c_str();
+}
+
+// What yaml_text writes: config.yaml (re-run as it stands) or the text a run's
+// hash is taken over.
+enum class YamlFor { kFile, kHash };
+
+// The config as YAML. config.yaml names every device (re-run under another
+// NEFI_DEVICE, it stays on its own) and the measured files by absolute
+// path (re-runnable from any folder); the hashed text names only a device
+// run's device, so a CPU run's hash (its runs/ folder) is what it was
+// before the key existed, and no path (config_hash hashes the files' bytes:
+// one file named two ways is one run).
+std::string yaml_text(const RunConfig& cfg, YamlFor for_) {
+  const bool file = for_ == YamlFor::kFile;
   std::ostringstream os;
   os << "instance: " << cfg.instance << "\nconfig:\n";
   for (const auto& e : cfg.config.entries())
-    os << "  " << e.key << ": " << Params::render(e.value) << "\n";
+    os << "  " << e.key << ": " << yaml_value(e.value) << "\n";
   const CurriculumOverrides& c = cfg.curriculum;
   if (!c.empty()) {
     os << "curriculum:\n";
     if (c.early_stop_patience) os << "  early_stop_patience: " << *c.early_stop_patience << "\n";
+    // yaml_float: .inf reads back (fmt's inf did not).
     if (c.early_stop_min_delta)
-      os << fmt::format("  early_stop_min_delta: {}\n", *c.early_stop_min_delta);
-    if (c.discrepancy_tau) os << fmt::format("  discrepancy_tau: {}\n", *c.discrepancy_tau);
-    if (c.time_budget_s) os << fmt::format("  time_budget_s: {}\n", *c.time_budget_s);
+      os << "  early_stop_min_delta: " << yaml_float(*c.early_stop_min_delta) << "\n";
+    if (c.discrepancy_tau) os << "  discrepancy_tau: " << yaml_float(*c.discrepancy_tau) << "\n";
+    if (c.time_budget_s) os << "  time_budget_s: " << yaml_float(*c.time_budget_s) << "\n";
     if (c.restarts) os << "  restarts: " << *c.restarts << "\n";
     if (c.freeze) {
       os << "  freeze: [";
@@ -518,13 +581,15 @@ std::string yaml_text(const RunConfig& cfg, bool name_cpu) {
       os << "]\n";
     }
     if (c.ema || c.betas || c.lr_mult) os << "  optim:\n";
-    if (c.ema) os << fmt::format("    ema: {}\n", *c.ema);
-    if (c.betas) os << fmt::format("    betas: [{}, {}]\n", c.betas->first, c.betas->second);
+    if (c.ema) os << "    ema: " << yaml_float(*c.ema) << "\n";
+    if (c.betas)
+      os << "    betas: [" << yaml_float(c.betas->first) << ", " << yaml_float(c.betas->second)
+         << "]\n";
     if (c.lr_mult) {
       os << "    lr_mult: {";
       size_t k = 0;
       for (const auto& [prefix, m] : *c.lr_mult)
-        os << (k++ ? ", " : "") << fmt::format("\"{}\": {}", prefix, m);
+        os << (k++ ? ", " : "") << fmt::format("\"{}\": {}", prefix, yaml_float(m));
       os << "}\n";
     }
   }
@@ -538,17 +603,18 @@ std::string yaml_text(const RunConfig& cfg, bool name_cpu) {
   for (size_t i = 0; i < cfg.methods.size(); ++i) os << (i ? ", " : "") << cfg.methods[i];
   os << "]\n";
   if (cfg.max_total_steps > 0) os << "  max_total_steps: " << cfg.max_total_steps << "\n";
-  if (name_cpu || cfg.device != "cpu") os << "  device: " << cfg.device << "\n";
-  if (!cfg.data.empty()) os << "  data: " << YAML::Node(cfg.data) << "\n";
-  if (!cfg.mask.empty()) os << "  mask: " << YAML::Node(cfg.mask) << "\n";
-  if (cfg.noise_std) os << fmt::format("  noise_std: {}\n", *cfg.noise_std);
+  if (file || cfg.device != "cpu") os << "  device: " << cfg.device << "\n";
+  for (const auto& [key, path] : {std::pair{"data", cfg.data}, {"mask", cfg.mask}})
+    if (file && !path.empty())
+      os << "  " << key << ": " << YAML::Node(std::filesystem::absolute(path).string()) << "\n";
+  if (cfg.noise_std) os << "  noise_std: " << yaml_float(*cfg.noise_std) << "\n";
   return os.str();
 }
 
 }  // namespace
 
 std::string to_yaml(const RunConfig& cfg) {
-  return yaml_text(cfg, true);
+  return yaml_text(cfg, YamlFor::kFile);
 }
 
 SolverOptions solver_options(const RunConfig& cfg) {
@@ -575,7 +641,7 @@ SolverOptions solver_options(const RunConfig& cfg) {
 }
 
 std::string config_hash(const RunConfig& cfg, const std::string& extra) {
-  std::string text = yaml_text(cfg, false) + extra;
+  std::string text = yaml_text(cfg, YamlFor::kHash) + extra;
   for (const std::string& path : {cfg.data, cfg.mask}) {
     if (path.empty()) continue;
     std::ifstream f(path, std::ios::binary);
@@ -584,7 +650,9 @@ std::string config_hash(const RunConfig& cfg, const std::string& extra) {
     const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     text += fmt::format("|{:016x}", fnv1a(bytes.data(), bytes.size()));
   }
-  return fnv1a_hex8(text);
+  // 12 hex digits (48 bits): with 8 a campaign's configs met in one folder
+  // by chance (half the time by ~77k of them), the second run clearing the first's.
+  return fnv1a_hex(text, 12);
 }
 
 }  // namespace nefi

@@ -78,9 +78,10 @@ std::string to_yaml(const RunConfig& cfg);
 // the curriculum overrides and the measured dataset (read from run.data and
 // run.mask here: an unreadable file is an fk::Error naming it).
 SolverOptions solver_options(const RunConfig& cfg);
-// 8 hex digits over the effective config (and anything else in `extra`),
-// run.data's and run.mask's bytes included: another dataset under the same
-// name gets another run folder.
+// 12 hex digits over the effective config (and anything else in `extra`),
+// run.data's and run.mask's bytes in place of their paths: another dataset
+// under the same name gets another run folder, one file named two ways the
+// same one.
 std::string config_hash(const RunConfig& cfg, const std::string& extra = "");
 
 }  // namespace nefi

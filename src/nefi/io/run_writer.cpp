@@ -98,7 +98,9 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
   j["scene"] = cfg.config.has("scene") ? cfg.config.s("scene") : "";
   j["device"] = cfg.device;
   j["threads"] = threads;
-  j["config_hash"] = config_hash(cfg, cfg.smoke ? "smoke" : "");  // the run folder's name
+  // The run folder's name. Not --smoke's: its preset and step cap are in the
+  // config, so its config.yaml re-run gets this folder back.
+  j["config_hash"] = config_hash(cfg);
   bool history_written = false;
   for (const RunOutput& o : outs) {
     nlohmann::json m;

@@ -4,8 +4,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "fk/factory.h"
+#include "fk/io/npy.h"
 #include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/instance.h"
@@ -55,7 +57,7 @@ TEST(NefiInstances, RegistryAndConfigErrors) {
   // Values of the wrong YAML type are fk::Errors naming the file, not YAML
   // exceptions (found by the config fuzz harness, tests/fuzz).
   for (const char* text :
-       {"instance: toy1d\nsolver:\n  max_bad_steps: 09\n", "instance: toy1d\nrun:\n  seed: [1]\n",
+       {"instance: toy1d\nsolver:\n  max_bad_steps: 0x9\n", "instance: toy1d\nrun:\n  seed: [1]\n",
         "instance: toy1d\nrun:\n  methods: [[a]]\n", "instance: toy1d\nconfig:\n  [n]: 3\n",
         "instance: {a: 1}\n"}) {
     std::ofstream(bad) << text;
@@ -66,6 +68,67 @@ TEST(NefiInstances, RegistryAndConfigErrors) {
       EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
     }
   }
+  // Integers are decimal wherever they sit: 010 is 10 (YAML 1.1's octal read
+  // n: 064 as 52, where a float key and a list read 64).
+  std::ofstream(bad) << "instance: toy1d\nconfig:\n  n: 064\n  steps: [010]\nrun:\n  seed: 010\n";
+  const nefi::RunConfig decimal = nefi::load_run_config_file(bad);
+  EXPECT_EQ(decimal.config.i("n"), 64);
+  EXPECT_EQ(decimal.config.list("steps"), (std::vector<double>{10}));
+  EXPECT_EQ(decimal.seed, 10u);
+  nefi::RunConfig set = nefi::default_run_config("toy1d");
+  nefi::apply_set(set, "n=064");
+  EXPECT_EQ(set.config.i("n"), 64);
+  EXPECT_THROW(nefi::apply_set(set, "n=0x40"), fk::Error);
+}
+
+// What a file writes is what it reads: a quoted string keeps " # " and
+// brackets, a second YAML document or an empty method list is refused, an
+// unknown instance is named as the file's key, and config.yaml reads back
+// its infinite budget and its data file from any folder under one hash.
+TEST(NefiInstances, ConfigFilesSayWhatTheyMean) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(testing::TempDir()) / "config_files_say";
+  fs::create_directories(dir);
+  const std::string f = (dir / "c.yaml").string();
+  auto error_of = [&](const std::string& text) {
+    std::ofstream(f) << text;
+    try {
+      nefi::load_run_config_file(f);
+    } catch (const fk::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::ofstream(f) << "instance: thermal_tomography\nconfig:\n  defect_shapes: \"a # b\"\n";
+  EXPECT_EQ(nefi::load_run_config_file(f).config.s("defect_shapes"), "a # b");
+  nefi::RunConfig quoted = nefi::default_run_config("thermal_tomography");
+  nefi::apply_set(quoted, "defect_shapes=[a] # b");
+  EXPECT_EQ(quoted.config.s("defect_shapes"), "[a] # b");
+  std::ofstream(f) << nefi::to_yaml(quoted);
+  EXPECT_EQ(nefi::load_run_config_file(f).config.s("defect_shapes"), "[a] # b");
+  EXPECT_NE(error_of("instance: toy1d\n---\ninstance: deconvolution\n").find("one YAML document"),
+            std::string::npos);
+  EXPECT_NE(error_of("instance: toy1d\nrun:\n  methods: []\n").find("key 'methods'"),
+            std::string::npos);
+  EXPECT_NE(error_of("instance: Toy1D\n").find(f + ": key 'instance': expected an instance ("),
+            std::string::npos);
+
+  nefi::RunConfig c = nefi::default_run_config("toy1d");
+  nefi::apply_set(c, "curriculum.time_budget_s=.inf");
+  const fs::path data = dir / "y.npy";
+  fk::write_npy(data.string(), fk::zeros({64}));
+  const fs::path here = fs::current_path();
+  fs::current_path(dir);
+  nefi::apply_set(c, "run.data=y.npy");
+  const std::string hash = nefi::config_hash(c);
+  std::ofstream(f) << nefi::to_yaml(c);
+  fs::current_path(fs::temp_directory_path());
+  const nefi::RunConfig back = nefi::load_run_config_file(f);  // from another folder
+  fs::current_path(here);
+  EXPECT_EQ(back.curriculum.time_budget_s, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(back.data, data.string());
+  EXPECT_EQ(nefi::config_hash(back), hash);
+  EXPECT_EQ(hash.size(), 12u);
 }
 
 TEST(NefiInstances, BundledConfigsLoadAndRoundTrip) {
