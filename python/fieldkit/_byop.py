@@ -14,6 +14,8 @@ is solved the model is dry-run: wrong shapes, non-finite values, an adjoint
 that is not the model's adjoint, or a vjp that disagrees with the model's
 finite differences raise fieldkit.Error saying what to fix.
 """
+import reprlib
+
 import numpy as np
 
 from ._core import Error
@@ -64,9 +66,25 @@ def lr_range_test(problem, lrs=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1), steps
     with the best the lowest finite data loss after `steps` steps (a
     diverged solve counts as inf). ``device``: where they train (as
     ``solve``'s)."""
-    lrs = list(lrs)
-    if not lrs:
+    if not isinstance(problem, ForwardProblem):
+        raise Error(f"lr_range_test: expected a from_forward ForwardProblem (an instance's "
+                    f"learning rate: nefi.autotune), got {type(problem).__name__} "
+                    f"{reprlib.repr(problem)}")
+    if isinstance(lrs, (str, bytes)) or not hasattr(lrs, "__iter__") or \
+            getattr(lrs, "ndim", None) == 0:
+        raise Error(f"lr_range_test: expected lrs a sequence of positive learning rates (one "
+                    f"rate: [lr]), got {type(lrs).__name__} {reprlib.repr(lrs)}")
+    given = list(lrs)
+    if not given:
         raise Error("lr_range_test: expected at least one learning rate in lrs, got none")
+    lrs = []
+    for lr in given:  # all of them checked before the first solve
+        v = lr.item() if getattr(lr, "ndim", None) == 0 else lr  # a numpy or torch scalar
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or \
+                not (np.isfinite(v) and v > 0):
+            raise Error(f"lr_range_test: expected lrs a sequence of positive learning rates, "
+                        f"got {lr!r} in {reprlib.repr(given)}")
+        lrs.append(float(v))
     rows = []
     model = problem._model
     for lr in lrs:

@@ -31,6 +31,8 @@ arrays of your own with the definitions a run's metrics.json uses (psnr,
 ssim, relative_error, iou, hungarian_f1, gmsd, sliced_wasserstein, ...).
 """
 import os
+import reprlib
+from collections.abc import Mapping
 
 from . import _metrics as metrics
 from . import _operators as operators
@@ -59,6 +61,12 @@ def instances():
 
 
 def _yaml_scalar(v):
+    """An override's value as the YAML text of a --set. numpy (and torch)
+    scalars, 0-d and n-d arrays go through Python's own numbers and lists
+    first: numpy 2's repr of a float64 is 'np.float64(0.05)' and str of an
+    array is '[30 60]', neither of which the engine reads."""
+    if hasattr(v, "tolist") and not isinstance(v, (str, bytes)):
+        v = v.tolist()
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, dict):
@@ -66,7 +74,9 @@ def _yaml_scalar(v):
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_yaml_scalar(x) for x in v) + "]"
     if isinstance(v, float):
-        return repr(v)
+        return repr(float(v))  # a float subclass's repr may name its type
+    if isinstance(v, int):
+        return str(int(v))
     return str(v)
 
 
@@ -93,18 +103,38 @@ def _sets(overrides, prefix=""):
     return out, methods, seed
 
 
-def _target(instance, config):
+def _target(where, instance, config):
     """(target, overrides): a YAML path given as `config` is the target; an
-    instance name beside it must be the one the file names."""
+    instance name beside it must be the one the file names (a second path
+    there would be dropped without a word)."""
     if isinstance(config, (str, os.PathLike)):
         path = os.fspath(config)
-        if isinstance(instance, str) and instance in _nefi.instances():
-            named = _nefi.config_yaml(path, [], None, []).split("\n", 1)[0]
-            if named != f"instance: {instance}":
-                raise Error(f"nefi: expected a config file of instance {instance}, got {path} "
-                            f"({named})")
+        if not (isinstance(instance, str) and instance in _nefi.instances()):
+            raise Error(f"{where}: expected, beside the config file {path}, the name of the "
+                        f"instance it configures (or the file alone as the instance), got "
+                        f"{reprlib.repr(instance)}")
+        named = _nefi.config_yaml(path, [], None, []).split("\n", 1)[0]
+        if named != f"instance: {instance}":
+            raise Error(f"{where}: expected a config file of instance {instance}, got {path} "
+                        f"({named})")
         return path, {}
+    if config is not None and not isinstance(config, Mapping):
+        raise Error(f"{where}: expected config as a dict of overrides or a YAML path, got "
+                    f"{type(config).__name__} {reprlib.repr(config)}")
+    if not isinstance(instance, (str, os.PathLike)):
+        raise Error(f"{where}: expected an instance name or a YAML path, got "
+                    f"{type(instance).__name__} {reprlib.repr(instance)}")
     return os.fspath(instance), config or {}
+
+
+def _campaign_sets(where, overrides, gives):
+    """The --set assignments of a campaign's config dict and its methods; a
+    seed there is refused, as the CLI's campaigns refuse --set run.seed:
+    `gives` says which argument gives each run's."""
+    sets, methods, seed = _sets(overrides)
+    if seed is not None:
+        raise Error(f"{where}: expected no seed in the config ({gives}), got run.seed {seed!r}")
+    return sets, methods
 
 
 def _seed(where, value, name="seed"):
@@ -129,7 +159,7 @@ def _names(value):
 def config_yaml(instance, config=None, seed=None, methods=None):
     """The effective config (YAML text) that invert() would run, its
     run.methods those given (else the config's)."""
-    target, overrides = _target(instance, config)
+    target, overrides = _target("config_yaml", instance, config)
     sets, m, s = _sets(overrides)
     return _nefi.config_yaml(target, sets, _seed("config_yaml", s if seed is None else seed),
                              _names(methods if methods is not None else m))
@@ -141,7 +171,7 @@ def measurement(instance, config=None, seed=None):
     observed), noise_std (None: unknown), ground_truth}; with run.data
     (run.mask, run.noise_std) the file's, as invert solves it, and
     ground_truth None."""
-    target, overrides = _target(instance, config)
+    target, overrides = _target("measurement", instance, config)
     sets, _, s = _sets(overrides)
     return _nefi.measurement(target, sets, _seed("measurement", s if seed is None else seed))
 
@@ -153,7 +183,7 @@ def instance_operator(instance, config=None, seed=None, method=None):
     ones), ``op.output_shape(shape)``. The operator the solve uses, at the
     field's full resolution: simulate data, check a gradient, or hand it to
     ``from_forward``."""
-    target, overrides = _target(instance, config)
+    target, overrides = _target("instance_operator", instance, config)
     sets, _, s = _sets(overrides)
     if method is not None and not isinstance(method, str):
         raise Error(f"instance_operator: expected a method name, got {method!r}")
@@ -164,7 +194,9 @@ def instance_operator(instance, config=None, seed=None, method=None):
 
 def invert(instance, config=None, seed=None, methods=None, device=None):
     """Solves `instance` (a name or a YAML path) with `config` (a dict of
-    overrides or a YAML path); returns {method: result dict}. `config` may
+    overrides or a YAML path); returns {method: result dict} (its
+    "data_seed" the measurement's seed, its "seed" the field's: run.init_seed,
+    else the data seed, or the restart that won). `config` may
     hold a `curriculum` dict (early_stop_patience, early_stop_min_delta,
     discrepancy_tau, time_budget_s, restarts, freeze (prefix lists: one for
     every stage or one per stage), optim: {ema, betas, lr_mult: {prefix:
@@ -175,16 +207,21 @@ def invert(instance, config=None, seed=None, methods=None, device=None):
     (results then have no ground truth and no field metrics); `methods`
     takes the reference's names for the instance's own solver (neural, nefi,
     netmy, nefty, ...); `device` ("cpu", "cuda", "cuda:N"; default the
-    config's run.device, else cpu) is where a method's field trains (the
-    deep decoder's and Gaussian splats' too; the direct baselines such as
-    FBP, Wiener and ADMM run on the CPU)."""
-    target, overrides = _target(instance, config)
+    config's run.device, else $NEFI_DEVICE, else cpu) is where a method's
+    field trains (the deep decoder's and Gaussian splats' too; the direct
+    baselines such as FBP, Wiener and ADMM run on the CPU)."""
+    return _run("invert", instance, config, seed, methods, device)["results"]
+
+
+def _run(where, instance, config, seed, methods, device):
+    """What the engine's run gives: {instance, seed, config_yaml (the
+    effective config, the seed it ran included), results}."""
+    target, overrides = _target(where, instance, config)
     sets, m, s = _sets(overrides)
     if device is not None:
         sets.append(f"run.device={device}")
     methods = _names(methods if methods is not None else m)
-    out = _nefi.run(target, sets, _seed("invert", s if seed is None else seed), methods)
-    return out["results"]
+    return _nefi.run(target, sets, _seed(where, s if seed is None else seed), methods)
 
 
 class EnsembleResult:
@@ -225,8 +262,10 @@ def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, dev
     """`method` (default the instance's own solver) on the measurement of data
     seed `seed` (default the config's), once per initialisation seed in
     `seeds` (run.init_seed): an EnsembleResult whose std maps where the data
-    leave the field undetermined. `instance` may also be a from_forward
-    ForwardProblem, solved once per seed (on `device`, default the CPU)."""
+    leave the field undetermined. `device` is where the field trains (default
+    the config's run.device, else $NEFI_DEVICE, else the CPU). `instance` may
+    also be a from_forward ForwardProblem, solved once per seed (on `device`,
+    default the CPU)."""
     seeds = _seeds("ensemble", seeds)
     if not seeds:
         raise ValueError("ensemble: expected at least one initialisation seed, got none")
@@ -237,7 +276,7 @@ def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, dev
                              "config/method/seed")
         return EnsembleResult([instance.solve(seed=k, device=device or "cpu")
                                for k in seeds], seeds)
-    target, overrides = _target(instance, config)
+    target, overrides = _target("ensemble", instance, config)
     sets, m, s = _sets(overrides)
     if device is not None:
         sets.append(f"run.device={device}")
@@ -299,8 +338,12 @@ def batch_invert(instance, config=None, seeds=None, method="neural", data_seeds=
                 r["reconstruction"] = r["reconstruction"].reshape(p.shape)
         return out
     seeds = (0, 1, 2) if seeds is None else seeds
-    target, overrides = _target(instance, config)
-    sets, _, _ = _sets(overrides)
+    target, overrides = _target("batch_invert", instance, config)
+    sets, m = _campaign_sets("batch_invert", overrides, "seeds= gives each problem's field "
+                             "and data seed, data_seeds= its data's")
+    if m is not None:
+        raise Error(f"batch_invert: expected no methods in the config (method= names the one "
+                    f"method batched), got run.methods {m!r}")
     return _nefi.batch_invert(target, sets, str(method), _seeds("batch_invert", seeds),
                               _seeds("batch_invert", data_seeds or [], "data_seeds"),
                               _whole("batch_invert", "chunk_size", chunk_size, 0, _INT_MAX),
@@ -313,14 +356,19 @@ class Solver:
 
     def __init__(self, instance, config=None, methods=None):
         self.instance, self.config, self.methods = instance, config, methods
-        self.results = None
+        self.results, self._solved_yaml = None, None
 
     @property
     def config_yaml(self):
+        """The effective config (YAML text) of the last solve, its seed
+        included; before any, the one solve() would run by default."""
+        if self._solved_yaml is not None:
+            return self._solved_yaml
         return config_yaml(self.instance, self.config, methods=self.methods)
 
     def solve(self, seed=None):
-        self.results = invert(self.instance, self.config, seed, self.methods)
+        out = _run("Solver.solve", self.instance, self.config, seed, self.methods, None)
+        self.results, self._solved_yaml = out["results"], out["config_yaml"]
         return self.results
 
 
@@ -330,8 +378,9 @@ def bench(instance, config=None, methods=None, classes=None, n=4, seeds=(0, 1, 2
     files written): a list of per-run rows (dicts with metrics, steps, time).
     A method whose operator drew the data is refused unless
     allow_inverse_crime; ``metrics`` (names) keeps only those columns."""
-    target, overrides = _target(instance, config)
-    sets, m, _ = _sets(overrides)
+    target, overrides = _target("bench", instance, config)
+    sets, m = _campaign_sets("bench", overrides,
+                             "seeds= gives each unit's, as nefi bench's --seeds")
     methods = _names(methods if methods is not None else m)
     return _nefi.bench(target, sets, methods, _names(classes), _whole("bench", "n", n, 1, _INT_MAX),
                        _seeds("bench", seeds), float(budget_scale), bool(allow_inverse_crime),
@@ -341,10 +390,20 @@ def bench(instance, config=None, methods=None, classes=None, n=4, seeds=(0, 1, 2
 def _variants(instance, config, base, kind, axis=None, values=(), modifiers=(),
               independent=False, classes=None, n=4, seeds=(0, 1, 2), budget_scale=1.0,
               allow_inverse_crime=False):
-    target, overrides = _target(instance, config)
-    sets, m, _ = _sets(overrides)
+    target, overrides = _target(kind, instance, config)
+    sets, m = _campaign_sets(kind, overrides, f"seeds= gives each unit's, as nefi {kind}'s --seeds")
+    m = _names(m)
+    if base is None and len(m) > 1:
+        raise Error(f"{kind}: expected at most one method in the config (the base the {kind} "
+                    f"varies; base= names it), got run.methods {m!r}")
     base = base if base is not None else (m[0] if m else None)
-    listed = (lambda v: [str(x) for x in ([v] if isinstance(v, (str, int, float)) else v)])
+
+    def listed(v):  # one value, or several; each as the YAML text of a --set
+        if isinstance(v, (str, bytes)) or not hasattr(v, "__iter__") or \
+                getattr(v, "ndim", None) == 0:
+            v = [v]
+        return [x if isinstance(x, str) else _yaml_scalar(x) for x in v]
+
     return _nefi.variant_campaign(target, sets, base, kind, axis or "", listed(values),
                                   listed(modifiers), bool(independent), _names(classes),
                                   _whole(kind, "n", n, 1, _INT_MAX), _seeds(kind, seeds),
@@ -448,7 +507,7 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
     if at is not None:
         raise ValueError("diagnose: expected at= only with a from_forward problem (an "
                          "instance is diagnosed at its start or, with solve=True, its solution)")
-    target, overrides = _target(instance, config)
+    target, overrides = _target("diagnose", instance, config)
     sets, m, s = _sets(overrides)
     if device is not None:
         sets.append(f"run.device={device}")
@@ -485,7 +544,7 @@ def autotune(instance, config=None, seed=None, method=None, *, level="quick", co
         raise ValueError("autotune: expected ground_truth= and device= only with a from_forward "
                          "problem (an instance scores its own; its config's run.device says "
                          "where it trains)")
-    target, overrides = _target(instance, config)
+    target, overrides = _target("autotune", instance, config)
     sets, m, s = _sets(overrides)
     method = method if method is not None else (m[0] if m else None)
     return _nefi.autotune(target, sets, _seed("autotune", s if seed is None else seed), method,

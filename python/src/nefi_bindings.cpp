@@ -85,7 +85,11 @@ nb::dict run(const std::string& target, const std::vector<std::string>& sets,
   d["seed"] = cfg.seed;
   d["config_yaml"] = nefi::to_yaml(cfg);
   nb::dict results;
-  for (const auto& o : outs) results[o.method.c_str()] = output_dict(o);
+  for (const auto& o : outs) {
+    nb::dict r = output_dict(o);
+    r["data_seed"] = cfg.seed;  // "seed" is the field's (run.init_seed, or a restart's)
+    results[o.method.c_str()] = r;
+  }
   d["results"] = results;
   return d;
 }

@@ -17,7 +17,8 @@ namespace nb = nanobind;
 nb::object numpy_or_none(const fk::Tensor& t);
 // A JSON text (a report's numbers) as the dict Python's json.loads makes.
 nb::dict json_dict(const std::string& text);
-// {fields, history, stages, total_steps, ms_per_step, total_s, n_parameters, seed}
+// {fields, history, stages, total_steps, ms_per_step, total_s, n_parameters, seed (the
+// field's: the winning attempt's initialisation seed)}
 nb::dict solve_dict(const nefi::Result& r);
 // {rmse, data_psnr, discrepancy_ratio (RMSE / sigma; None: sigma unknown)},
 // or None without a prediction (a direct method).

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "fk/device.h"
 #include "fk/error.h"
 #include "nefi/bench/variants.h"
 #include "nefi/diagnostics/diagnose.h"
@@ -274,6 +275,9 @@ AutotuneReport autotune(const Instance& inst, const RunConfig& cfg, const std::s
            "no measured dataset (autotune studies the instance's synthetic data; a run solves a "
            "measured one)",
            "'" + cfg.data + "'");
+  // Before any pilot: each would fail on an unusable device, and a tuning
+  // whose every pilot failed returned the config unchanged without a word.
+  fk::check_usable(fk::parse_device(cfg.device), "autotune device (run.device or NEFI_DEVICE)");
   AutotuneReport r;
   r.instance = cfg.instance;
   r.method = method;

@@ -10,6 +10,7 @@
 
 #include <cmath>
 
+#include "fk/device.h"
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "nefi/tune/autotune_report.h"
@@ -172,6 +173,21 @@ TEST(Autotune, UnknownNoiseKeepsTheWeightAndLevelsAreChecked) {
   EXPECT_EQ(level_plan("thorough").lr_factors.size(), 7u);
   EXPECT_EQ(level_plan("thorough").weight_factors.size(), 13u);
   EXPECT_THROW(level_plan("fast"), fk::Error);
+}
+
+// A device no pilot can use is refused before the first (every pilot failed
+// and the config came back untuned, without a word).
+TEST(Autotune, AnUnusableDeviceIsRefusedBeforeAnyPilot) {
+  if (fk::cuda_device_count() > 63) GTEST_SKIP() << "a machine with 64 CUDA devices";
+  ResidualModel inst(0.1);
+  RunConfig c = model_config();
+  c.device = "cuda:63";
+  try {
+    (void)autotune(inst, c, "neural", level_plan("quick"));
+    ADD_FAILURE() << "tuned on cuda:63";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("autotune device"), std::string::npos) << e.what();
+  }
 }
 
 Pilot pilot(const std::string& value, double residual, const std::string& error = "") {
