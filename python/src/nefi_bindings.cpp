@@ -113,6 +113,10 @@ nb::list batch(const std::string& target, const std::vector<std::string>& sets,
            "no measured dataset in batch_invert (one problem per seed of the synthetic data; "
            "invert() solves a measured one)",
            "'" + cfg.data + "'");
+  // A config file's run.seed would be dropped: seeds= (data_seeds=) give each problem's.
+  FK_CHECK(cfg.seed == 0, "batch_invert run.seed",
+           "no seed in the config (seeds= gives each problem's, data_seeds= its data's)",
+           std::to_string(cfg.seed));
   FK_CHECK(!a.seeds.empty(), "batch_invert seeds", "at least one seed", "none");
   FK_CHECK(a.data_seeds.empty() || a.data_seeds.size() == a.seeds.size(), "batch_invert data_seeds",
            std::to_string(a.seeds.size()) + " (one per seed)", std::to_string(a.data_seeds.size()));

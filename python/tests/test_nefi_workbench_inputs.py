@@ -130,3 +130,11 @@ def test_sweep_values_from_numpy_are_plain_yaml():
     assert labels("lr", np.array([0.01, 0.02])) == ["lr=0.01", "lr=0.02"]
     assert labels("hidden", np.int64(16)) == ["hidden=16"]
     assert labels("steps", [np.array([3, 3]), [2, 4]]) == ["steps=[3, 3]", "steps=[2, 4]"]
+
+
+def test_batch_invert_refuses_a_config_files_seed(tmp_path):
+    # the file's run.seed was dropped without a word (seeds= gives each problem's)
+    f = tmp_path / "seeded.yaml"
+    f.write_text("instance: toy1d\nrun:\n  seed: 5\n")
+    with pytest.raises(fieldkit.Error, match="run.seed"):
+        nefi.batch_invert(str(f), seeds=[0])

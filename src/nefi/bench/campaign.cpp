@@ -255,6 +255,9 @@ Protocol make_protocol(const CampaignSpec& spec) {
              "one");
     apply_set(cfg, s);
   }
+  // A config file's run.seed too (its run.seed was dropped without a word).
+  FK_CHECK(cfg.seed == 0, "run.seed", "no seed in a campaign (--seeds gives each unit's)",
+           fk::to_text(cfg.seed));
   FK_CHECK(!cfg.init_seed, "run.init_seed",
            "no init seed in a benchmark (--seeds gives each unit's)",
            fk::to_text(cfg.init_seed.value_or(0)));

@@ -309,6 +309,13 @@ TEST(NefiRunOverrides, InitSeedVariesTheFieldNotTheData) {
   spec.sets = {"run.init_seed=1"};
   EXPECT_NE(error_of([&] { nefi::bench::make_protocol(spec); }).find("run.init_seed"),
             std::string::npos);
+  // A config file's run.seed too (it was dropped: data seed 0 ran).
+  const fs::path seeded = nefi::test::scratch() / "seeded_campaign.yaml";
+  std::ofstream(seeded) << "instance: toy1d\nrun:\n  seed: 5\n";
+  spec.target = seeded.string();
+  spec.sets = {};
+  EXPECT_NE(error_of([&] { nefi::bench::make_protocol(spec); }).find("run.seed"),
+            std::string::npos);
 }
 
 }  // namespace
