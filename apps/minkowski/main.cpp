@@ -8,6 +8,7 @@
 #include "bench_ops.h"
 #include "cli_checks.h"
 #include "fk/knobs.h"
+#include "fk/parallel.h"
 #include "flushed_status.h"
 #include "train.h"
 
@@ -205,6 +206,7 @@ int main(int argc, char** argv) {
   try {
     // Every knob's environment value up front, as fk-info and nefi check them.
     for (const fk::Knob* k : fk::knobs()) k->validate();
+    (void)fk::get_num_threads();  // OMP_NUM_THREADS too, before any work
     if (*c.conv) status = minkowski_app::bench_conv(opt.o);
     if (*c.ops) status = minkowski_app::bench_ops(opt.oo);
     if (*c.bench_train) status = minkowski_app::bench_train(opt.bto);

@@ -30,6 +30,7 @@
 
 #include "common.h"
 #include "fk/knobs.h"
+#include "fk/parallel.h"
 #include "flushed_status.h"
 
 int main(int argc, char** argv) {
@@ -58,6 +59,9 @@ int main(int argc, char** argv) {
     // Every knob's environment value up front, as fk-info checks them: a CPU
     // run never reads the CUDA ones, and took FK_ALLOW_TF32=maybe silently.
     for (const fk::Knob* k : fk::knobs()) k->validate();
+    // OMP_NUM_THREADS too (read as fk's thread count, not a knob): it failed
+    // each method on its own, "every method failed" for one bad variable.
+    (void)fk::get_num_threads();
     ctx.config_dirs = nefi::cli::config_dirs(argv[0]);
     for (const auto& [sub, run] : commands)
       if (*sub) return cli_checks::flushed_status("nefi", run(), 2);

@@ -31,4 +31,19 @@ TEST(KnobEnvCli, AMalformedKnobStopsTheCommand) {
   }
 }
 
+// A malformed OMP_NUM_THREADS (fk's thread count, read outside the knob
+// table) stops a run before any method starts: it failed each method on its
+// own ("every method failed: ...").
+TEST(KnobEnvCli, AMalformedThreadCountStopsTheRunBeforeItsMethods) {
+  if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const auto bad = fieldkit_test::run_cli(
+      "/usr/bin/env",
+      "OMP_NUM_THREADS=abc " + fieldkit_test::sibling_binary("nefi").string() +
+          " run toy1d --smoke -q --out " + (nefi::test::scratch() / "omp_abc").string(),
+      nefi::test::scratch());
+  EXPECT_EQ(bad.status, 2) << bad.err;
+  EXPECT_NE(bad.err.find("nefi: error: knob OMP_NUM_THREADS"), std::string::npos) << bad.err;
+  EXPECT_FALSE(std::filesystem::exists(nefi::test::scratch() / "omp_abc"));
+}
+
 }  // namespace
