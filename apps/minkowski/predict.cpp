@@ -14,6 +14,7 @@
 #include <fstream>
 #include <limits>
 
+#include "cloud_checks.h"
 #include "fk/fk.h"
 #include "fk/io/npy.h"
 #include "minkowski/data/batch.h"
@@ -174,6 +175,9 @@ int predict(const PredictOptions& options) {
   nn::copy_named(net->state(), tensors, "load checkpoint " + o.checkpoint);
   net->to(device);
   const data::PointCloud cloud = input_cloud(o);
+  if (!o.input.empty())
+    check_cloud(cloud, "minkowski predict --input " + o.input, classes,
+                "the checkpoint's " + fk::to_text(classes) + " classes", o.voxel);
   const std::vector<int64_t> predicted = predict_points(o, precision, *net, cloud, classes, device);
   if (classifier) {
     std::printf("predicted %s", class_name(predicted.front(), classes, true).c_str());

@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "cloud_checks.h"
 #include "fk/fk.h"
 #include "fk/io/replace_file.h"
 #include "learning_curve.h"
@@ -222,7 +223,9 @@ class Source {
   explicit Source(const TrainOptions& o) : o_(o) {
     if (o.data.empty()) return;
     for (const auto& e : std::filesystem::directory_iterator(o.data)) {
-      const std::string ext = e.path().extension().string();
+      // Hidden files (macOS's ._x.ply beside x.ply) are no one's points.
+      if (e.path().filename().string().starts_with(".")) continue;
+      const std::string ext = data::point_file_extension(e.path().string());
       if (ext == ".ply" || ext == ".npy" || ext == ".xyz" || ext == ".txt")
         files_.push_back(e.path().string());
     }
@@ -278,11 +281,8 @@ class Source {
   data::PointCloud load(const std::string& path) const {
     data::PointCloud c = data::read_points(path);
     FK_CHECK(c.has_labels(), "minkowski train " + path, "per-point labels", "none");
-    for (int64_t l : c.labels)
-      FK_CHECK((l >= 0 && l < o_.classes) || l == -100, "minkowski train " + path,
-               "labels in [0, " + fk::to_text(o_.classes) + ") or -100 (--classes " +
-                   fk::to_text(o_.classes) + ")",
-               fk::to_text(l));
+    check_cloud(c, "minkowski train " + path, o_.classes, "--classes " + fk::to_text(o_.classes),
+                o_.voxel);
     if (!c.has_colors()) c.rgb.assign(c.xyz.size(), 0.5f);  // mid-grey: 0 after centring
     return c;
   }
@@ -337,16 +337,18 @@ int train(const TrainOptions& options) {
                           int64_t{o.epochs} * o.steps_per_epoch, o.warmup};
   schedule.step_size = o.lr_step;
   schedule.gamma = o.lr_gamma;
-  // The data are read before the log is touched: a bad --data leaves an
-  // earlier run's log as it was.
+  // The held-out data are read before the log is touched, and a new run's
+  // log replaces an earlier run's only with its first row (with its
+  // checkpoints): a bad --data file, held out or met mid-epoch, leaves the
+  // earlier run's folder as it was.
   const Source source(o);
   const std::string log_path = o.out + "/log.csv";
   const bool log_has_rows =
       o.resume && std::filesystem::exists(log_path) && std::filesystem::file_size(log_path) > 0;
   if (log_has_rows) rows_through(log_path, progress.epoch);
-  std::ofstream log(log_path, log_has_rows ? std::ios::app : std::ios::trunc);
-  FK_CHECK(log.good(), "minkowski train --out", "a writable folder", "'" + o.out + "'");
-  if (!log_has_rows) log << "epoch,loss,val_miou,val_accuracy,lr,points_per_s,skipped_steps\n";
+  FK_CHECK(std::ofstream(log_path, std::ios::app).good(), "minkowski train --out",
+           "a writable folder", "'" + o.out + "'");
+  std::ofstream log;
   const bool tty = isatty(fileno(stderr));
   for (int epoch = progress.epoch; epoch < o.epochs; ++epoch) {
     double loss_sum = 0;
@@ -378,6 +380,10 @@ int train(const TrainOptions& options) {
     if (scaler) {
       progress.loss_scale = scaler->scale_value();
       progress.growth_tracker = scaler->growth_tracker();
+    }
+    if (!log.is_open()) {
+      log.open(log_path, log_has_rows ? std::ios::app : std::ios::trunc);
+      if (!log_has_rows) log << "epoch,loss,val_miou,val_accuracy,lr,points_per_s,skipped_steps\n";
     }
     const bool improved = c.miou() > progress.best_miou;
     if (improved) {

@@ -1,6 +1,8 @@
 #include "minkowski/data/point_io.h"
 
 #include <bit>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -46,7 +48,8 @@ void add_point(PointCloud& cloud, const std::string& path, const std::string& wh
   if (label != nullptr) {
     const double l = *label;
     if (!(l == std::floor(l) && (l >= 0 || l == -100) && l < 1e9)) {
-      fail(path, where + ": label " + std::to_string(l) + " is not a class id (>= 0) or -100");
+      fail(path, where + ": label " + fk::to_text(l) +
+                     " is not a class id (a whole number in [0, 1e9)) or -100");
     }
     cloud.labels.push_back(static_cast<int64_t>(l));
   }
@@ -81,7 +84,18 @@ struct PlyHeader {
   int64_t vertices = -1;
   std::vector<PlyProperty> properties;
   size_t data_start = 0;
+  bool more_elements = false;  // elements after the vertices (faces, ...)
 };
+
+// A PLY count: the whole token a whole number (std::stoll read "2abc" as 2).
+int64_t ply_count(const std::string& path, const std::string& token) {
+  int64_t n = -1;
+  const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), n);
+  if (token.empty() || ec != std::errc() || end != token.data() + token.size())
+    fail(path, "bad vertex count '" + token + "'");
+  if (n < 0) fail(path, "negative vertex count");
+  return n;
+}
 
 PlyHeader parse_ply_header(const std::string& path, const std::vector<char>& bytes) {
   constexpr size_t kMaxHeader = 1 << 16;
@@ -89,7 +103,9 @@ PlyHeader parse_ply_header(const std::string& path, const std::vector<char>& byt
   // Lines end in \n, or \r\n as a file written on Windows has them.
   const std::string eol = text.rfind("ply\r\n", 0) == 0 ? "\r\n" : "\n";
   const std::string marker = "end_header" + eol;
-  const size_t end = text.find(marker);
+  // A line that is end_header (a comment ending in it is not one).
+  const size_t at = text.find(eol + marker);
+  const size_t end = at == std::string::npos ? at : at + eol.size();
   if (text.rfind("ply" + eol, 0) != 0 || end == std::string::npos) {
     if (text.rfind("ply", 0) == 0 && bytes.size() > kMaxHeader)
       fail(path, "no 'end_header' in the first 64 KiB (expected a PLY header under 64 KiB)");
@@ -98,8 +114,11 @@ PlyHeader parse_ply_header(const std::string& path, const std::vector<char>& byt
   PlyHeader h;
   h.data_start = end + marker.size();
   std::istringstream lines(text.substr(0, end));
-  bool in_vertex = false, seen_element = false;
-  for (std::string line; std::getline(lines, line);) {
+  bool in_vertex = false, seen_element = false, seen_format = false;
+  std::string line;
+  std::getline(lines, line);  // "ply"
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
     std::istringstream w(line);
     std::string key, a, b;
     w >> key >> a >> b;
@@ -109,26 +128,29 @@ PlyHeader parse_ply_header(const std::string& path, const std::vector<char>& byt
       } else if (a != "ascii") {
         fail(path, "PLY format '" + a + "' (expected ascii or binary_little_endian)");
       }
+      if (b != "1.0") fail(path, "PLY format version '" + b + "' (expected 1.0)");
+      seen_format = true;
     } else if (key == "element") {
       if (!seen_element && a != "vertex")
         fail(path, "the first PLY element is '" + a + "', not vertex");
       in_vertex = !seen_element;
+      h.more_elements = seen_element;
       seen_element = true;
-      if (in_vertex) {
-        try {
-          h.vertices = std::stoll(b);
-        } catch (const std::exception&) {
-          fail(path, "bad vertex count '" + b + "'");
-        }
-        if (h.vertices < 0) fail(path, "negative vertex count");
-      }
-    } else if (key == "property" && in_vertex) {
+      if (in_vertex) h.vertices = ply_count(path, b);
+    } else if (key == "property") {
+      if (!seen_element) fail(path, "a PLY property before any element");
+      if (!in_vertex) continue;
       if (a == "list") fail(path, "list property in the vertex element");
       for (const PlyProperty& q : h.properties)
         if (q.name == b) fail(path, "vertex property '" + b + "' twice");
       h.properties.push_back(ply_property(path, a, b));
+    } else if (key != "comment" && key != "obj_info" && !key.empty()) {
+      fail(path, "PLY header line '" + line +
+                     "' (expected format, element, property, comment "
+                     "or obj_info)");
     }
   }
+  if (!seen_format) fail(path, "no PLY format line (expected 'format ascii 1.0' or binary)");
   if (h.vertices < 0) fail(path, "no vertex element");
   return h;
 }
@@ -175,7 +197,10 @@ PlyColumns ply_columns(const std::string& path, const std::vector<PlyProperty>& 
     if (n == "red") c.r = i;
     if (n == "green") c.g = i;
     if (n == "blue") c.b = i;
-    if (n == "label" || n == "class") c.label = i;
+    if (n == "label" || n == "class") {
+      if (c.label >= 0) fail(path, "both a label and a class property (which is the label?)");
+      c.label = i;
+    }
   }
   if (c.x < 0 || c.y < 0 || c.z < 0) fail(path, "vertex element without x, y and z");
   if ((c.r >= 0) != (c.g >= 0) || (c.r >= 0) != (c.b >= 0)) {
@@ -192,7 +217,9 @@ void add_ply_vertex(PointCloud& cloud, const std::string& path, int64_t v,
   if (c.r >= 0) {
     const int cols[3] = {c.r, c.g, c.b};
     for (int a = 0; a < 3; ++a) {
-      rgb[a] = props[cols[a]].kind == 'f' ? row[cols[a]] : row[cols[a]] / 255.0;
+      // Integer colours span their type: uchar 0..255, ushort 0..65535.
+      const PlyProperty& q = props[cols[a]];
+      rgb[a] = q.kind == 'f' ? row[cols[a]] : row[cols[a]] / (q.bytes == 2 ? 65535.0 : 255.0);
     }
   }
   add_point(cloud, path, "vertex " + std::to_string(v), xyz, c.r >= 0 ? rgb : nullptr,
@@ -200,6 +227,12 @@ void add_ply_vertex(PointCloud& cloud, const std::string& path, int64_t v,
 }
 
 }  // namespace
+
+std::string point_file_extension(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (char& ch : ext) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return ext;
+}
 
 PointCloud read_ply(const std::string& path) {
   const std::vector<char> bytes = slurp(path);
@@ -218,6 +251,12 @@ PointCloud read_ply(const std::string& path) {
       fail(path, "truncated: " + std::to_string(h.vertices) + " vertices declared, " +
                      std::to_string(available / record) + " present");
     }
+    // Bytes past the vertices with no element after them: the header's
+    // count is short of the data (they were dropped without a word).
+    if (!h.more_elements && available > static_cast<size_t>(h.vertices) * record)
+      fail(path, std::to_string(available - static_cast<size_t>(h.vertices) * record) +
+                     " bytes past the " + std::to_string(h.vertices) +
+                     " vertices declared and no element after them");
     const char* p = bytes.data() + h.data_start;
     for (int64_t v = 0; v < h.vertices; ++v) {
       for (size_t k = 0; k < width; ++k) {
@@ -252,6 +291,12 @@ PointCloud read_ply(const std::string& path) {
                      std::to_string(width) + " properties");
     add_ply_vertex(cloud, path, v, row, h.properties, c);
   }
+  // Rows past the vertices with no element after them: the header's count
+  // is short of the data (they were dropped without a word).
+  for (std::string rest; !h.more_elements && std::getline(in, rest);)
+    if (rest.find_first_not_of(" \t\r") != std::string::npos)
+      fail(path, "more rows than the " + std::to_string(h.vertices) +
+                     " vertices declared and no element after them");
   return cloud;
 }
 
@@ -315,8 +360,7 @@ PointCloud read_npy_points(const std::string& path) {
 }
 
 PointCloud read_points(const std::string& path) {
-  const auto dot = path.rfind('.');
-  const std::string ext = dot == std::string::npos ? "" : path.substr(dot);
+  const std::string ext = point_file_extension(path);
   if (ext == ".ply") return read_ply(path);
   if (ext == ".xyz" || ext == ".txt") return read_xyz(path);
   if (ext == ".npy") return read_npy_points(path);

@@ -2,11 +2,12 @@
 // Reading point files into a PointCloud, each problem a one-line fk::Error
 // naming the file (and the line or vertex):
 //
-//   .ply  ASCII or binary_little_endian; the vertex element must come first
-//         and hold x, y, z (any scalar type), optionally red/green/blue
-//         (uchar: /255; float: as is) and label (or class); other vertex
-//         properties are skipped, list properties refused; later elements
-//         (faces) are ignored.
+//   .ply  ASCII or binary_little_endian, format 1.0; the vertex element must
+//         come first and hold x, y, z (any scalar type), optionally
+//         red/green/blue (uchar: /255; ushort: /65535; float: as is) and
+//         label (or class, not both); other vertex properties are skipped,
+//         list properties refused; later elements (faces) are ignored, and
+//         without one, data past the declared vertices is an error.
 //   .npy  N x 3 (x y z), N x 4 (+ label), N x 6 (+ r g b) or N x 7 (+ r g b
 //         label), any real or integer dtype (fk::read_npy).
 //   .xyz / .txt  one point per line: x y z, x y z label, x y z r g b or
@@ -23,6 +24,9 @@
 namespace minkowski::data {
 
 PointCloud read_points(const std::string& path);
+// A point file's extension as read_points picks its reader: the file name's
+// last one, lower case (".PLY" is .ply; a dot in a folder name is none).
+std::string point_file_extension(const std::string& path);
 PointCloud read_ply(const std::string& path);
 PointCloud read_xyz(const std::string& path);
 PointCloud read_npy_points(const std::string& path);

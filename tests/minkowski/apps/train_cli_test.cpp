@@ -219,6 +219,38 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   EXPECT_NE(r.err.find("--data: expected a folder of labelled point files"), std::string::npos)
       << r.err;
   EXPECT_EQ(read_text(dir / "run2" / "log.csv"), log_before);
+  // So does a training file with a bad label, met in the first step (a new
+  // run's log is written with its first epoch's row); the error names the
+  // file and the point, as predict's does.
+  fs::create_directories(dir / "bad_points");
+  for (const char* name : {"a.xyz", "b.xyz", "c.xyz"}) {
+    std::ofstream f(dir / "bad_points" / name);
+    for (int i = 0; i < 40; ++i)
+      f << i % 7 << ' ' << i / 7 << ' ' << i % 3 << ' ' << (name[0] == 'a' && i == 6 ? 3 : i % 3)
+        << '\n';
+  }
+  r = fieldkit_test::run_cli(bin,
+                             "train --epochs 1 --steps-per-epoch 1 --batch 1 --voxel 1 --threads 1 "
+                             "--classes 3 --data " +
+                                 (dir / "bad_points").string() + " --out " +
+                                 (dir / "run2").string(),
+                             dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("a.xyz: expected labels in [0, 3) or -100 (--classes 3), got label 3 at "
+                       "point 6"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(read_text(dir / "run2" / "log.csv"), log_before);
+  r = fieldkit_test::run_cli(bin,
+                             "predict --checkpoint " + (dir / "run2" / "best.ckpt").string() +
+                                 " --input " + (dir / "bad_points" / "a.xyz").string(),
+                             dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("--input " + (dir / "bad_points" / "a.xyz").string() +
+                       ": expected labels in [0, 3) or -100 (the checkpoint's 3 classes), got "
+                       "label 3 at point 6"),
+            std::string::npos)
+      << r.err;
   fs::remove(dir / "run2" / "log.csv");
   r = fieldkit_test::run_cli(bin,
                              "train --epochs 2 --steps-per-epoch 1 --batch 1 --voxel 1 --threads 1 "
@@ -271,8 +303,9 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   // and a training file when it is read, by name.
   r = fieldkit_test::run_cli(bin, folder + " --classes 2", dir);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("b.xyz: expected labels in [0, 2) or -100 (--classes 2), got 2"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("b.xyz: expected labels in [0, 2) or -100 (--classes 2), got label 2 at point 2"),
+      std::string::npos)
       << r.err;
   {
     std::ofstream held_out(dir / "points" / "b.xyz");  // held out: labels 0 and 1 only
@@ -281,8 +314,9 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   }
   r = fieldkit_test::run_cli(bin, folder + " --classes 2", dir);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("a.xyz: expected labels in [0, 2) or -100 (--classes 2), got 2"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("a.xyz: expected labels in [0, 2) or -100 (--classes 2), got label 2 at point 2"),
+      std::string::npos)
       << r.err;
   // A resume from a diverged run's last.ckpt (NaN weights) is refused by name.
   const fs::path last = dir / "run2" / "last.ckpt";

@@ -35,6 +35,15 @@ std::string read_error(const std::string& path) {
   return e;
 }
 
+// An ASCII x y z header declaring `count` vertices and nothing after them.
+std::string kXyzHeader(const std::string& count) {
+  return "ply\nformat ascii 1.0\nelement vertex " + count +
+         "\nproperty float x\nproperty float y\nproperty float z\nend_header\n";
+}
+std::string kXyzHeader(int count) {
+  return kXyzHeader(std::to_string(count));
+}
+
 const std::string kAsciiHeader =
     "ply\nformat ascii 1.0\ncomment made by hand\nelement vertex 2\nproperty float x\n"
     "property float y\nproperty float z\nproperty uchar red\nproperty uchar green\n"
@@ -89,6 +98,22 @@ TEST(DataPointIo, BinaryPlySkipsOtherProperties) {
   EXPECT_EQ(p.labels, (std::vector<int64_t>{0, 1, 2}));
   EXPECT_FLOAT_EQ(p.rgb[5], 1.0f / 255);
   std::remove(path.c_str());
+}
+
+// 16-bit colours span 0..65535; a file's extension is read in any case and
+// only from its name (a dot in a folder's name is no extension).
+TEST(DataPointIo, UshortColoursAndExtensionCase) {
+  const std::string path =
+      write("U.PLY",
+            "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\nproperty float y\n"
+            "property float z\nproperty ushort red\nproperty ushort green\nproperty ushort "
+            "blue\nend_header\n1 2 3 65535 0 32768\n");
+  const PointCloud p = read_points(path);
+  EXPECT_EQ(p.rgb[0], 1.0f);
+  EXPECT_NEAR(p.rgb[2], 0.5, 1e-4);
+  std::remove(path.c_str());
+  EXPECT_EQ(point_file_extension("/a/dir.v2/noext"), "");
+  EXPECT_EQ(point_file_extension("scan.XYZ"), ".xyz");
 }
 
 TEST(DataPointIo, XyzWidths) {
@@ -182,6 +207,32 @@ TEST(DataPointIo, BadFilesAreOneLineErrors) {
       {read_error(write("empty.xyz", "# nothing\n")), "no points"},
       {read_error(write("c.csv", "0,1,2\n")), "unknown extension '.csv'"},
       {read_error("/nonexistent/dir/p.ply"), "cannot open"},
+      // A header whose count is short of the data, with no element after
+      // the vertices: the rest was dropped without a word.
+      {read_error(write("short.ply", kXyzHeader(1) + "1 2 3\n4 5 6\n")),
+       "more rows than the 1 vertices declared"},
+      {read_error(write("short_b.ply", binary_ply(2, 3))), "bytes past the 2 vertices declared"},
+      {read_error(write("junk.ply", kXyzHeader("2abc") + "1 2 3\n4 5 6\n")),
+       "bad vertex count '2abc'"},
+      // Only a line that is end_header ends the header.
+      {read_error(write("ceh.ply", "ply\nformat ascii 1.0\ncomment no end_header\n")),
+       "not a PLY file"},
+      {read_error(write("nofmt.ply",
+                        "ply\nelement vertex 1\nproperty float x\nproperty float "
+                        "y\nproperty float z\nend_header\n1 2 3\n")),
+       "no PLY format line"},
+      {read_error(write("v2.ply", "ply\nformat ascii 2.0\nend_header\n")), "format version '2.0'"},
+      {read_error(write("pfirst.ply", "ply\nformat ascii 1.0\nproperty float x\nend_header\n")),
+       "a PLY property before any element"},
+      {read_error(write("kw.ply", "ply\nformat ascii 1.0\nelemnt vertex 1\nend_header\n")),
+       "PLY header line 'elemnt vertex 1'"},
+      {read_error(write("lc.ply",
+                        "ply\nformat ascii 1.0\nelement vertex 1\nproperty float x\n"
+                        "property float y\nproperty float z\nproperty int label\n"
+                        "property int class\nend_header\n1 2 3 4 5\n")),
+       "both a label and a class property"},
+      {read_error(write("l9.xyz", "0 1 2 2000000000\n")),
+       "label 2e+09 is not a class id (a whole number in [0, 1e9)) or -100"},
   };
   for (const auto& [message, expected] : cases) {
     EXPECT_NE(message.find(expected), std::string::npos)
