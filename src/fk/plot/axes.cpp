@@ -235,6 +235,9 @@ void draw_lines(Figure& f, const AxesSpec& a, const std::vector<Series>& series,
   for (const Series& s : series) {
     std::vector<Point> run;
     auto flush = [&] {
+      // A run of one point (a one-step history, a finite value between
+      // NaNs) is no line: a dot, or it drew nothing.
+      if (run.size() == 1) f.dot(run[0], std::max(s.width, 1.5), s.colour);
       f.polyline(run, s.colour, s.width, s.dash);
       run.clear();
     };

@@ -68,6 +68,9 @@ std::vector<double> log_ticks(double lo, double hi) {
     for (size_t i = 0; i < decades.size(); i += k) kept.push_back(decades[i]);
     return kept;
   }
+  // Under a decade or so no 1-2-5 value may fall inside ([0.3, 0.45] had
+  // none, [0.7, 1.2] one): round linear values, which read a scale.
+  if (t.size() < 2) return nice_ticks(lo, hi, 4);
   return t;
 }
 
@@ -76,12 +79,19 @@ std::string tick_label(double v, double step) {
   if (a >= 1e5 || (step < 1e-3 && a < 1e-2)) {  // "1.5e5", "-2e-4": short and exact enough
     if (v == 0) return "0";
     const int ex = static_cast<int>(std::floor(std::log10(std::abs(v)) + 1e-9));
-    return fmt::format("{:.3g}e{}", v / std::pow(10.0, ex), ex);
+    // Digits enough to tell ticks a step apart on a large offset (1e6 +
+    // 0.02 k all read "1e6" with three).
+    const int digits =
+        step > 0
+            ? std::clamp(static_cast<int>(std::ceil(std::log10(std::abs(v) / step))) + 1, 3, 15)
+            : 3;
+    return fmt::format("{:.{}g}e{}", v / std::pow(10.0, ex), digits, ex);
   }
-  // Decimals enough to tell neighbouring ticks apart (2.5 steps need one more).
+  // Decimals enough to tell neighbouring ticks apart: one more where the
+  // step has a digit past them (2.5 -> 1, 0.25 -> 2; 25 -> 0, not "25.0").
   int dec = std::max(0, static_cast<int>(-std::floor(std::log10(step) + 1e-9)));
-  const double m = step / std::pow(10.0, std::floor(std::log10(step) + 1e-9));
-  if (std::abs(m - 2.5) < 1e-6) ++dec;
+  const double scaled = step * std::pow(10.0, dec);
+  if (std::abs(scaled - std::round(scaled)) > 1e-6 * scaled) ++dec;
   std::string s = fmt::format("{:.{}f}", v, dec);
   if (s == "-0" || s.rfind("-0.", 0) == 0) {
     bool zero = std::all_of(s.begin() + 1, s.end(), [](char c) { return c == '0' || c == '.'; });

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "fk/plot/axes.h"
+#include "nefi/bench/metric_axes.h"
 #include "nefi/bench/stats.h"
 #include "nefi/bench/tables.h"
 
@@ -43,22 +44,7 @@ std::vector<fk::plot::Interval> intervals(const std::vector<std::string>& method
   return out;
 }
 
-// The values a metric can take, so an interval drawn from two or three runs
-// never reaches past them (an MSE below 0, an SSIM above 1).
-struct Bounds {
-  double lo = -INFINITY, hi = INFINITY;
-};
-Bounds bounds_of(const std::string& m) {
-  auto has = [&m](const char* part) { return m.find(part) != std::string::npos; };
-  if (has("ssim") || has("iou") || has("dice") || has("f1") || has("accuracy") || has("delta"))
-    return {has("ssim") ? -1.0 : 0.0, 1.0};
-  if (m == "time_s" || has("mse") || has("mae") || has("rmse") || has("relative_error") ||
-      has("abs_rel") || has("gmsd") || has("wasserstein") || has("swd"))
-    return {0.0, INFINITY};
-  return {};
-}
-
-void clip_intervals(std::vector<fk::plot::Interval>& cats, const Bounds& b) {
+void clip_intervals(std::vector<fk::plot::Interval>& cats, const MetricBounds& b) {
   for (auto& c : cats) {
     if (!std::isfinite(c.half)) continue;
     const double lo = std::max(c.mean - c.half, b.lo), hi = std::min(c.mean + c.half, b.hi);
@@ -106,12 +92,6 @@ bool compares_methods(const std::string& metric, const std::vector<Row>& rows) {
   return within || !across;
 }
 
-std::string axis_label(const std::string& m) {
-  if (m == "time_s") return "wall time (s)";
-  if (m.find("psnr") != std::string::npos) return m + " (dB)";
-  return m;
-}
-
 }  // namespace
 
 void write_summary_png(const std::string& path, const Protocol& p, const std::vector<Row>& rows,
@@ -139,7 +119,7 @@ void write_summary_png(const std::string& path, const Protocol& p, const std::ve
   for (int i = 0; i < n; ++i) {
     const std::string& m = metrics[i];
     std::vector<fk::plot::Interval> cats = intervals(methods, rows, m, level);
-    const Bounds b = bounds_of(m);
+    const MetricBounds b = metric_bounds(m);
     clip_intervals(cats, b);
     const std::vector<double> drawn = drawn_values(cats);
     // A quantity >= 0 whose values spread over more than two decades (one
@@ -159,7 +139,7 @@ void write_summary_png(const std::string& path, const Protocol& p, const std::ve
     a.box = {(i % kCols) * cell_w + fk::plot::kLeftMargin, kTop + (i / kCols) * cell_h + kHead, kW,
              kH};
     a.x = {-0.5, static_cast<double>(methods.size()) - 0.5};
-    a.y = {r.lo, r.hi, log, axis_label(m)};
+    a.y = {r.lo, r.hi, log, metric_axis_label(m)};
     a.title = m == "time_s" ? "time_s (lower is better)" : m + direction_note(m);
     a.x_categories = methods;
     a.grid = true;

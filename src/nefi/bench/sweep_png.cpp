@@ -6,6 +6,7 @@
 
 #include "fk/error.h"
 #include "fk/plot/axes.h"
+#include "nefi/bench/metric_axes.h"
 #include "nefi/bench/stats.h"
 #include "nefi/bench/tables.h"
 
@@ -106,7 +107,13 @@ void write_sweep_png(const std::string& path, const std::string& title, const st
          {16, {0.05, 0.05, 0.05}, fk::plot::Align::Start, fk::plot::Align::End, true});
   for (size_t i = 0; i < metrics.size(); ++i) {
     const std::string& m = metrics[i];
-    const Curve c = curve(labels, rows, m, level);
+    Curve c = curve(labels, rows, m, level);
+    // Intervals clipped to the values the metric can take (an MSE's reached below 0).
+    const MetricBounds b = metric_bounds(m);
+    for (size_t k = 0; k < c.lo.size(); ++k) {
+      c.lo[k] = std::max(c.lo[k], b.lo);
+      c.hi[k] = std::min(c.hi[k], b.hi);
+    }
     std::vector<double> all = c.lo;
     all.insert(all.end(), c.hi.begin(), c.hi.end());
     const fk::plot::Range yr = fk::plot::padded(fk::plot::value_range({&all}), 0.08);
@@ -114,18 +121,19 @@ void write_sweep_png(const std::string& path, const std::string& title, const st
     a.box = {(i % kCols) * cell_w + fk::plot::kLeftMargin, kTop + (i / kCols) * cell_h + kHead, kW,
              kH};
     a.x = {xr.lo, xr.hi, log, axis};
-    a.y = {yr.lo, yr.hi, false, m};
+    a.y = {yr.lo, yr.hi, false, metric_axis_label(m)};
     a.title = m + direction_note(m);
     a.grid = true;
     const fk::plot::Rgb colour = fk::plot::series_colour(0);
-    fk::plot::draw_lines(f, a,
-                         {{"", values, c.mean, colour, 1.6},
-                          {"mean, 95 % interval", values, c.mean, colour, 3.5, 0, true}});
-    // The intervals on top of the frame draw_lines lays down.
+    std::vector<fk::plot::Series> series{
+        {"", values, c.mean, colour, 1.6},
+        {"mean, 95 % interval", values, c.mean, colour, 3.5, 0, true}};
+    // Each interval a two-point series: over the grid and under the legend
+    // (drawn after it, they ran through the legend's box).
     for (size_t k = 0; k < values.size(); ++k)
       if (std::isfinite(c.lo[k]) && std::isfinite(c.hi[k]))
-        f.line({fk::plot::to_px_x(a, values[k]), fk::plot::to_px_y(a, c.lo[k])},
-               {fk::plot::to_px_x(a, values[k]), fk::plot::to_px_y(a, c.hi[k])}, colour, 1.5);
+        series.push_back({"", {values[k], values[k]}, {c.lo[k], c.hi[k]}, colour, 1.5});
+    fk::plot::draw_lines(f, a, series);
   }
   f.save_png(path);
 }

@@ -68,7 +68,7 @@ void method_row(fk::plot::Figure& f, double y, const HistoryPlot& run) {
   const double x1 = step.empty() ? 1 : std::max(step.back(), step.front() + 1);
   const fk::plot::Range lr = positive_range(losses);
   fk::plot::AxesSpec a{{fk::plot::kLeftMargin, y + kHead, kW, kH},
-                       {step.empty() ? 0 : step.front(), x1, false, "global step"},
+                       {step.empty() ? 0 : step.front(), x1, false, "global step", true},
                        {lr.lo, lr.hi, true, "loss"},
                        run.method + ": total and its terms (each unweighted)"};
   a.grid = true;

@@ -7,13 +7,28 @@
 namespace nefi::panel {
 namespace {
 
-// Title (bold) and, below it, a smaller second line (the metrics).
+// The largest size up to `size` at which `s` fits `width` (down to 8 px):
+// a long title ("richardson_lucy - truth: x-y at z = 1.1 µm") ran into the
+// next tile's.
+double fitted(fk::plot::Figure& f, const std::string& s, double size, double width, bool bold) {
+  const double w = f.text_width(s, size, bold);
+  return w <= width ? size : std::max(8.0, std::floor(size * width / w));
+}
+
+// Title (bold) and, below it, a smaller second line (the metrics), each
+// within the tile and the margin before the next one.
 void head(fk::plot::Figure& f, const fk::plot::Box& b, const std::string& title,
           const std::string& sub) {
+  const double width = b.w + fk::plot::kLeftMargin - 8;
   f.text({b.x + b.w / 2, b.y - (sub.empty() ? 8 : 24)}, title,
-         {13, {0.1, 0.1, 0.1}, fk::plot::Align::Centre, fk::plot::Align::End, true});
+         {fitted(f, title, 13, width, true),
+          {0.1, 0.1, 0.1},
+          fk::plot::Align::Centre,
+          fk::plot::Align::End,
+          true});
   if (!sub.empty())
-    f.text({b.x + b.w / 2, b.y - 8}, sub, {11, {0.25, 0.25, 0.25}, fk::plot::Align::Centre});
+    f.text({b.x + b.w / 2, b.y - 8}, sub,
+           {fitted(f, sub, 11, width, false), {0.25, 0.25, 0.25}, fk::plot::Align::Centre});
 }
 
 }  // namespace

@@ -72,6 +72,13 @@ TEST(PlotTicks, LogTicksAreDecades) {
   EXPECT_EQ(plot::log_tick_label(1e-3), "1e-3");
   EXPECT_EQ(plot::log_tick_label(0.1), "0.1");
   EXPECT_EQ(plot::log_tick_label(1e5), "1e5");
+  // Under a decade with no 1-2-5 value inside (or one): round linear
+  // values, at least two, inside the range.
+  for (auto [lo, hi] : {std::pair{0.3, 0.45}, {2.5, 4.5}, {0.7, 1.2}, {0.87, 0.99}}) {
+    const std::vector<double> t = plot::log_ticks(lo, hi);
+    EXPECT_GE(t.size(), 2u) << lo << " " << hi;
+    for (double v : t) EXPECT_TRUE(v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) << v;
+  }
 }
 
 TEST(PlotTicks, LabelsShowTheStep) {
@@ -81,6 +88,12 @@ TEST(PlotTicks, LabelsShowTheStep) {
   EXPECT_EQ(plot::tick_label(-1e-17, 0.1), "0.0");
   EXPECT_EQ(plot::tick_label(150000, 50000), "1.5e5");
   EXPECT_EQ(plot::tick_label(-2e-4, 1e-4), "-2e-4");
+  // Ticks a step apart on a large offset read apart (all were "1e6").
+  EXPECT_NE(plot::tick_label(1e6 + 0.02, 0.02), plot::tick_label(1e6 + 0.04, 0.02));
+  // A 25 step needs no decimal (it was "25.0"); 2.5 and 0.25 need one more.
+  EXPECT_EQ(plot::tick_label(50, 25), "50");
+  EXPECT_EQ(plot::tick_label(5, 2.5), "5.0");
+  EXPECT_EQ(plot::tick_label(0.75, 0.25), "0.75");
 }
 
 TEST(PlotColormap, SequentialMapsRiseInLightness) {

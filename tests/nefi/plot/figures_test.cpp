@@ -58,6 +58,27 @@ TEST(PlotFigure, DrawsAndSavesAnAxesWithAColourBar) {
   EXPECT_GT(d.non_white, 0.3);
 }
 
+// A series of one point (a one-step history, a finite value between NaNs)
+// is a dot: as a polyline of one point it drew nothing.
+TEST(PlotFigure, AOnePointSeriesIsADot) {
+  fk::plot::Figure f(200, 200);
+  fk::plot::AxesSpec a;
+  a.box = {40, 20, 140, 140};
+  a.x = {0, 2};
+  a.y = {0, 2};
+  fk::plot::draw_lines(f, a, {{"", {1.0, 1.5, 2.0}, {1.0, NAN, NAN}, {1, 0, 0}, 1.6}});
+  const std::string p = tmp("one_point.png");
+  f.save_png(p);
+  int w = 0, h = 0, n = 0;
+  unsigned char* px = stbi_load(p.c_str(), &w, &h, &n, 3);
+  ASSERT_NE(px, nullptr);
+  int red = 0;
+  for (int i = 0; i < w * h; ++i)
+    red += px[3 * i] > 200 && px[3 * i + 1] < 90 && px[3 * i + 2] < 90;
+  stbi_image_free(px);
+  EXPECT_GT(red, 3);
+}
+
 fk::Tensor ramp(const fk::Dims& shape, double scale) {
   std::vector<double> v(shape.numel());
   for (size_t i = 0; i < v.size(); ++i) v[i] = scale * std::sin(0.3 * static_cast<double>(i));
