@@ -26,6 +26,7 @@ from .coordinates import (
     SparseTensorQuantizationMode,
     clear_global_coordinate_manager,
     convert_to_int_list,
+    convert_to_int_tensor,
     global_coordinate_manager,
     set_global_coordinate_manager,
     set_sparse_tensor_operation_mode,
@@ -36,7 +37,7 @@ from .quantization import sparse_quantize
 from .sparse_tensor import SparseTensor, TensorField
 from .determinism import sorted_coordinates
 from .diagnostics import get_gpu_memory_info, print_diagnostics
-from .kernel import KernelGenerator
+from .kernel import KernelGenerator, convert_region_type, get_kernel_volume
 from .convolution import (
     ConvolutionMode,
     MinkowskiChannelwiseConvolution,
@@ -97,10 +98,13 @@ from .reference_functions import (
     MinkowskiLocalPoolingFunction,
     MinkowskiLocalPoolingTransposeFunction,
     MinkowskiPruningFunction,
+    MinkowskiUnionFunction,
 )
 from .nonlinearity import *  # noqa: F401,F403  (MinkowskiReLU, ...)
 from .nonlinearity import MinkowskiDropout, MinkowskiLinear, MinkowskiSinusoidal
 from . import feature_functional as MinkowskiFunctional, modules, utils
+from . import quantization as _quantization
+from .reference_modules import register_reference_modules as _register_reference_modules
 import sys as _sys
 
 # `import fieldkit.minkowski.MinkowskiFunctional as MEF`, the reference's path.
@@ -138,5 +142,8 @@ class MinkowskiNetwork(torch.nn.Module):
         super().__init__()
         self.D = D
 
+
+# `from ...MinkowskiOps import to_sparse` and the reference's other module paths.
+_register_reference_modules(_sys.modules[__name__], [_sys.modules[__name__], utils, _quantization])
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -19,9 +19,10 @@ class SparseTensorQuantizationMode(enum.IntEnum):
     """How the features of duplicate coordinates are reduced (values as in
     MinkowskiEngine). RANDOM_SUBSAMPLE keeps one row per voxel: in a
     SparseTensor or TensorField.sparse() the first occurrence (the reference's
-    CPU choice, and the row its ``unique_index`` names), in sparse_quantize a
-    draw from a fixed seed (its returned index names the drawn row).
-    FIRST_OCCURRENCE keeps the first everywhere. SPLAT_LINEAR_INTERPOLATION
+    CPU choice, and the row its ``unique_index`` names), in sparse_quantize,
+    asked for by keyword, a draw from a fixed seed (its returned index names
+    the drawn row). FIRST_OCCURRENCE keeps the first everywhere (sparse_quantize's
+    default, as the reference's). SPLAT_LINEAR_INTERPOLATION
     is TensorField's splat() (TensorField.sparse() runs it); a SparseTensor or
     sparse_quantize refuses it."""
 
@@ -440,6 +441,12 @@ def convert_to_int_list(arg, dimension):
     if len(values) != dimension:
         raise ValueError(f"expected an int or {dimension} values, got {arg!r}")
     return values
+
+
+def convert_to_int_tensor(arg, dimension):
+    """convert_to_int_list's values as a D int32 tensor (torch.IntTensor),
+    the reference's other helper."""
+    return torch.IntTensor(convert_to_int_list(arg, dimension))
 
 
 _INT32 = torch.iinfo(torch.int32)

@@ -387,9 +387,16 @@ class SplatFunction(torch.autograd.Function):
         return _mk.splat_backward(_plain(grad_out), ctx.splat_map, _plain(f)), None
 
 
-def spmm(rows, cols, values, size, mat):
+def spmm(rows, cols, values, size, mat, is_sorted=False, cuda_spmm_alg=1):
     """A @ mat for the sparse (size[0] x size[1]) A[rows[p], cols[p]] += values[p]
-    (duplicates add up); differentiable w.r.t. values and mat."""
+    (duplicates add up); differentiable w.r.t. values and mat.
+
+    is_sorted and cuda_spmm_alg are the reference's cuSPARSE options (skip its
+    sort of an already row-sorted list; COO algorithm 1-4). They change
+    nothing here: this engine groups the list by row itself (a stable sort,
+    any input order, on CPU and CUDA alike) and calls no cuSPARSE, so they
+    are accepted for ported calls and ignored, and is_sorted=True with an
+    unsorted list still gives the right product."""
     return run(SpmmFunction, values, mat, _coo(rows, cols, size))
 
 

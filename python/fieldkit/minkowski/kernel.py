@@ -77,6 +77,45 @@ def _region_type(value):
                      f"HYPER_CROSS, CUSTOM) or 0, 1, 2, got {value!r}")
 
 
+def get_kernel_volume(region_type, kernel_size, region_offset, axis_types, dimension):
+    """The number of kernel offsets (weights' first dimension), as the
+    reference's: prod k_i for HYPER_CUBE, sum (k_i - 1) + 1 for HYPER_CROSS
+    (odd sizes only), the rows of region_offset (K x D) for CUSTOM.
+    axis_types (the reference's per-axis HYBRID kernels) is refused: no
+    engine path builds one."""
+    return _description(region_type, kernel_size, region_offset, axis_types,
+                        dimension).kernel_volume
+
+
+def convert_region_type(region_type, tensor_stride, kernel_size, up_stride, dilation,
+                        region_offset, axis_types, dimension, center=True):
+    """(region_type, region_offset, kernel_volume), as the reference's: the
+    offsets are the CUSTOM ones given (an int32 K x D tensor), an empty
+    IntTensor for HYPER_CUBE and HYPER_CROSS, whose offsets the engine makes
+    per tensor stride. tensor_stride, up_stride, dilation and center shaped
+    only the reference's HYBRID offsets: accepted, unused."""
+    gen = _description(region_type, kernel_size, region_offset, axis_types, dimension)
+    if gen.region_type == RegionType.CUSTOM:
+        offsets = torch.as_tensor(region_offset).to(torch.int32).reshape(-1, dimension)
+    else:
+        offsets = torch.IntTensor()
+    return gen.region_type, offsets, gen.kernel_volume
+
+
+def _description(region_type, kernel_size, region_offset, axis_types, dimension):
+    """A KernelGenerator of the reference's loose kernel arguments, checked."""
+    if axis_types is not None:
+        raise ValueError("expected axis_types None (per-axis HYBRID kernels are not supported; "
+                         f"use RegionType.CUSTOM with region_offsets), got {axis_types!r}")
+    kind = _region_type(region_type)
+    if kind != RegionType.CUSTOM and region_offset is not None and len(region_offset):
+        raise ValueError(f"expected no region_offset with {kind.name} (its offsets come from "
+                         "kernel_size), got some")
+    return KernelGenerator(kernel_size, region_type=kind,
+                           region_offsets=region_offset if kind == RegionType.CUSTOM else None,
+                           dimension=dimension)
+
+
 def make_generator(kernel_generator, kernel_size, stride, dilation, dimension,
                    expand_coordinates=False):
     if kernel_generator is not None:

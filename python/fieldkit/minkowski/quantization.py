@@ -81,13 +81,16 @@ def _quantize_device(device):
 
 def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
                     return_index=False, return_inverse=False, return_maps_only=False,
-                    quantization_size=None,
-                    quantization_mode=QMode.RANDOM_SUBSAMPLE,
-                    seed=0, device="cpu"):
+                    quantization_size=None, device="cpu", *,
+                    quantization_mode=QMode.FIRST_OCCURRENCE, seed=0):
     """Voxelizes points: floor(c / quantization_size) (floor(c) when it is
-    None), one row per voxel, the voxels in order of first occurrence (under
-    RANDOM_SUBSAMPLE the row kept for a voxel is a draw from `seed`, which
-    the unique index names). Returns what the
+    None), one row per voxel, the voxels in order of first occurrence. The
+    positional parameters are the reference's, in its order. By default each
+    voxel keeps its first point (the reference's CPU choice, and what a
+    SparseTensor keeps); fieldkit's keyword-only quantization_mode picks
+    another reduction of the features: RANDOM_SUBSAMPLE keeps a row drawn
+    from `seed` (the unique index names it), UNWEIGHTED_AVERAGE,
+    UNWEIGHTED_SUM or MAX_POOL reduce every point's. Returns what the
     reference returns: the coordinates, then features and labels when given,
     then the unique index and the inverse mapping when asked (or only those
     two with return_maps_only). numpy inputs give numpy outputs; torch
@@ -161,6 +164,24 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
         keep = None if isinstance(features, np.ndarray) else qf
         out = [o if o is keep else o.numpy() for o in out]
     return out[0] if len(out) == 1 else tuple(out)
+
+
+def quantize(coordinates):
+    """(unique_map, inverse_map) of integer coordinates (N x D), as the
+    reference's utils.quantization.quantize: coordinates[unique_map] are the
+    distinct rows in order of first occurrence, and
+    unique_map[inverse_map] gives each row's first equal row."""
+    return sparse_quantize(coordinates, return_maps_only=True, return_inverse=True)
+
+
+def quantize_label(coordinates, labels, ignore_label):
+    """(unique_map, labels per voxel) of integer coordinates (N x D) and
+    their labels, as the reference's utils.quantization.quantize_label: the
+    first row of each distinct coordinate, and its label, or ignore_label
+    where the rows of one coordinate carry different labels."""
+    _, voxel_labels, unique = sparse_quantize(coordinates, labels=labels,
+                                              ignore_label=ignore_label, return_index=True)
+    return unique, voxel_labels
 
 
 def _reference_floor(coordinates, quantization_size, as_numpy):

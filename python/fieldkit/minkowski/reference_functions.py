@@ -3,11 +3,11 @@ signatures (coordinate map keys and a manager rather than kernel maps).
 Each is a torch.autograd.Function: its forward resolves the maps and runs
 the forward of the op's Function of functional.py on its own ctx, its
 backward is that Function's backward, so gradients (and the convolution's
-higher derivatives) are those of the layers. Map keys here are values: with
-``out_key=None`` the output map is the one the layer would make (the
-reference fills in an unset key object in place instead), so a caller that
-needs the key computes it first, e.g. ``manager.stride(in_key, stride)``,
-and passes it."""
+higher derivatives) are those of the layers. An output key may be None or,
+as the reference's modules pass it, an unset ``CoordinateMapKey(D + 1)``:
+the output map is then the one the layer would make, and an unset key
+object is filled in with its key in place (as the reference's backend
+does); a set key must name the map the op writes."""
 import enum
 import functools
 import inspect
@@ -41,6 +41,30 @@ def _checked_out_key(manager, out_key, where):
     if not isinstance(out_key, _mk.MapKey) or not manager.has(out_key):
         raise ValueError(f"{where}: expected an output key of the manager, got {out_key}")
     return out_key
+
+
+def _is_unset(out_key):
+    return isinstance(out_key, _mk.MapKey) and not out_key.is_key_set()
+
+
+def _out_key(manager, out_key, made, where):
+    """The key of the map the op writes: out_key when set (checked), else
+    made() (the layer's own output map), copied into an unset key object so
+    the caller holds it afterwards, as the reference's backend sets it."""
+    if out_key is not None and not _is_unset(out_key):
+        return _checked_out_key(manager, out_key, where)
+    _check_unset_size(manager, out_key, where)
+    key = made()
+    if out_key is not None:
+        out_key.tensor_stride, out_key.tag = key.tensor_stride, key.tag
+    return key
+
+
+def _check_unset_size(manager, out_key, where):
+    """An unset key of another coordinate size is refused before any map is made."""
+    if _is_unset(out_key) and out_key.get_coordinate_size() != manager.dimension + 1:
+        raise ValueError(f"{where}: expected an unset out_key of coordinate size "
+                         f"{manager.dimension + 1} (D + 1), got {out_key.get_coordinate_size()}")
 
 
 class _ReferenceFunction(torch.autograd.Function):
@@ -96,9 +120,9 @@ class MinkowskiConvolutionFunction(_ReferenceFunction):
     @classmethod
     def _forward(cls, ctx, F, W, kernel_generator, convolution_mode, in_key, out_key, manager):
         x = _input(F, in_key, manager, cls.__name__)
-        if out_key is None:
-            out_key = convolution_output_key(x, kernel_generator, cls.transposed)
-        _checked_out_key(manager, out_key, cls.__name__)
+        out_key = _out_key(manager, out_key,
+                           lambda: convolution_output_key(x, kernel_generator, cls.transposed),
+                           cls.__name__)
         kmap = manager.region_kernel_map(in_key, out_key, kernel_generator.region, cls.transposed)
         return ConvolutionFunction.forward(ctx, F, W, kmap, False)
 
@@ -141,10 +165,9 @@ class MinkowskiLocalPoolingFunction(_ReferenceFunction):
         where = cls.__name__
         x = _input(input_features, in_key, mgr, where)
         mode = _mk.PoolingMode.SUM if cls.transposed else reduction(pooling_mode)
-        if out_key is None:
-            out_key = transposed_output_key(x, kernel_generator) if cls.transposed else \
-                mgr.stride(in_key, kernel_generator.kernel_stride)
-        _checked_out_key(mgr, out_key, where)
+        kg = kernel_generator
+        out_key = _out_key(mgr, out_key, lambda: transposed_output_key(x, kg)
+                           if cls.transposed else mgr.stride(in_key, kg.kernel_stride), where)
         region = _mk.pooling_region(kernel_generator.region, list(kernel_generator.kernel_stride),
                                     mgr.dimension)
         kmap = mgr.region_kernel_map(in_key, out_key, region, cls.transposed)
@@ -179,7 +202,7 @@ class MinkowskiLocalPoolingTransposeFunction(MinkowskiLocalPoolingFunction):
 class MinkowskiGlobalPoolingFunction(_ReferenceFunction):
     """``apply(input_features, pooling_mode, in_key, out_key=None,
     coordinate_manager=None)``: one row per batch item on the manager's
-    origin map of in_key (out_key, when given, must be that map)."""
+    origin map of in_key (out_key, when set, must be that map)."""
 
     autocast_args = (0,)
 
@@ -190,9 +213,9 @@ class MinkowskiGlobalPoolingFunction(_ReferenceFunction):
         _input(input_features, in_key, mgr, where)
         groups = mgr.batch_groups(in_key)
         origin = mgr.origin_key(in_key, groups.items)
-        if out_key is not None and out_key != origin:
-            raise ValueError(f"{where}: expected the origin map {origin} of the input (or None) "
-                             f"as out_key, got {out_key}")
+        if _out_key(mgr, out_key, lambda: origin, where) != origin:
+            raise ValueError(f"{where}: expected the origin map {origin} of the input (or None, "
+                             f"or an unset key) as out_key, got {out_key}")
         return GlobalPoolingFunction.forward(ctx, input_features, groups,
                                              reduction(pooling_mode))
 
@@ -274,9 +297,10 @@ class MinkowskiInterpolationFunction(_ReferenceFunction):
 class MinkowskiPruningFunction(_ReferenceFunction):
     """``apply(in_feat, mask, in_key, out_key=None, coords_manager=None)``:
     the rows where mask (N, bool or uint8) is set. The output map is a new
-    map of the kept coordinates, or out_key when it holds exactly those
-    coordinates in that order. Differentiable in the features (the
-    backward, a scatter into the kept rows, any number of times)."""
+    map of the kept coordinates (an unset out_key is set to it), or out_key
+    when it holds exactly those coordinates in that order. Differentiable in
+    the features (the backward, a scatter into the kept rows, any number of
+    times)."""
 
     @staticmethod
     def forward(ctx, in_feat, mask, in_key, out_key=None, coords_manager=None):
@@ -287,8 +311,10 @@ class MinkowskiPruningFunction(_ReferenceFunction):
             raise ValueError(f"{where}: expected a bool or uint8 mask of {len(in_feat)} rows, got "
                              f"{keep.dtype} of shape {tuple(torch.as_tensor(mask).shape)}")
         keep = keep.bool().cpu()  # the map is built on the host
-        if out_key is None:
-            rows = _mk.prune_map(mgr, in_key, in_feat.detach(), keep.numpy())[1]
+        if out_key is None or _is_unset(out_key):
+            _check_unset_size(mgr, out_key, where)
+            key, rows = _mk.prune_map(mgr, in_key, in_feat.detach(), keep.numpy())
+            _out_key(mgr, out_key, lambda: key, where)
         else:
             rows = keep.nonzero().flatten()
             _checked_out_key(mgr, out_key, where)
@@ -309,12 +335,19 @@ class MinkowskiInstanceNormFunction(_ReferenceFunction):
     """``apply(in_feat, in_coords_key, glob_coords_key=None,
     coords_manager=None, gpooling_mode=...)``: (x - mean) / sqrt(var + 1e-8)
     per batch item, the reference's eps and no affine (glob_coords_key and
-    gpooling_mode name how its GPU computes the means; accepted, unused)."""
+    gpooling_mode name how its GPU computes the means; accepted, unused,
+    but an unset glob_coords_key is set to the origin map of the means, as
+    the reference's global pooling sets it)."""
 
     @staticmethod
     def forward(ctx, in_feat, in_coords_key, glob_coords_key=None, coords_manager=None,
                 gpooling_mode=None):
-        _input(in_feat, in_coords_key, coords_manager, "MinkowskiInstanceNormFunction")
+        where, mgr = "MinkowskiInstanceNormFunction", coords_manager
+        _input(in_feat, in_coords_key, mgr, where)
+        if _is_unset(glob_coords_key):
+            _out_key(mgr, glob_coords_key,
+                     lambda: mgr.origin_key(in_coords_key, mgr.batch_groups(in_coords_key).items),
+                     where)
         seg = _mk.batch_segments(coords_manager, in_coords_key, in_feat.detach())
         c = in_feat.shape[1]
         ones, zeros = in_feat.new_ones(c), in_feat.new_zeros(c)
@@ -323,3 +356,42 @@ class MinkowskiInstanceNormFunction(_ReferenceFunction):
     @staticmethod
     def backward(ctx, grad_out):
         return InstanceNormFunction.backward(ctx, grad_out)[0], None, None, None, None
+
+
+class MinkowskiUnionFunction(_ReferenceFunction):
+    """``apply(in_coords_keys, out_coords_key, coordinate_manager,
+    *in_feats)``: the union of the maps in_coords_keys (two or more, one
+    tensor stride), features added where they overlap. out_coords_key is an
+    unset CoordinateMapKey(D + 1), set here to the union's key (as the
+    reference's manager sets it), or None. Differentiable in every input's
+    features (the backward gathers each input's rows, any number of
+    times)."""
+
+    @staticmethod
+    def forward(ctx, in_coords_keys, out_coords_key, coordinate_manager, *in_feats):
+        where, mgr = "MinkowskiUnionFunction", coordinate_manager
+        keys = list(in_coords_keys)
+        if len(in_feats) < 2 or len(in_feats) != len(keys):
+            raise ValueError(f"{where}: expected at least 2 feature tensors, one per key, got "
+                             f"{len(in_feats)} for {len(keys)} keys")
+        for f, k in zip(in_feats, keys):
+            _input(f, k, mgr, where)
+            if f.shape[1] != in_feats[0].shape[1] or f.dtype != in_feats[0].dtype:
+                raise ValueError(f"{where}: expected features of {in_feats[0].shape[1]} "
+                                 f"{in_feats[0].dtype} channels, got {f.shape[1]} {f.dtype}")
+        if out_coords_key is not None and not _is_unset(out_coords_key):
+            raise ValueError(f"{where}: expected an unset CoordinateMapKey(D + 1) (or None) to "
+                             f"receive the union's key, got {out_coords_key}")
+        _check_unset_size(mgr, out_coords_key, where)
+        key, size, rows = _mk.union_map(mgr, keys, [f.detach() for f in in_feats])
+        _out_key(mgr, out_coords_key, lambda: key, where)
+        rows = [r.to(in_feats[0].device) for r in rows]
+        ctx.rows = rows
+        out = widened(in_feats[0]).new_zeros(size, in_feats[0].shape[1])
+        for f, r in zip(in_feats, rows):
+            out = out.index_add(0, r, widened(f))
+        return out.to(in_feats[0].dtype)
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        return (None, None, None, *(grad_out[r] for r in ctx.rows))

@@ -211,7 +211,8 @@ class SparseTensor(_Tensor):
 
     def dense(self, shape=None, min_coordinate=None, contract_stride=True):
         """(B x C x s_1..s_D dense tensor, min_coordinate, tensor_stride), a
-        torch scatter of the features (differentiable). min_coordinate comes
+        torch scatter of the features (differentiable); tensor_stride is a D
+        int32 tensor (torch.IntTensor), as the reference's. min_coordinate comes
         back as the grid's origin: the one given, or zeros when none is
         (the reference returns the coordinates' minimum then, though its grid
         starts at the origin too)."""
@@ -238,11 +239,12 @@ class SparseTensor(_Tensor):
         dense = self._F.new_zeros([shape[0], *shape[2:], shape[1]])
         rows = (batch, *cell.unbind(1))  # host coordinates index the features' device
         dense = dense.index_put(tuple(r.to(self._F.device) for r in rows), self._F)
-        return dense.movedim(-1, 1), lo, self.tensor_stride
+        return dense.movedim(-1, 1), lo, torch.IntTensor(self.tensor_stride)
 
     def sparse(self, min_coords=None, max_coords=None, contract_coords=True):
         """(torch sparse COO tensor B x s_1..s_D x C (the features a dense last
-        dimension), min_coords, tensor_stride): cell = (c - min_coords) / ts
+        dimension), min_coords, tensor_stride (a torch.IntTensor, as the
+        reference's)): cell = (c - min_coords) / ts
         with contract_coords, s_a up to max_coords (default the largest
         cell); differentiable in the features. As the reference: min_coords
         defaults to the smallest coordinate on each axis (unlike dense(), which
@@ -268,7 +270,7 @@ class SparseTensor(_Tensor):
         out = torch.sparse_coo_tensor(indices, self._F, [batches, *sizes, self._F.shape[1]])
         if contract_coords:
             lo = lo // torch.as_tensor(self.tensor_stride, dtype=torch.long).expand(self.D)
-        return out, lo.to(torch.int32).reshape(1, self.D), self.tensor_stride
+        return out, lo.to(torch.int32).reshape(1, self.D), torch.IntTensor(self.tensor_stride)
 
     def features_at_coordinates(self, query_coordinates):
         """Features at continuous points (Q x (1+D) float, batch first),
@@ -381,7 +383,10 @@ class TensorField(_Tensor):
             coordinates.shape[1] - 1, coordinates, allocator_type, minkowski_algorithm)
         self.quantization_mode = QMode(quantization_mode)
         self._inverse = {}
-        self._field_key = field_key
+        # One cell shared with the fields _with derives from this one, so a key
+        # registered through any of them is theirs all (the reference's slice
+        # reuses X.coordinate_field_map_key).
+        self._field_key = [field_key]
 
     @property
     def C(self):
@@ -393,13 +398,13 @@ class TensorField(_Tensor):
         on first use (the reference's TensorField has one from the start), for
         the manager's field methods, e.g. field_to_sparse_map(field.coordinate_key,
         field.sparse().coordinate_key)."""
-        if self._field_key is None:
+        if self._field_key[0] is None:
             if not hasattr(self._manager, "insert_field"):
                 raise ValueError("TensorField.coordinate_field_map_key: expected a "
                                  "fieldkit.minkowski.CoordinateManager, got "
                                  f"{type(self._manager).__name__}")
-            self._field_key = self._manager.insert_field(self._C, self._tensor_stride)
-        return self._field_key
+            self._field_key[0] = self._manager.insert_field(self._C, self._tensor_stride)
+        return self._field_key[0]
 
     coordinate_key = coordinate_field_map_key  # the reference's other name
 
@@ -418,7 +423,8 @@ class TensorField(_Tensor):
         return list(self._tensor_stride)
 
     def _with(self, features):
-        """These points with other features (and this field's quantizations)."""
+        """These points with other features (and this field's quantizations and
+        coordinate field key, registered now or later)."""
         out = TensorField(features, self._C, tensor_stride=self._tensor_stride,
                           coordinate_manager=self._manager,
                           quantization_mode=self.quantization_mode)

@@ -53,11 +53,17 @@ class _Tensor:
         self._F = self._F.detach()
         return self
 
+    # The reference converts in place and returns self: ported code calls
+    # x.double() without keeping the result. (It has no half(); neither do we.)
     def float(self):
-        return self._with(self._F.float())
+        """Converts the features to float32 in place; returns this tensor."""
+        self._F = self._F.float()
+        return self
 
     def double(self):
-        return self._with(self._F.double())
+        """Converts the features to float64 in place; returns this tensor."""
+        self._F = self._F.double()
+        return self
 
     def __pow__(self, power):
         """The features to `power`, on these coordinates. The reference names
