@@ -217,6 +217,7 @@ int fit_cmd(const FitRequest& r) {
     diagnostics::Diagnostics d = diagnostics::diagnose(
         *ap.problem.op, res.fields.at("x").to(fk::DType::F64), ap.problem.measurement, dopt);
     d.instance = "nefi fit";
+    d.noise_estimated = ap.noise_estimated;
     d.method = ap.problem.op->kind();
     d.at = "the fitted field";
     const std::string dir = (std::filesystem::path(r.out) / "diagnostics").string();

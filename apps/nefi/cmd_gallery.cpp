@@ -111,9 +111,11 @@ int gallery_cmd(const GalleryRequest& g, const std::vector<fs::path>& dirs) {
     std::cerr << fmt::format("[gallery] {} {:.2f} s{}\n", e.instance, e.wall_s,
                              e.error.empty() ? "" : ": failed: " + e.error);
   }
-  std::ofstream(fs::path(g.out) / "index.html")
-      << gallery_html(entries, "nefi gallery: smoke runs of every instance");
-  std::ofstream(fs::path(g.out) / "gallery.json") << gallery_json(entries);
+  // Each text formed before its file is opened: a failure leaves no empty file.
+  const std::string html = gallery_html(entries, "nefi gallery: smoke runs of every instance");
+  const std::string json = gallery_json(entries);
+  std::ofstream(fs::path(g.out) / "index.html") << html;
+  std::ofstream(fs::path(g.out) / "gallery.json") << json;
   int failed = 0;
   for (const auto& e : entries) failed += !e.error.empty();
   std::cout << fmt::format("gallery: {} instances ({} failed) -> {}/index.html\n", entries.size(),

@@ -13,6 +13,7 @@
 #include "nefi/bench/batch_profile.h"
 #include "nefi/bench/merge.h"
 #include "nefi/bench/profile.h"
+#include "nefi/instances/instance.h"
 #include "nefi/io/run_config.h"
 
 namespace fs = std::filesystem;
@@ -80,65 +81,73 @@ Command add_profile(CLI::App& app, const Context&) {
   sub->footer(
       "Examples:\n  nefi profile deconvolution --config configs/deconvolution_smoke.yaml --table\n"
       "  nefi profile toy1d --batch 64 --steps 50");
-  return {sub, [o] {
-            set_threads(o->threads);
-            FK_CHECK(o->batch >= 0, "--batch", "a number of problems >= 1 (0: no batch)",
-                     fk::to_text(o->batch));
-            FK_CHECK(o->chunk >= 0, "--chunk", "problems per sub-step >= 1 (0: all)",
-                     fk::to_text(o->chunk));
-            FK_CHECK(o->chunk == 0 || o->batch > 0, "--chunk", "--batch beside it",
-                     "--chunk " + fk::to_text(o->chunk) + " alone");
-            if (o->batch > 0)
-              for (const auto& [given, flag] : {std::pair{!o->trace.empty(), "--trace"},
-                                                {o->p.minimal, "--minimal"},
-                                                {o->table, "--table"}})
-                FK_CHECK(!given, "nefi profile --batch",
-                         "no --trace, --minimal or --table (the batched profile has none)", flag);
-            if (!o->json.empty()) {  // before the work, not after it
-              std::ofstream f(o->json, std::ios::app);
-              FK_CHECK(f.good(), "--json", "a writable file", "'" + o->json + "'");
-            }
-            const bool is_file = is_config_file_target(o->instance);
-            RunConfig cfg =
-                is_file ? load_run_config_file(o->instance) : default_run_config(o->instance);
-            if (!o->config.empty()) apply_config_file(cfg, o->config);
-            for (const auto& s : o->sets) apply_set(cfg, s);
-            if (!o->device.empty()) apply_set(cfg, "run.device=" + o->device);
-            FK_CHECK(cfg.data.empty(), "run.data",
-                     "no measured dataset (nefi profile times the instance's synthetic problem)",
-                     "'" + cfg.data + "'");
-            const InstancePtr inst = find_instance(cfg.instance);
-            o->p.device = fk::parse_device(cfg.device);
-            fk::check_usable(o->p.device, "device (--device, run.device or NEFI_DEVICE)");
-            o->p.curriculum = cfg.curriculum;
-            if (o->batch > 0) {
-              FK_CHECK(o->p.device.is_cpu(), "nefi profile --batch", "the CPU",
-                       cfg.device + " (nefi bench --batched --batch-device times device batches)");
-              return profile_batched(*inst, cfg.config, *o);
-            }
-            if (!o->trace.empty()) {
-              bench::prepare_out_dir(o->trace, "--trace");
-              o->p.trace_path =
-                  (fs::path(o->trace) /
-                   ("profile-" + inst->name() + "-" +
-                    (o->p.method.empty() ? inst->methods().front() : o->p.method) + ".json"))
-                      .string();
-            }
-            const bench::ProfileReport rep = bench::profile_instance(*inst, cfg.config, o->p);
-            std::cout << bench::format_profile(rep, o->table);
-            if (!o->p.trace_path.empty()) std::cout << "  trace -> " << o->p.trace_path << "\n";
-            if (!o->json.empty()) {
-              std::ofstream f(o->json, std::ios::app);
-              FK_CHECK(f.good(), "--json", "a writable file", "'" + o->json + "'");
-              const std::string config_path = !o->config.empty() ? o->config
-                                              : is_file          ? o->instance
-                                                                 : "";
-              f << bench::profile_json_line(rep, config_path, o->sets) << "\n";
-              f.close();
-              FK_CHECK(!f.fail(), "--json", "a successful write", "'" + o->json + "'");
-            }
-            return 0;
-          }};
+  return {
+      sub, [o] {
+        set_threads(o->threads);
+        FK_CHECK(o->batch >= 0, "--batch", "a number of problems >= 1 (0: no batch)",
+                 fk::to_text(o->batch));
+        FK_CHECK(o->chunk >= 0, "--chunk", "problems per sub-step >= 1 (0: all)",
+                 fk::to_text(o->chunk));
+        FK_CHECK(o->chunk == 0 || o->batch > 0, "--chunk", "--batch beside it",
+                 "--chunk " + fk::to_text(o->chunk) + " alone");
+        if (o->batch > 0)
+          for (const auto& [given, flag] : {std::pair{!o->trace.empty(), "--trace"},
+                                            {o->p.minimal, "--minimal"},
+                                            {o->table, "--table"}})
+            FK_CHECK(!given, "nefi profile --batch",
+                     "no --trace, --minimal or --table (the batched profile has none)", flag);
+        if (!o->json.empty()) {  // before the work, not after it
+          std::ofstream f(o->json, std::ios::app);
+          FK_CHECK(f.good(), "--json", "a writable file", "'" + o->json + "'");
+        }
+        const bool is_file = is_config_file_target(o->instance);
+        RunConfig cfg =
+            is_file ? load_run_config_file(o->instance) : default_run_config(o->instance);
+        if (!o->config.empty()) apply_config_file(cfg, o->config);
+        for (const auto& s : o->sets) apply_set(cfg, s);
+        if (!o->device.empty()) apply_set(cfg, "run.device=" + o->device);
+        FK_CHECK(cfg.data.empty(), "run.data",
+                 "no measured dataset (nefi profile times the instance's synthetic problem)",
+                 "'" + cfg.data + "'");
+        const InstancePtr inst = find_instance(cfg.instance);
+        o->p.device = fk::parse_device(cfg.device);
+        fk::check_usable(o->p.device, "device (--device, run.device or NEFI_DEVICE)");
+        o->p.curriculum = cfg.curriculum;
+        if (o->batch > 0) {
+          FK_CHECK(o->p.device.is_cpu(), "nefi profile --batch", "the CPU",
+                   cfg.device + " (nefi bench --batched --batch-device times device batches)");
+          return profile_batched(*inst, cfg.config, *o);
+        }
+        if (!o->trace.empty()) {
+          bench::prepare_out_dir(o->trace, "--trace");
+          // The method's own name (-m ours is neural), as the report names it.
+          const std::string method = o->p.method.empty()
+                                         ? inst->methods().front()
+                                         : nefi::canonical_method(*inst, o->p.method, "-m");
+          o->p.trace_path =
+              (fs::path(o->trace) / ("profile-" + inst->name() + "-" + method + ".json")).string();
+        }
+        const bench::ProfileReport rep = bench::profile_instance(*inst, cfg.config, o->p);
+        std::cout << bench::format_profile(rep, o->table);
+        if (!rep.trace_written.empty()) {
+          std::cout << "  trace -> " << rep.trace_written << "\n";
+        } else if (!o->p.trace_path.empty()) {
+          // (It said "trace -> FILE" and wrote none.)
+          std::cout << "  trace: none written (no step of the stage left after --warmup + "
+                       "--steps to trace)\n";
+        }
+        if (!o->json.empty()) {
+          std::ofstream f(o->json, std::ios::app);
+          FK_CHECK(f.good(), "--json", "a writable file", "'" + o->json + "'");
+          const std::string config_path = !o->config.empty() ? o->config
+                                          : is_file          ? o->instance
+                                                             : "";
+          f << bench::profile_json_line(rep, config_path, o->sets) << "\n";
+          f.close();
+          FK_CHECK(!f.fail(), "--json", "a successful write", "'" + o->json + "'");
+        }
+        return 0;
+      }};
 }
 
 }  // namespace nefi::cli

@@ -197,6 +197,7 @@ void bind_forward_problem_studies(nb::class_<ForwardProblem>& problem) {
               ap.reset_operator();
             }
             d.instance = "from_forward";
+            d.noise_estimated = ap.noise_estimated;
             d.method = ap.problem.op->kind();
             d.seed = opt.seed;
             d.at = where;

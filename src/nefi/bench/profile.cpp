@@ -180,7 +180,10 @@ ProfileReport profile_instance(const Instance& inst, const Params& config,
            rep.method + " ran " + fk::to_text(rec.samples.size()) + " steps");
   rep.n_stages = static_cast<int>(out.curriculum.stages.size());
   summarise_timed_steps(rec.samples, opt, rep);
-  if (rec.traced > 0) add_op_table(opt, rec.traced, rep);
+  if (rec.traced > 0) {
+    add_op_table(opt, rec.traced, rep);
+    rep.trace_written = opt.trace_path;
+  }
   return rep;
 }
 

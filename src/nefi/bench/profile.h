@@ -47,6 +47,9 @@ struct ProfileReport {
   int64_t n_params = 0;
   int threads = 1;
   std::vector<OpStat> ops;  // by self time, largest first
+  // The chrome trace written (ProfileOptions::trace_path), or empty: none
+  // asked for, or no step left to trace after --warmup + --steps.
+  std::string trace_written;
 };
 
 ProfileReport profile_instance(const Instance& instance, const Params& config,

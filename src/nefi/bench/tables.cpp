@@ -62,6 +62,14 @@ std::string one_line(std::string s) {
   return s;
 }
 
+// A name as a markdown table cell: a | or a line break would split the row.
+std::string md_cell(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    out += c == '|' ? std::string("\\|") : c == '\n' || c == '\r' ? " " : std::string(1, c);
+  return out;
+}
+
 struct Group {
   std::string method, cls;  // cls empty: all classes
   std::vector<const Row*> rows;
@@ -179,7 +187,8 @@ std::string md_table(const std::vector<Group>& gs, const std::vector<std::string
     if (values.size() < 2) best.erase(key);
   for (const Group& g : gs) {
     int n_ok = static_cast<int>(g.rows.size()) - failed(g);
-    s += with_class ? fmt::format("| {} | {} |", g.cls, g.method) : fmt::format("| {} |", g.method);
+    s += with_class ? fmt::format("| {} | {} |", md_cell(g.cls), md_cell(g.method))
+                    : fmt::format("| {} |", md_cell(g.method));
     s += fmt::format(" {} | {} |", n_ok, failed(g));
     for (const auto& c : cols) {
       const MeanCI ci = column_ci(g, c, level);
@@ -277,7 +286,8 @@ std::string summary_csv(const Protocol& p, const std::vector<Row>& rows, const T
   for (size_t mi = 1; mi < p.methods.size(); ++mi) {
     int pairs = 0;
     diff_ci(rows, ref, p.methods[mi], kPairedColumn, o.level, &pairs);
-    s += fmt::format("diff_vs_{},{},,{},", csv_field(ref), csv_field(p.methods[mi]), pairs);
+    // The whole field quoted ("diff_vs_"ne,u..." split the row).
+    s += fmt::format("{},{},,{},", csv_field("diff_vs_" + ref), csv_field(p.methods[mi]), pairs);
     for (const auto& c : cols) {
       const MeanCI ci = diff_ci(rows, ref, p.methods[mi], c, o.level);
       s += fmt::format(",{},{},{},{}", num(ci.mean), num(ci.half), ci.runs, ci.n);
@@ -317,7 +327,8 @@ std::string summary_md(const Protocol& p, const std::vector<Row>& rows, const Ta
   if (p.methods.size() > 1) {
     const std::string& ref = p.methods.front();
     const auto cols = summary_columns(rows);
-    s += fmt::format("\nPaired differences against {} (method − {}, per unit):\n\n", ref, ref);
+    s += fmt::format("\nPaired differences against {} (method − {}, per unit):\n\n", one_line(ref),
+                     one_line(ref));
     s += "| method | pairs |";
     std::string rule = "|---|---:|";
     for (const auto& c : cols) {
@@ -330,7 +341,7 @@ std::string summary_md(const Protocol& p, const std::vector<Row>& rows, const Ta
     for (size_t mi = 1; mi < p.methods.size(); ++mi) {
       int pairs = 0;
       diff_ci(rows, ref, p.methods[mi], kPairedColumn, o.level, &pairs);
-      s += fmt::format("| {} | {} |", p.methods[mi], pairs);
+      s += fmt::format("| {} | {} |", md_cell(p.methods[mi]), pairs);
       for (const auto& c : cols) {
         const MeanCI d = diff_ci(rows, ref, p.methods[mi], c, o.level);
         std::string cell = mean_ci_text(d);
@@ -350,8 +361,8 @@ std::string summary_md(const Protocol& p, const std::vector<Row>& rows, const Ta
   if (!errors.empty()) {
     s += "\nFailed runs:\n\n";
     for (const Row* r : errors)
-      s += fmt::format("- unit {} ({}, sample {}, seed {}) {}: {}\n", r->unit, r->cls, r->sample,
-                       r->seed, r->method, one_line(r->error));
+      s += fmt::format("- unit {} ({}, sample {}, seed {}) {}: {}\n", r->unit, one_line(r->cls),
+                       r->sample, r->seed, one_line(r->method), one_line(r->error));
   }
   return s;
 }
@@ -376,7 +387,8 @@ std::string benchmark_json(const Protocol& p, const std::vector<Row>& rows) {
     threads.insert(r.threads);
   }
   j["rows"] = rj;
-  j["environment"] = {{"device", "cpu"},
+  // Where the batches trained (--batched --batch-device); the rest ran on the CPU.
+  j["environment"] = {{"device", p.batch_device.empty() ? std::string("cpu") : p.batch_device},
                       {"hosts", std::vector<std::string>(hosts.begin(), hosts.end())},
                       {"threads", std::vector<int64_t>(threads.begin(), threads.end())},
                       {"environment_fields", kEnvironmentFields}};

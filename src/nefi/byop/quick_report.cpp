@@ -1,7 +1,10 @@
 #include "nefi/byop/quick_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "fk/error.h"
 #include "nefi/diagnostics/data_fit.h"
@@ -25,14 +28,6 @@ std::string cell(const std::string& text) {
 }
 
 }  // namespace
-
-std::string chi_verdict(double chi, bool estimated) {
-  const double top = estimated ? 1.2 : 1.1;
-  if (chi < 0.9) return "below the noise: the field fits noise (or sigma is overestimated)";
-  if (chi <= top) return "at the noise floor";
-  if (chi <= 2.0) return "slightly above the noise floor: more steps or a weaker prior may help";
-  return "underfit: the field does not explain the data (budget, prior or model)";
-}
 
 void check_ground_truth(const AutoProblem& ap, const FieldMap& truths) {
   for (const auto& [name, t] : truths) {
@@ -75,11 +70,14 @@ std::string quick_report(const AutoProblem& ap, const Result& r, const FieldMap&
       << ap.priors[i].str();
   o << "\n";
   if (const auto fit = diagnostics::data_fit(ap.problem.measurement, r.prediction)) {
-    o << "- data: RMSE " << fit->rmse << ", data PSNR " << fit->psnr_db << " dB\n";
+    o << "- data: RMSE " << fit->rmse << ", data PSNR "
+      << (std::isfinite(fit->psnr_db) ? fmt::format("{} dB", fit->psnr_db)
+                                      : std::string("none (the data are all 0)"))
+      << "\n";
     if (fit->rmse_over_sigma)
       o << "- chi = RMSE / sigma = " << *fit->rmse_over_sigma << " (sigma " << ap.noise_std
         << (ap.noise_estimated ? ", estimated" : ", given")
-        << "): " << chi_verdict(*fit->rmse_over_sigma, ap.noise_estimated) << "\n";
+        << "): " << diagnostics::misfit_verdict(*fit->rmse_over_sigma, ap.noise_estimated) << "\n";
     else
       o << "- chi: no noise level (sigma 0)\n";
   }

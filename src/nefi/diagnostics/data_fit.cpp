@@ -25,4 +25,12 @@ std::optional<DataFit> data_fit(const Measurement& m, const fk::Tensor& predicti
   return f;
 }
 
+std::string misfit_verdict(double chi, bool estimated) {
+  const double top = estimated ? 1.2 : 1.1;
+  if (chi < 0.9) return "below the noise: the field fits noise (or sigma is overestimated)";
+  if (chi <= top) return "at the noise floor";
+  if (chi <= 2.0) return "slightly above the noise floor: more steps or a weaker prior may help";
+  return "underfit: the field does not explain the data (budget, prior or model)";
+}
+
 }  // namespace nefi::diagnostics

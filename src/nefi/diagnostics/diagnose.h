@@ -69,6 +69,7 @@ struct Diagnostics {
   // The data fit at x: mask-weighted RMS of F(x) - y, the noise std (< 0:
   // unknown) and their ratio (NaN when the noise is unknown).
   double residual_rms = 0, noise_std = -1, misfit_ratio = 0;
+  bool noise_estimated = false;  // sigma came from the data (a fit's verdict band widens)
   // With options.hessian_k > 0: the loss Hessian's extreme eigenvalues at
   // the same point, in the field's parameters.
   std::optional<HessianSpectrum> hessian;

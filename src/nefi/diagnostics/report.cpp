@@ -13,16 +13,16 @@
 #include "fk/io/npy.h"
 #include "fk/io/replace_file.h"
 #include "fk/plot/axes.h"
+#include "nefi/diagnostics/data_fit.h"
 
 namespace nefi::diagnostics {
 namespace {
 
+// The fit's own report (report.md) says the same of the same chi.
 std::string misfit_reading(const Diagnostics& d) {
   if (d.noise_std == 0) return "noise-free data: no noise level to compare with";
   if (!std::isfinite(d.misfit_ratio)) return "noise level unknown";
-  if (d.misfit_ratio < 0.8) return "below the noise: the field fits noise";
-  if (d.misfit_ratio <= 1.25) return "at the noise level (discrepancy principle met)";
-  return "above the noise: signal left unexplained";
+  return misfit_verdict(d.misfit_ratio, d.noise_estimated);
 }
 
 // "a, b, c" of values in %.4e.
@@ -113,7 +113,8 @@ std::string diagnostics_md(const Diagnostics& d) {
             : std::string("none (the smallest is <= 0 or within the products' error of 0)"));
   }
   s += "## Data fit\n\n";
-  s += d.noise_std >= 0
+  // Noise-free data (sigma 0) have no ratio: "= nan" was printed.
+  s += d.noise_std > 0
            ? fmt::format("RMS residual {:.4e}, noise sigma {:.4e}: RMSE / sigma = {:.3f} ({}).\n",
                          d.residual_rms, d.noise_std, d.misfit_ratio, misfit_reading(d))
            : fmt::format("RMS residual {:.4e} ({}).\n", d.residual_rms, misfit_reading(d));

@@ -110,7 +110,11 @@ std::string gallery_json(const std::vector<GalleryEntry>& entries) {
     }
     j.push_back(x);
   }
-  return nlohmann::json{{"instances", j}}.dump(2) + "\n";
+  // A byte that is not UTF-8 (an error naming a path in another encoding)
+  // becomes U+FFFD: dump threw mid-write and left gallery.json empty.
+  return nlohmann::json{{"instances", j}}.dump(2, ' ', false,
+                                               nlohmann::json::error_handler_t::replace) +
+         "\n";
 }
 
 }  // namespace nefi

@@ -53,6 +53,7 @@ TEST(BenchProfile, ReportsTheLastStageOfToy1d) {
   }
   EXPECT_NEAR(calls, r.ops_per_step, 1e-9);
   // The chrome trace is valid JSON with one event per traced op.
+  EXPECT_EQ(r.trace_written, trace);
   std::ifstream f(trace);
   const auto j = nlohmann::json::parse(f);
   EXPECT_NEAR(static_cast<double>(j.at("traceEvents").size()), calls * o.steps, 1e-9);
@@ -63,6 +64,15 @@ TEST(BenchProfile, ReportsTheLastStageOfToy1d) {
   EXPECT_EQ(line.at("device"), "cpu");
   EXPECT_EQ(format_profile(r, false).find("cuda"), std::string::npos);
   EXPECT_NE(format_profile(r, true).find("adam_step"), std::string::npos);
+
+  // Timed steps to the stage's end leave none to trace: no trace is said
+  // written (nefi profile printed "trace -> FILE" and wrote none).
+  ProfileOptions whole = o;
+  whole.steps = static_cast<int>(cfg.config.list("steps").back()) - o.warmup;
+  whole.trace_path = (scratch() / "nefi_profile_untraced.json").string();
+  std::filesystem::remove(whole.trace_path);
+  EXPECT_TRUE(profile_instance(*inst, cfg.config, whole).trace_written.empty());
+  EXPECT_FALSE(std::filesystem::exists(whole.trace_path));
 
   // The first stage, and the bare loop, on the same config.
   o.stage = 0;

@@ -186,3 +186,59 @@ TEST(BenchTables, DirectionsAndMetricNames) {
 }
 
 }  // namespace
+
+namespace {
+
+// A CSV text's fields per record, quotes honoured (RFC 4180).
+std::vector<std::vector<std::string>> csv_records(const std::string& text) {
+  std::vector<std::vector<std::string>> out(1);
+  std::string field;
+  bool quoted = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"')
+        field += c, ++i;
+      else if (c == '"')
+        quoted = false;
+      else
+        field += c;
+    } else if (c == '"' && field.empty()) {  // a quote opens only a field
+      quoted = true;
+    } else if (c == ',') {
+      out.back().push_back(field), field.clear();
+    } else if (c == '\n') {
+      out.back().push_back(field), field.clear();
+      out.emplace_back();
+    } else {
+      field += c;
+    }
+  }
+  if (out.back().empty()) out.pop_back();
+  return out;
+}
+
+// Names with a comma, quote, | or line break keep every table whole: each
+// summary.csv record as wide as its header, each summary.md row one line.
+TEST(BenchTables, NamesThatNeedQuotingKeepTheTablesWhole) {
+  Protocol p = two_methods();
+  p.methods = {"ne,u\"ral|x", "b\nc"};
+  std::vector<Row> rows{row(0, p.methods[0], 10), row(1, p.methods[0], 12),
+                        row(0, p.methods[1], 11), row(1, p.methods[1], 13)};
+  const auto records = csv_records(summary_csv(p, rows, {}));
+  ASSERT_GE(records.size(), 3u);
+  for (const auto& r : records) EXPECT_EQ(r.size(), records[0].size());
+  EXPECT_EQ(records.back()[0], "diff_vs_ne,u\"ral|x");
+  const std::string md = summary_md(p, rows, {});
+  std::istringstream in(md);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("| ", 0) != 0) continue;
+    int bars = 0;
+    for (size_t i = 0; i < line.size(); ++i)
+      bars += line[i] == '|' && (i == 0 || line[i - 1] != '\\');
+    EXPECT_GE(bars, 3) << line;
+    EXPECT_EQ(line.back(), '|') << line;
+  }
+}
+
+}  // namespace

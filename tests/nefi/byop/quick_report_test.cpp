@@ -6,14 +6,17 @@
 
 #include "fk/factory.h"
 #include "fk/test_util.h"
+#include "nefi/diagnostics/data_fit.h"
 
 namespace {
 
 TEST(NefiQuickReport, ChiVerdictBands) {
-  EXPECT_NE(nefi::chi_verdict(0.5, true).find("below the noise"), std::string::npos);
-  EXPECT_EQ(nefi::chi_verdict(1.15, true), "at the noise floor");
-  EXPECT_NE(nefi::chi_verdict(1.15, false).find("slightly above"), std::string::npos);
-  EXPECT_NE(nefi::chi_verdict(3, false).find("underfit"), std::string::npos);
+  EXPECT_NE(nefi::diagnostics::misfit_verdict(0.5, true).find("below the noise"),
+            std::string::npos);
+  EXPECT_EQ(nefi::diagnostics::misfit_verdict(1.15, true), "at the noise floor");
+  EXPECT_NE(nefi::diagnostics::misfit_verdict(1.15, false).find("slightly above"),
+            std::string::npos);
+  EXPECT_NE(nefi::diagnostics::misfit_verdict(3, false).find("underfit"), std::string::npos);
 }
 
 TEST(NefiQuickReport, GroundTruthsOfUnknownFieldsOrSizesAreRefused) {

@@ -166,6 +166,12 @@ TEST(Diagnose, SaturationThroughCentralDifferences) {
   // Noise-free data have a known sigma, 0: said so, not "unknown".
   const Diagnostics z = diagnose(op, x, measured(op.apply(x), 0.0), o);
   EXPECT_NE(diagnostics_md(z).find("noise-free data"), std::string::npos) << diagnostics_md(z);
+  EXPECT_EQ(diagnostics_md(z).find("nan"), std::string::npos) << diagnostics_md(z);
+  // The verdict is the fit report's own (misfit_verdict), bands and all.
+  Diagnostics above = d;
+  above.noise_std = 1;
+  above.misfit_ratio = 1.95;
+  EXPECT_NE(diagnostics_md(above).find("slightly above the noise floor"), std::string::npos);
 }
 
 // The singular values of the operator's matrix, built column by column
