@@ -67,7 +67,7 @@ int run_variant_command(const VariantRequest& r, const std::string& kind,
     for (const auto& a : v.sets) hashed += ":" + a;
   }
   const std::string out =
-      !r.out.empty() ? r.out : "runs/" + p.instance + "-" + kind + "-" + fnv1a_hex8(hashed);
+      !r.out.empty() ? r.out : "runs/" + p.instance + "-" + kind + "-" + fnv1a_hex(hashed, 12);
   bench::prepare_out_dir(out);
   const bench::VariantCampaign vc = bench::run_variants(r.spec, variants, co);
   int failed = 0;

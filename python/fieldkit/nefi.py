@@ -74,6 +74,8 @@ def _yaml_scalar(v):
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_yaml_scalar(x) for x in v) + "]"
     if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")):  # YAML's names, as config.yaml writes
+            return ".nan" if v != v else (".inf" if v > 0 else "-.inf")
         return repr(float(v))  # a float subclass's repr may name its type
     if isinstance(v, int):
         return str(int(v))

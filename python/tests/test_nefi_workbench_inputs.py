@@ -138,3 +138,9 @@ def test_batch_invert_refuses_a_config_files_seed(tmp_path):
     f.write_text("instance: toy1d\nrun:\n  seed: 5\n")
     with pytest.raises(fieldkit.Error, match="run.seed"):
         nefi.batch_invert(str(f), seeds=[0])
+
+
+def test_an_infinite_override_is_written_as_yaml_reads_it():
+    # repr(inf) is 'inf', which the engine refused; config.yaml writes .inf
+    text = nefi.config_yaml("toy1d", {"curriculum": {"time_budget_s": float("inf")}})
+    assert "time_budget_s: .inf" in text

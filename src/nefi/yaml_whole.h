@@ -18,9 +18,11 @@ T yaml_whole(const YAML::Node& n) {
   const std::string& s = n.Scalar();
   const char* first = s.data() + (!s.empty() && s[0] == '+' ? 1 : 0);
   const char* last = s.data() + s.size();
+  // One sign at most: from_chars after a '+' took "+-5" as -5.
+  if (first == last || (first != s.data() && *first == '-')) throw YAML::BadConversion(n.Mark());
   T v{};
   const auto [end, ec] = std::from_chars(first, last, v);
-  if (first == last || ec != std::errc() || end != last) throw YAML::BadConversion(n.Mark());
+  if (ec != std::errc() || end != last) throw YAML::BadConversion(n.Mark());
   return v;
 }
 

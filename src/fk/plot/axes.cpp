@@ -26,7 +26,15 @@ struct Tick {
 std::vector<Tick> ticks_of(const Axis& ax, int target) {
   std::vector<Tick> out;
   if (ax.log) {
-    for (double v : log_ticks(ax.lo, ax.hi)) out.push_back({v, log_tick_label(v)});
+    const std::vector<double> t = log_ticks(ax.lo, ax.hi);
+    for (double v : t) out.push_back({v, log_tick_label(v)});
+    // Labels that collide (the linear ticks of a range far under a decade,
+    // 0.5 .. 0.500001) are labelled as a linear axis's, by their spacing.
+    for (size_t i = 1; i < out.size(); ++i)
+      if (out[i].label == out[i - 1].label) {
+        for (Tick& k : out) k.label = tick_label(k.v, t[1] - t[0]);
+        break;
+      }
     return out;
   }
   const double step = nice_step(ax.lo, ax.hi, target, ax.integer);

@@ -1,5 +1,6 @@
 #include "minkowski/data/point_io.h"
 
+#include <algorithm>
 #include <bit>
 #include <cctype>
 #include <charconv>
@@ -253,9 +254,14 @@ PointCloud read_ply(const std::string& path) {
     }
     // Bytes past the vertices with no element after them: the header's
     // count is short of the data (they were dropped without a word).
-    if (!h.more_elements && available > static_cast<size_t>(h.vertices) * record)
-      fail(path, std::to_string(available - static_cast<size_t>(h.vertices) * record) +
-                     " bytes past the " + std::to_string(h.vertices) +
+    // (A closing line break, as some writers add, is no data.)
+    const size_t past = available - std::min(available, static_cast<size_t>(h.vertices) * record);
+    const char* tail = bytes.data() + h.data_start + (available - past);
+    const bool blank = past < record && std::all_of(tail, tail + past, [](char ch) {
+                         return ch == '\n' || ch == '\r';
+                       });
+    if (!h.more_elements && past > 0 && !blank)
+      fail(path, std::to_string(past) + " bytes past the " + std::to_string(h.vertices) +
                      " vertices declared and no element after them");
     const char* p = bytes.data() + h.data_start;
     for (int64_t v = 0; v < h.vertices; ++v) {

@@ -98,7 +98,7 @@ ShardFile parse_shard_json(const std::string& text, const std::string& path) {
 }
 
 std::string protocol_hash(const Protocol& p) {
-  return fnv1a_hex8(to_json(p).dump());
+  return fnv1a_hex(to_json(p).dump(), 12);  // as run folders' config_hash
 }
 
 std::vector<std::string> finish_campaign(const std::string& dir, const ShardFile& s,

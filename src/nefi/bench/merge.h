@@ -36,7 +36,8 @@ struct MergedCampaign {
 MergedCampaign merge_shards(const std::string& dir, bool allow_missing = false);
 MergedCampaign merge_shard_files(const std::vector<ShardFile>& shards, bool allow_missing = false);
 
-// 8 hex digits over the protocol (default output directories).
+// 12 hex digits over the protocol (default output directories; 8 met by
+// chance among many campaigns).
 std::string protocol_hash(const Protocol& p);
 
 // Ends a campaign run: with one shard, the four tables in `dir` (through the

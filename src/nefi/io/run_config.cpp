@@ -122,8 +122,10 @@ YAML::Node load_yaml_file(const std::string& path) {
   try {
     std::ifstream in(path);
     if (!in.good()) throw YAML::BadFile(path);
-    const std::vector<YAML::Node> docs = YAML::LoadAll(in);
-    // A second document ("---") was dropped without a word.
+    std::vector<YAML::Node> docs = YAML::LoadAll(in);
+    // A second document ("---") was dropped without a word; an empty one (a
+    // closing "---") is none.
+    std::erase_if(docs, [](const YAML::Node& d) { return d.IsNull(); });
     FK_CHECK(docs.size() <= 1, path, "one YAML document",
              fk::to_text(docs.size()) + " (separated by ---)");
     if (!docs.empty()) root = docs.front();
@@ -255,14 +257,29 @@ bool is_string_key(const Params& p, const std::string& k) {
   return false;
 }
 
+// Whether `t` is one quoted YAML scalar, "..." (\" inside) or '...' ('' inside):
+// '"a" or "b"' is not (YAML read its first scalar alone).
+bool one_quoted_scalar(const std::string& t) {
+  if (t.size() < 2 || (t.front() != '"' && t.front() != '\'') || t.back() != t.front())
+    return false;
+  const char q = t.front();
+  for (size_t i = 1; i + 1 < t.size(); ++i) {
+    if (q == '"' && t[i] == '\\') {
+      ++i;
+    } else if (t[i] == q) {
+      if (q != '\'' || i + 2 >= t.size() || t[i + 1] != '\'') return false;
+      ++i;
+    }
+  }
+  return true;
+}
+
 // --set KEY=TEXT for an instance key: a string key takes TEXT as written (a
 // shell has removed its quotes already; YAML cut "bumps # c" to bumps), or
 // unquoted when TEXT is one quoted YAML scalar; any other key is parsed.
 void set_instance_key(Params& p, const std::string& k, const std::string& text) {
   if (!is_string_key(p, k)) return p.set(k, text);
-  const bool quoted = text.size() >= 2 && (text.front() == '"' || text.front() == '\'') &&
-                      text.back() == text.front();
-  p.set_value(k, quoted ? YAML::Load(text).as<std::string>() : text);
+  p.set_value(k, one_quoted_scalar(text) ? YAML::Load(text).as<std::string>() : text);
 }
 
 // The instance keys: a scalar's text or a flow list, parsed by Params::set;

@@ -79,6 +79,7 @@ TEST(NefiInstances, RegistryAndConfigErrors) {
   nefi::apply_set(set, "n=064");
   EXPECT_EQ(set.config.i("n"), 64);
   EXPECT_THROW(nefi::apply_set(set, "n=0x40"), fk::Error);
+  EXPECT_THROW(nefi::apply_set(set, "n=+-5"), fk::Error);  // one sign
 }
 
 // What a file writes is what it reads: a quoted string keeps " # " and
@@ -106,6 +107,12 @@ TEST(NefiInstances, ConfigFilesSayWhatTheyMean) {
   EXPECT_EQ(quoted.config.s("defect_shapes"), "[a] # b");
   std::ofstream(f) << nefi::to_yaml(quoted);
   EXPECT_EQ(nefi::load_run_config_file(f).config.s("defect_shapes"), "[a] # b");
+  nefi::apply_set(quoted, "defect_shapes='it''s'");  // one quoted scalar: unquoted
+  EXPECT_EQ(quoted.config.s("defect_shapes"), "it's");
+  nefi::apply_set(quoted, "defect_shapes=\"a\" or \"b\"");  // two: kept as written
+  EXPECT_EQ(quoted.config.s("defect_shapes"), "\"a\" or \"b\"");
+  std::ofstream(f) << "instance: toy1d\n---\n";  // a closing --- is no second document
+  EXPECT_EQ(nefi::load_run_config_file(f).instance, "toy1d");
   EXPECT_NE(error_of("instance: toy1d\n---\ninstance: deconvolution\n").find("one YAML document"),
             std::string::npos);
   EXPECT_NE(error_of("instance: toy1d\nrun:\n  methods: []\n").find("key 'methods'"),
