@@ -49,6 +49,7 @@ void method_row(fk::plot::Figure& f, double y, const HistoryPlot& run) {
   const std::vector<double> step = h.column("global_step"), stage = h.column("stage");
   const auto first_loss = std::find(h.columns.begin(), h.columns.end(), "total");
   std::vector<fk::plot::Series> losses;
+  std::string unplotted;  // terms below 0 (a log-likelihood): no line, so named in the title
   int colour = 0;
   const std::vector<double> data_loss = h.column("data_loss");
   for (auto it = first_loss; it != h.columns.end(); ++it) {
@@ -57,6 +58,8 @@ void method_row(fk::plot::Figure& f, double y, const HistoryPlot& run) {
     // log axis, and one equal to the data term (its only part) would draw
     // the same line twice: neither gets a legend entry.
     const bool drawn = std::any_of(y.begin(), y.end(), [](double v) { return v > 0; });
+    if (!drawn && std::any_of(y.begin(), y.end(), [](double v) { return v < 0; }))
+      unplotted += (unplotted.empty() ? "" : ", ") + *it;
     if (*it != "total" && (!drawn || (*it != "data_loss" && y == data_loss))) continue;
     fk::plot::Series s{*it, step, y, fk::plot::series_colour(colour++), 1.6};
     if (*it == "total") s = {"total", step, h.column(*it), {0.1, 0.1, 0.1}, 2.4};
@@ -70,7 +73,8 @@ void method_row(fk::plot::Figure& f, double y, const HistoryPlot& run) {
   fk::plot::AxesSpec a{{fk::plot::kLeftMargin, y + kHead, kW, kH},
                        {step.empty() ? 0 : step.front(), x1, false, "global step", true},
                        {lr.lo, lr.hi, true, "loss"},
-                       run.method + ": total and its terms (each unweighted)"};
+                       run.method + ": total and its terms (each unweighted)" +
+                           (unplotted.empty() ? "" : "; below 0, not drawn: " + unplotted)};
   a.grid = true;
   fk::plot::draw_lines(f, a, losses);
   stage_markers(f, a, *run.result, step, stage);
