@@ -2,6 +2,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 #include <string>
+#include <utility>
 #include "fk/cuda/runtime.h"
 #include "fk/cuda/versions.h"
 #include "fk/error.h"
@@ -16,30 +17,11 @@ namespace dl = nb::dlpack;
 // float128, ...), or by its codes where it has none.
 std::string dtype_str(dl::dtype d) {
   using C = dl::dtype_code;
-  const char* kind = nullptr;
-  switch (static_cast<C>(d.code)) {
-    case C::Int:
-      kind = "int";
-      break;
-    case C::UInt:
-      kind = "uint";
-      break;
-    case C::Float:
-      kind = "float";
-      break;
-    case C::Bfloat:
-      kind = "bfloat";
-      break;
-    case C::Complex:
-      kind = "complex";
-      break;
-    case C::Bool:
-      kind = "bool";
-      break;
-    default:
-      break;
-  }
-  if (kind && d.lanes == 1) return std::string(kind) + std::to_string(d.bits);
+  static const std::pair<C, const char*> kKinds[] = {{C::Int, "int"},         {C::UInt, "uint"},
+                                                     {C::Float, "float"},     {C::Bfloat, "bfloat"},
+                                                     {C::Complex, "complex"}, {C::Bool, "bool"}};
+  for (const auto& [code, kind] : kKinds)
+    if (static_cast<C>(d.code) == code && d.lanes == 1) return kind + std::to_string(d.bits);
   return "DLPack dtype (code " + std::to_string(d.code) + ", " + std::to_string(d.bits) +
          " bits, " + std::to_string(d.lanes) + " lanes)";
 }

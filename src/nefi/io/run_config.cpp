@@ -13,6 +13,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "fk/device.h"
 #include "fk/error.h"
@@ -419,12 +420,6 @@ RunConfig load_run_config_file(const std::string& path) {
 
 namespace {
 
-std::string joined(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
 // optim.ATTR: the optimizer keys every instance declares.
 // `where` names the source: "--set optim", or a file's curriculum.optim.
 void set_optim(RunConfig& cfg, const std::string& attr, const std::string& value,
@@ -442,7 +437,9 @@ void set_optim(RunConfig& cfg, const std::string& attr, const std::string& value
                                        "lbfgs_line_search"};
   FK_CHECK(std::find(valid.begin(), valid.end(), attr) != valid.end() && cfg.config.has(attr),
            where + "." + attr,
-           "an optimizer attribute (" + joined(valid) + ", ema, betas, lr_mult)", "'" + attr + "'");
+           "an optimizer attribute (" + fmt::format("{}", fmt::join(valid, ", ")) +
+               ", ema, betas, lr_mult)",
+           "'" + attr + "'");
   cfg.config.set(attr, value);
 }
 
@@ -456,7 +453,9 @@ void set_stage(RunConfig& cfg, const std::string& attr, const std::string& value
   if (attr == "warmup_steps" && cfg.config.has("lr_warmup"))  // the reference's name
     return cfg.config.set("lr_warmup", value);
   FK_CHECK(std::find(valid.begin(), valid.end(), attr) != valid.end(), "--set stage." + attr,
-           "a stage attribute of " + cfg.instance + " (" + joined(valid) + ")", "'" + attr + "'");
+           "a stage attribute of " + cfg.instance + " (" +
+               fmt::format("{}", fmt::join(valid, ", ")) + ")",
+           "'" + attr + "'");
   if (attr != "steps") return cfg.config.set(attr, value);
   const double n = YAML::Load(value).as<double>();
   FK_CHECK(n >= 1 && n <= 1e9 && n == static_cast<int64_t>(n), "--set stage.steps",

@@ -6,6 +6,9 @@
 #include <limits>
 #include <optional>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "fk/amp.h"
 #include "fk/error.h"
 #include "nefi/solve/checkpoint.h"
@@ -49,12 +52,6 @@ Checkpoint checkpoint_to_resume(const std::string& path, const Field& field, con
            "nefi::Solver resume", "a position inside this curriculum",
            "stage " + fk::to_text(ck.stage) + " step " + fk::to_text(ck.step));
   return ck;
-}
-
-std::string join(const std::vector<std::string>& names) {
-  std::string s;
-  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s;
 }
 
 }  // namespace
@@ -210,8 +207,9 @@ Solver::Attempt Solver::run_once(uint64_t seed, bool first, Clock::time_point t_
   if (resume && resume->history) {
     // The run so far: the resumed run reports it whole.
     FK_CHECK(resume->history->columns == at.res.history.columns, "nefi::Solver resume",
-             "a history of this run's columns (" + join(at.res.history.columns) + ")",
-             join(resume->history->columns) + " (" + opt_.resume_from + ")");
+             fmt::format("a history of this run's columns ({})",
+                         fmt::join(at.res.history.columns, ", ")),
+             fmt::format("{} ({})", fmt::join(resume->history->columns, ", "), opt_.resume_from));
     at.res.history.rows = std::move(resume->history->rows);
     at.res.stages = std::move(resume->stages_done);
     at.before.seconds = resume->run_seconds;
