@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace nefi::panel {
 namespace {
@@ -33,12 +34,43 @@ void head(fk::plot::Figure& f, const fk::plot::Box& b, const std::string& title,
 
 }  // namespace
 
+Slice slice(int rows, int cols, std::vector<double> v, const DataAxis& vert,
+            const DataAxis& horiz) {
+  Slice s{rows, cols, std::move(v), plot_axis(vert), plot_axis(horiz)};
+  // Lengths: a unit, no named frames or numbered items (receivers, shots).
+  const auto length = [](const DataAxis& a) {
+    return !a.unit.empty() && a.frames.empty() && !a.numbered && a.hi != a.lo &&
+           std::isfinite(a.hi - a.lo);
+  };
+  if (length(vert) && length(horiz) && vert.unit == horiz.unit) {
+    s.aspect = std::abs(vert.hi - vert.lo) / std::abs(horiz.hi - horiz.lo);
+    s.vert_name = vert.name;
+  }
+  return s;
+}
+
 void tile(fk::plot::Figure& f, double x, double y, const Slice& s, fk::plot::Range r,
           fk::plot::Colormap map, const std::string& title, const std::string& sub) {
+  double w = kTile, h = kTile;
+  std::string note = sub;
+  if (s.aspect > 0) {
+    const double drawn = std::clamp(s.aspect, 1 / kMaxStretch, kMaxStretch);
+    (drawn < 1 ? h : w) = kTile * (drawn < 1 ? drawn : 1 / drawn);
+    if (drawn != s.aspect) {
+      const double by = drawn / s.aspect;  // > 1: the vertical axis drawn taller
+      note += (note.empty() ? "" : ", ") + s.vert_name + " drawn " +
+              short_number(by > 1 ? by : 1 / by) + "x " + (by > 1 ? "taller" : "shorter");
+    }
+  }
+  // Centred in the tile's square, so a row's tiles keep their columns.
   fk::plot::AxesSpec a{
-      {x + fk::plot::kLeftMargin, y + kHead, kTile, kTile}, s.horiz, s.vert, "", true};
+      {x + fk::plot::kLeftMargin + (kTile - w) / 2, y + kHead + (kTile - h) / 2, w, h},
+      s.horiz,
+      s.vert,
+      "",
+      true};
   fk::plot::draw_image(f, a, {s.rows, s.cols, s.v, r.lo, r.hi, map});
-  head(f, a.box, title, sub);
+  head(f, {x + fk::plot::kLeftMargin, a.box.y, kTile, h}, title, note);
 }
 
 void bar(fk::plot::Figure& f, double x, double y, fk::plot::Range r, fk::plot::Colormap map,

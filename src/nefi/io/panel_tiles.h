@@ -1,7 +1,10 @@
 #pragma once
 // The tile layout shared by the 2-D and volume panels (png_panel.cpp,
 // png_volume_panel.cpp): fixed-size square image tiles with a two-line head
-// (title, metrics), colour bars beside a row, a figure title on top.
+// (title, metrics), colour bars beside a row, a figure title on top. An image
+// whose two axes are lengths in one unit is drawn to scale inside its tile
+// (thermal's x-z slice of a 10 x 1 mm plate is flat), its drawn aspect held to
+// kMaxStretch with the stretch said under the title.
 #include <string>
 #include <vector>
 
@@ -11,13 +14,18 @@
 namespace nefi::panel {
 
 inline constexpr double kTile = 220, kHead = 46, kGap = 26, kBar = 14, kBarRoom = 86, kTop = 40;
+inline constexpr double kMaxStretch = 4;
 
 // A 2-D array with its two axes (vertical = rows, drawn top-down).
 struct Slice {
   int rows = 0, cols = 0;
   std::vector<double> v;
   fk::plot::Axis vert, horiz;
+  double aspect = 0;           // vertical / horizontal span to scale; 0: a square tile
+  std::string vert_name = {};  // named when the drawn aspect is stretched
 };
+// A slice over two data axes: to scale when both are lengths in one unit.
+Slice slice(int rows, int cols, std::vector<double> v, const DataAxis& vert, const DataAxis& horiz);
 
 inline double tile_w() {
   return fk::plot::kLeftMargin + kTile + kGap;

@@ -101,7 +101,7 @@ void metrics_table(Figure& f, double x, double y, double width, const PanelInput
 }
 
 panel::Slice slice_2d(const std::vector<double>& v, int n0, int n1, const PanelInput& in) {
-  return {n0, n1, v, plot_axis(in.labels.field_axes[0]), plot_axis(in.labels.field_axes[1])};
+  return panel::slice(n0, n1, v, in.labels.field_axes[0], in.labels.field_axes[1]);
 }
 
 // `shown`: the measurement, or the first frame of a stack.
@@ -132,8 +132,8 @@ void panel_2d(const std::string& path, const PanelInput& in, const fk::Tensor& s
   // field's grid; a sinogram's angle and detector position otherwise).
   const std::vector<DataAxis>& ma = in.labels.measured_axes;
   const size_t d = ma.size();
-  const panel::Slice ms{static_cast<int>(shown.size(0)), static_cast<int>(shown.size(1)), m,
-                        plot_axis(ma[d - 2]), plot_axis(ma[d - 1])};
+  const panel::Slice ms = panel::slice(static_cast<int>(shown.size(0)),
+                                       static_cast<int>(shown.size(1)), m, ma[d - 2], ma[d - 1]);
   panel::tile(f, tile_w(), y0, ms, mr, fk::plot::Colormap::Viridis, "Measurement",
               labels.measured_frame.empty() ? "own colour scale" : labels.measured_frame);
   panel::bar(f, 2 * tile_w() - kGap + 4, y0, mr, fk::plot::Colormap::Viridis, labels.measured_bar);

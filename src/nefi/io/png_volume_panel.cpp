@@ -9,7 +9,6 @@
 namespace nefi {
 namespace {
 
-using panel::plot_axis;
 using panel::Slice;
 
 struct Vol {
@@ -48,9 +47,9 @@ std::string short_name(const DataAxis& a) {
 // every pixel a value of the volume.
 std::vector<Slice> views(const Vol& f, const Cut& c, const std::vector<DataAxis>& axes,
                          bool error = false) {
-  const fk::plot::Axis x = plot_axis(axes[0]), y = plot_axis(axes[1]), z = plot_axis(axes[2]);
-  Slice xy{f.nx, f.ny, {}, x, y}, xz{f.nz, f.nx, {}, z, x}, yz{f.nz, f.ny, {}, z, y},
-      proj{f.nx, f.ny, {}, x, y};
+  const DataAxis &x = axes[0], &y = axes[1], &z = axes[2];
+  Slice xy = panel::slice(f.nx, f.ny, {}, x, y), xz = panel::slice(f.nz, f.nx, {}, z, x),
+        yz = panel::slice(f.nz, f.ny, {}, z, y), proj = panel::slice(f.nx, f.ny, {}, x, y);
   for (int i = 0; i < f.nx; ++i)
     for (int j = 0; j < f.ny; ++j) {
       xy.v.push_back(f.at(i, j, c.k));
@@ -81,24 +80,22 @@ std::vector<std::string> view_titles(const Cut& c, const std::vector<DataAxis>& 
 }
 
 // The measured frames (n_obs, rows, cols) over their last two axes, or the
-// one frame of a 2-D measurement, and the first method's predicted last frame.
-void frames_row(fk::plot::Figure& f, double y, const PanelInput& in) {
+// one frame of a 2-D measurement, and the first method's prediction of the
+// last frame shown (a z-stack's: of the frame at focus).
+void frames_row(fk::plot::Figure& f, double y, const PanelInput& in, int focus) {
   const std::vector<DataAxis>& ma = in.labels.measured_axes;
   const bool stack = in.measurement.dim() == 3;
   const int nt = stack ? static_cast<int>(in.measurement.size(0)) : 1;
   const size_t d = ma.size();
   const int nx = static_cast<int>(in.measurement.size(stack ? 1 : 0)),
             ny = static_cast<int>(in.measurement.size(stack ? 2 : 1));
-  const fk::plot::Axis ax = plot_axis(ma[d - 2]), ay = plot_axis(ma[d - 1]);
   const std::vector<double> o = in.measurement.to_vector<double>();
   const fk::Tensor& pred = in.methods.front().prediction;
   const bool has_pred = pred.defined() && pred.shape() == in.measurement.shape();
-  std::vector<int> ts;  // early frames change fastest
-  for (int t : {0, nt / 10, nt / 3, nt - 1})
-    if ((ts.empty() || t > ts.back()) && ts.size() < (has_pred ? 3u : 4u)) ts.push_back(t);
-  if (ts.back() != nt - 1) ts.back() = nt - 1;
+  const std::vector<int> ts = shown_frames(nt, focus, has_pred);
+  const int predicted = focus >= 0 ? focus : nt - 1;
   auto frame = [&](const std::vector<double>& src, int t) {
-    Slice s{nx, ny, {}, ax, ay};
+    Slice s = panel::slice(nx, ny, {}, ma[d - 2], ma[d - 1]);
     s.v.assign(src.begin() + static_cast<size_t>(t) * nx * ny,
                src.begin() + static_cast<size_t>(t + 1) * nx * ny);
     return s;
@@ -109,13 +106,27 @@ void frames_row(fk::plot::Figure& f, double y, const PanelInput& in) {
     panel::tile(f, c * panel::tile_w(), y, frame(o, ts[c]), r, fk::plot::Colormap::Magma,
                 "Measured" + name(ts[c]), in.labels.measured.name);
   if (has_pred)
-    panel::tile(f, ts.size() * panel::tile_w(), y, frame(pred.to_vector<double>(), nt - 1), r,
-                fk::plot::Colormap::Magma, "Predicted" + name(nt - 1), in.methods.front().name);
+    panel::tile(f, static_cast<double>(ts.size()) * panel::tile_w(), y,
+                frame(pred.to_vector<double>(), predicted), r, fk::plot::Colormap::Magma,
+                "Predicted" + name(predicted), in.methods.front().name);
   panel::bar(f, 4 * panel::tile_w() - panel::kGap + 4, y, r, fk::plot::Colormap::Magma,
              quantity_label(in.labels.measured));
 }
 
 }  // namespace
+
+std::vector<int> shown_frames(int nt, int focus, bool has_prediction) {
+  std::vector<int> ts;
+  if (focus >= 0) {
+    for (int t : {focus - std::max(1, nt / 4), focus, focus + std::max(1, nt / 4)})
+      if (t >= 0 && t < nt) ts.push_back(t);
+    return ts;
+  }
+  for (int t : {0, nt / 10, nt / 3, nt - 1})
+    if ((ts.empty() || t > ts.back()) && ts.size() < (has_prediction ? 3u : 4u)) ts.push_back(t);
+  if (ts.back() != nt - 1) ts.back() = nt - 1;
+  return ts;
+}
 
 void write_volume_panel_png(const std::string& path, const PanelInput& in) {
   // Frames (n_obs, rows, cols) or one 2-D frame (sensor traces) get a row;
@@ -164,7 +175,12 @@ void write_volume_panel_png(const std::string& path, const PanelInput& in) {
     row(at, recs[m], false, pm.name, headline_metrics(pm.metrics));
     row(at + 1, errs[m], true, pm.name + " - truth", "signed error");
   }
-  if (frames) frames_row(f, panel::kTop + (rows - 1) * panel::row_h(), in);
+  // A z-stack: frames along the truth's depth axis, one per slice.
+  const std::vector<DataAxis>& ma = in.labels.measured_axes;
+  const bool z_stack = in.measurement.dim() == 3 && in.measurement.size(0) == g.nz &&
+                       ma[0].frames.empty() && ma[0].unit == axes[2].unit &&
+                       ma[0].lo == axes[2].lo && ma[0].hi == axes[2].hi;
+  if (frames) frames_row(f, panel::kTop + (rows - 1) * panel::row_h(), in, z_stack ? c.k : -1);
   f.save_png(path);
 }
 

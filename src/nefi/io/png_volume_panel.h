@@ -4,6 +4,7 @@
 // projection over depth, per row the truth and each method's
 // reconstruction, then the measured frames over their labelled axes.
 #include <string>
+#include <vector>
 
 #include "nefi/io/png_panel.h"
 
@@ -14,5 +15,11 @@ namespace nefi {
 // a row of frames over the measurement's last two labelled axes; one of
 // another rank is left out. Throws fk::Error on other shapes.
 void write_volume_panel_png(const std::string& path, const PanelInput& in);
+
+// The measured frames the row shows, of nt: a series' first, early and last
+// (early frames change fastest; one fewer when a prediction takes a tile), or
+// for a z-stack (focus >= 0, the slices' depth) the frame at focus between two
+// defocused ones: a stack's first and last frames lie outside the sample.
+std::vector<int> shown_frames(int nt, int focus, bool has_prediction);
 
 }  // namespace nefi
