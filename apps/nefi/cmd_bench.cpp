@@ -42,7 +42,7 @@ Command add_bench(CLI::App& app, const Context& ctx) {
     std::string batch_device = "cpu";
     bool by_class = false, batched = false, smoke = false;
     int64_t smoke_steps = 40;
-    CLI::Option* smoke_steps_opt = nullptr;
+    CLI::Option *smoke_steps_opt = nullptr, *batch_size_opt = nullptr;
   };
   auto o = std::make_shared<Opts>();
   auto* sub = app.add_subcommand(
@@ -66,7 +66,7 @@ Command add_bench(CLI::App& app, const Context& ctx) {
   sub->add_option("--shard", o->shard, "run shard I/N: units k with k mod N == I");
   sub->add_option("--out,-o", o->out, "output directory (default runs/<instance>-bench-<hash>)")
       ->check(non_empty_directory());
-  sub->add_option("--threads", o->threads, "fk threads (default 1, or $OMP_NUM_THREADS)")
+  sub->add_option("--threads", o->threads, "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
       ->check(thread_count());
   sub->add_flag("--by-class", o->by_class, "summary.csv per class and method");
   sub->add_flag("--allow-inverse-crime", o->spec.allow_inverse_crime,
@@ -74,7 +74,8 @@ Command add_bench(CLI::App& app, const Context& ctx) {
                 "so in summary.md and benchmark.json)");
   sub->add_flag("--batched", o->batched,
                 "solve each method's units with batch_invert where it can (else sequentially)");
-  sub->add_option("--batch-size", o->batch_size, "problems per batch with --batched (default 16)");
+  o->batch_size_opt = sub->add_option("--batch-size", o->batch_size,
+                                      "problems per batch with --batched (default 16)");
   sub->add_option("--batch-device", o->batch_device,
                   "where --batched batches train: cpu (default), cuda or cuda:N (needs "
                   "--batched; a method the device batch refuses runs sequentially on the CPU)");
@@ -116,6 +117,11 @@ Command add_bench(CLI::App& app, const Context& ctx) {
             co.shard = shard;
             FK_CHECK(o->batch_size >= 1, "--batch-size", "a batch size >= 1",
                      fk::to_text(o->batch_size));
+            // Without --batched it would be dropped without a word (as
+            // --batch-device is refused there).
+            FK_CHECK(o->batched || o->batch_size_opt->count() == 0, "--batch-size",
+                     "--batched with it (a batch size sets how many problems train at once)",
+                     "--batch-size " + fk::to_text(o->batch_size) + " without --batched");
             if (o->batched) co.batch_size = o->batch_size;
             co.batch_device = batch_device;
             bench::check_protocol_batch_device(proto, co);

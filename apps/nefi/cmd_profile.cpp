@@ -66,7 +66,7 @@ Command add_profile(CLI::App& app, const Context&) {
   sub->add_option("--steps", o->p.steps, "timed steps (default 20)");
   sub->add_option("--warmup", o->p.warmup, "untimed steps first (default 5)");
   sub->add_option("--stage", o->p.stage, "curriculum stage; negative from the end (default -1)");
-  sub->add_option("--threads", o->threads, "fk threads (default 1, or $OMP_NUM_THREADS)")
+  sub->add_option("--threads", o->threads, "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
       ->check(thread_count());
   sub->add_option("--batch", o->batch,
                   "time batch_invert with B problems instead (per-problem ms/step)");
@@ -105,7 +105,13 @@ Command add_profile(CLI::App& app, const Context&) {
             is_file ? load_run_config_file(o->instance) : default_run_config(o->instance);
         if (!o->config.empty()) apply_config_file(cfg, o->config);
         for (const auto& s : o->sets) apply_set(cfg, s);
-        if (!o->device.empty()) apply_set(cfg, "run.device=" + o->device);
+        if (!o->device.empty()) {  // refused in the option's words, not --set run.device's
+          try {
+            apply_set(cfg, "run.device=" + o->device);
+          } catch (const fk::Error& e) {
+            throw fk::Error("--device", e.expected(), e.given());
+          }
+        }
         FK_CHECK(cfg.data.empty(), "run.data",
                  "no measured dataset (nefi profile times the instance's synthetic problem)",
                  "'" + cfg.data + "'");

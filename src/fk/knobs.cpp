@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -103,19 +103,22 @@ Knob::Parsed Knob::parse(const std::string& text) const {
       break;
     }
     case KnobType::Int: {
-      char* end = nullptr;
-      errno = 0;
-      long long v = std::strtoll(text.c_str(), &end, 10);
-      if (text.empty() || *end != '\0' || errno) throw bad();
+      // from_chars: the whole text a decimal number, no blank or sign '+' as
+      // the word knobs take none (strtoll read " 5" and "+5")
+      int64_t v = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (text.empty() || ec != std::errc() || end != text.data() + text.size()) throw bad();
       p.i = v;
       break;
     }
     case KnobType::Float: {
-      char* end = nullptr;
-      double v = std::strtod(text.c_str(), &end);
-      // strtod also reads "nan" and "inf" (and overflows to inf): refused with
-      // everything outside the knob's range.
-      if (text.empty() || *end != '\0' || !std::isfinite(v) || v < range_.lo || v > range_.hi) {
+      // from_chars (general format): no blank, sign '+' or hexadecimal, which
+      // strtod read (" 5", "0x10" = 16); "nan", "inf" and an overflow are
+      // refused with everything outside the knob's range.
+      double v = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
+          !std::isfinite(v) || v < range_.lo || v > range_.hi) {
         throw bad();
       }
       p.f = v;

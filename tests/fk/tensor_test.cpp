@@ -223,6 +223,12 @@ TEST(Knobs, RegistryParsesAndRejects) {
               std::string::npos)
         << e.what();
   }
+  for (const char* bad : {" 12", "12 ", "+12", "0x10", "1.0", "99999999999999999999"}) {
+    setenv("FK_TEST_KNOB", bad, 1);
+    EXPECT_THROW((void)k.as_int(), Error) << bad;
+  }
+  setenv("FK_TEST_KNOB", "-4", 1);
+  EXPECT_EQ(k.as_int(), -4);
   unsetenv("FK_TEST_KNOB");
   static Knob latched("FK_TEST_LATCHED", KnobType::Bool, "0", "latched", KnobRead::Latched);
   EXPECT_FALSE(latched.as_bool());
@@ -257,8 +263,9 @@ TEST(Knobs, FloatKnobsAcceptFiniteValuesInTheirRangeOnly) {
   EXPECT_EQ(size.range().hi, 1e9);
   EXPECT_EQ(size.as_float(), 2048.0);
   const std::string form = "a finite number in [0, 1e+09]";
+  // and text the word knobs refuse: a blank, a '+', hexadecimal (0x10 was 16)
   for (const char* bad : {"nan", "NaN", "inf", "-inf", "1e400", "-1", "-0.5", "1e30", "1000000001",
-                          "abc", "3x", ""}) {
+                          "abc", "3x", "", " 5", "5 ", "+5", "0x10"}) {
     expect_knob_error(size, bad, form);
   }
   EXPECT_EQ(size.as_float(), 2048.0);  // a refused override leaves the value in force

@@ -37,7 +37,10 @@ TEST(BenchDeviceCli, ABatchDeviceWithoutBatchesIsRefusedInOneLine) {
   nefi::test::expect_one_line_errors(
       {{"bench toy1d --smoke --n 1 --seeds 0 --batch-device cuda:0",
         "--batch-device: expected the protocol's batch device, cpu (no device batches), got "
-        "cuda:0 without --batched"}},
+        "cuda:0 without --batched"},
+       // a batch size without batches was dropped without a word
+       {"bench toy1d --smoke --n 1 --seeds 0 --batch-size 4",
+        "--batch-size: expected --batched with it"}},
       nefi::test::scratch());
 }
 

@@ -18,7 +18,9 @@ TEST(RunDeviceCli, UnusableOrMalformedDevicesAreRefusedInOneLine) {
       {"run toy1d --smoke --no-plot --device " + missing, missing},
       {"run toy1d --smoke --no-plot --device tpu", "'tpu'"},
       {"profile toy1d --steps 2 --warmup 0 --device " + missing, missing},
-      {"profile toy1d --steps 2 --warmup 0 --device tpu", "'tpu'"}};
+      {"profile toy1d --steps 2 --warmup 0 --device tpu", "'tpu'"},
+      // named by the option given, not the --set it becomes
+      {"profile toy1d --steps 2 --warmup 0 --device gpu", "--device: expected cpu or cuda[:N]"}};
   if (!fk::cuda::built_with_cuda()) {
     cases.push_back({"run toy1d --smoke --no-plot --device cuda", "cuda:0"});
     cases.push_back({"profile toy1d --steps 2 --warmup 0 --device cuda", "cuda:0"});
