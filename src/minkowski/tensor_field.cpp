@@ -12,7 +12,10 @@
 namespace minkowski {
 
 namespace {
-constexpr double kInt32Limit = 2147483647.0;
+// [-2^31, 2^31 - 1], the int32 values (a NaN is not within).
+bool within_int32(double v) {
+  return v >= -2147483648.0 && v <= 2147483647.0;
+}
 
 // Row i of the voxel rows from its field coordinates v (1 + D values):
 // the batch index rounded to the nearest integer, half to even as
@@ -25,7 +28,7 @@ void voxel_row(const double* v, int64_t i, const std::vector<double>& voxel_size
                const std::vector<int32_t>& ts, int32_t* row) {
   const char* where = "minkowski::TensorField::sparse";
   const double b = std::nearbyint(v[0]);
-  FK_CHECK(std::isfinite(b) && std::abs(b) < kInt32Limit, where,
+  FK_CHECK(within_int32(b), where,
            "a finite batch index within int32 in column 0 (row " + fk::to_text(i) + ")",
            fk::to_text(v[0]));
   row[0] = static_cast<int32_t>(b);
@@ -35,7 +38,7 @@ void voxel_row(const double* v, int64_t i, const std::vector<double>& voxel_size
     // The stored value is checked: flooring to the stride can step past a
     // voxel coordinate that is itself within int32.
     const double s = std::floor(q / t) * t;
-    FK_CHECK(std::isfinite(s) && std::abs(s) < kInt32Limit, where,
+    FK_CHECK(within_int32(s), where,
              "finite voxel coordinates within int32, after flooring to the tensor stride (row " +
                  fk::to_text(i) + ")",
              fk::to_text(s));

@@ -253,7 +253,7 @@ TEST(TensorField, SparseWithTensorStride) {
 }
 
 TEST(TensorField, VoxelsFlooredToTheStrideMustStayWithinInt32) {
-  // -2^31 + 2 is within int32 (the check is |v| < 2^31 - 1); floored to
+  // -2^31 + 2 is within int32; floored to
   // stride 5 it is -2^31 - 2, which an int32 cannot hold (the conversion was
   // undefined before the stride-floored value was the one checked).
   TensorField field(fk::ones({1, 1}, {fk::DType::F64}),
@@ -268,6 +268,18 @@ TEST(TensorField, VoxelsFlooredToTheStrideMustStayWithinInt32) {
               std::string::npos)
         << m;
   }
+}
+
+// The batch index may be any int32 (as a SparseTensor's): 2^31 - 1 was
+// refused by a strict bound, though the Python field and the map took it.
+TEST(TensorField, TheLargestInt32BatchIndexIsABatch) {
+  TensorField field(fk::ones({2, 1}, {fk::DType::F64}),
+                    fk::from_vector(std::vector<double>{2147483647.0, 3, 0, 0, 1, 2}, {2, 3}));
+  const SparseTensor s = field.sparse(1.0);
+  EXPECT_EQ(s.C().to_vector<int32_t>(), (std::vector<int32_t>{2147483647, 3, 0, 0, 1, 2}));
+  TensorField past(fk::ones({1, 1}, {fk::DType::F64}),
+                   fk::from_vector(std::vector<double>{2147483648.0, 0, 0}, {1, 3}));
+  EXPECT_THROW(past.sparse(1.0), fk::Error);
 }
 
 TEST(TensorField, SliceFromStridedAndReorderedMaps) {

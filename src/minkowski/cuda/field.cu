@@ -16,7 +16,10 @@ using fk::cuda::detail::blocks_for;
 using fk::cuda::detail::check_launch;
 using fk::cuda::detail::kThreads;
 
-constexpr double kInt32Limit = 2147483647.0;
+// [-2^31, 2^31 - 1], the int32 values (a NaN is not within): the host loop's bounds.
+__device__ inline bool within_int32(double v) {
+  return v >= -2147483648.0 && v <= 2147483647.0;
+}
 
 template <typename T>
 __global__ void voxelize_kernel(const T* coords, int64_t n, VoxelGrid grid, int32_t* rows,
@@ -29,12 +32,12 @@ __global__ void voxelize_kernel(const T* coords, int64_t n, VoxelGrid grid, int3
     double out;
     if (a == 0) {  // the batch index rounded half to even, as the host loop
       out = rint(v);
-      ok = isfinite(out) && fabs(out) < kInt32Limit;
+      ok = within_int32(out);
     } else {
       // As the host loop: the stride-floored value is the one checked.
       const double q = floor(v / grid.voxel[a]);
       out = floor(q / grid.stride[a]) * grid.stride[a];
-      ok = isfinite(out) && fabs(out) < kInt32Limit;
+      ok = within_int32(out);
     }
     if (ok) {
       rows[t] = static_cast<int32_t>(out);

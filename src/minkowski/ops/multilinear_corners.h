@@ -18,7 +18,10 @@
 namespace minkowski::multilinear {
 
 constexpr int kMaxDim = 16;
-constexpr double kInt32Limit = 2147483647.0;
+// [-2^31, 2^31 - 1], the int32 values (a NaN is not within).
+inline bool within_int32(double v) {
+  return v >= -2147483648.0 && v <= 2147483647.0;
+}
 
 // Throws unless point i (1+D values) has a finite batch index within int32
 // (rounded half to even, as the reference: float arithmetic's 1 - 1e-7 is
@@ -27,13 +30,12 @@ constexpr double kInt32Limit = 2147483647.0;
 // int32.
 inline void check_point(const double* q, const std::vector<int32_t>& ts, int64_t i,
                         const char* where) {
-  FK_CHECK(std::isfinite(q[0]) && std::abs(std::nearbyint(q[0])) < kInt32Limit, where,
+  FK_CHECK(within_int32(std::nearbyint(q[0])), where,
            "a finite batch index within int32 in column 0 (point " + fk::to_text(i) + ")",
            fk::to_text(q[0]));
   for (size_t a = 0; a < ts.size(); ++a) {
     const double t = ts[a], cell = std::floor(q[a + 1] / t);
-    FK_CHECK(std::isfinite(cell) && std::abs(cell * t) < kInt32Limit &&
-                 std::abs((cell + 1) * t) < kInt32Limit,
+    FK_CHECK(within_int32(cell * t) && within_int32((cell + 1) * t),
              where, "finite coordinates within int32 (point " + fk::to_text(i) + ")",
              fk::to_text(q[a + 1]));
   }

@@ -192,6 +192,19 @@ TEST(MinkowskiInterpolation, BadPoints) {
         interpolate(SparseTensor(), pts({0, 1}, 2));
       },
       {"a sparse tensor", "empty handle"});
+  feature_ops::expect_error(
+      [&] {
+        interpolate(x, pts({2147483648.0, 0}, 2));
+      },
+      {"finite batch index within int32", "point 0"});
+}
+
+// Any int32 batch index is a batch, the largest too (a strict bound refused
+// 2^31 - 1, which the tensor itself holds).
+TEST(MinkowskiInterpolation, TheLargestInt32BatchIndexIsABatch) {
+  SparseTensor x(fk::from_vector(std::vector<double>{5}, fk::Dims{1, 1}),
+                 fk::from_vector(std::vector<int32_t>{2147483647, 3}, fk::Dims{1, 2}));
+  fk::test::expect_close(interpolate(x, pts({2147483647.0, 3, 0, 3}, 2)), {5, 0}, 0);
 }
 
 }  // namespace
