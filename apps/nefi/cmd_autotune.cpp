@@ -63,7 +63,8 @@ Command add_autotune(CLI::App& app, const Context& ctx) {
   sub->add_option("--out,-o", r.run.out,
                   "output directory (default runs/<instance>-autotune-<hash>)")
       ->check(non_empty_directory());
-  sub->add_option("--threads", r.run.threads, "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
+  sub->add_option("--threads", r.run.threads,
+                  "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
       ->check(thread_count());
   sub->footer(
       "Examples:\n  nefi autotune toy1d --smoke\n"

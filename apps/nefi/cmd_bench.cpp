@@ -66,7 +66,8 @@ Command add_bench(CLI::App& app, const Context& ctx) {
   sub->add_option("--shard", o->shard, "run shard I/N: units k with k mod N == I");
   sub->add_option("--out,-o", o->out, "output directory (default runs/<instance>-bench-<hash>)")
       ->check(non_empty_directory());
-  sub->add_option("--threads", o->threads, "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
+  sub->add_option("--threads", o->threads,
+                  "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
       ->check(thread_count());
   sub->add_flag("--by-class", o->by_class, "summary.csv per class and method");
   sub->add_flag("--allow-inverse-crime", o->spec.allow_inverse_crime,

@@ -101,7 +101,8 @@ Command add_diagnose(CLI::App& app, const Context& ctx) {
                   "output directory (default runs/<instance>-diagnose-<hash>)")
       ->check(non_empty_directory());
   sub->add_flag("--plot,!--no-plot", r.run.plot, "write diagnostics.png (default) or not");
-  sub->add_option("--threads", r.run.threads, "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
+  sub->add_option("--threads", r.run.threads,
+                  "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
       ->check(thread_count());
   sub->add_option("--device", r.run.device,
                   "where the operator's products run (and --solve trains), cpu or cuda[:N], "

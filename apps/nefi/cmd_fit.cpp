@@ -309,7 +309,8 @@ Command add_fit(CLI::App& app, const Context&) {
   sub->add_option("--seed", r->seed, "the field's initialisation seed")->check(non_negative_seed());
   sub->add_option("--out,-o", r->out, "output directory (default runs/fit)")
       ->check(non_empty_directory());
-  sub->add_option("--threads", r->threads, "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
+  sub->add_option("--threads", r->threads,
+                  "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
       ->check(thread_count());
   sub->add_option("--device", r->device,
                   "where the fit trains: cpu (default) or cuda[:N], any representation "

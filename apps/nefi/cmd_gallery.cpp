@@ -135,7 +135,8 @@ Command add_gallery(CLI::App& app, const Context& ctx) {
       ->check(non_empty_directory());
   sub->add_option("--instances", g->instances, "comma list (default: every registered instance)")
       ->delimiter(',');
-  sub->add_option("--threads", g->threads, "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
+  sub->add_option("--threads", g->threads,
+                  "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
       ->check(thread_count());
   sub->footer(
       "Examples:\n  nefi gallery\n  nefi gallery --budget 0.2 --out runs/gallery\n"

@@ -66,7 +66,8 @@ Command add_profile(CLI::App& app, const Context&) {
   sub->add_option("--steps", o->p.steps, "timed steps (default 20)");
   sub->add_option("--warmup", o->p.warmup, "untimed steps first (default 5)");
   sub->add_option("--stage", o->p.stage, "curriculum stage; negative from the end (default -1)");
-  sub->add_option("--threads", o->threads, "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
+  sub->add_option("--threads", o->threads,
+                  "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
       ->check(thread_count());
   sub->add_option("--batch", o->batch,
                   "time batch_invert with B problems instead (per-problem ms/step)");

@@ -265,7 +265,8 @@ Command add_run(CLI::App& app, const Context& ctx) {
   run->add_option("--baseline,-b", r.baseline,
                   "run this baseline alone (a method other than the neural field)");
   run->add_option("--out,-o", r.out, "output directory")->check(non_empty_directory());
-  run->add_option("--threads", r.threads, "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
+  run->add_option("--threads", r.threads,
+                  "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
       ->check(thread_count());
   run->add_option("--save-every", r.save_every,
                   "write OUT/checkpoint-<method>.ckpt every N steps and at stage ends");

@@ -30,7 +30,8 @@ void add_variant_options(CLI::App* sub, VariantRequest& r) {
   sub->add_option("--shard", r.shard, "run shard I/N (merge with nefi bench-merge)");
   sub->add_option("--out,-o", r.out, "output directory (default runs/<instance>-<kind>-<hash>)")
       ->check(non_empty_directory());
-  sub->add_option("--threads", r.threads, "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
+  sub->add_option("--threads", r.threads,
+                  "fk threads (default, and 0: $OMP_NUM_THREADS if set, else 1)")
       ->check(thread_count());
   sub->add_flag("--allow-inverse-crime", r.spec.allow_inverse_crime,
                 "benchmark a method whose operator drew the data (the matched regime)");

@@ -35,8 +35,8 @@ inline void check_point(const double* q, const std::vector<int32_t>& ts, int64_t
            fk::to_text(q[0]));
   for (size_t a = 0; a < ts.size(); ++a) {
     const double t = ts[a], cell = std::floor(q[a + 1] / t);
-    FK_CHECK(within_int32(cell * t) && within_int32((cell + 1) * t),
-             where, "finite coordinates within int32 (point " + fk::to_text(i) + ")",
+    FK_CHECK(within_int32(cell * t) && within_int32((cell + 1) * t), where,
+             "finite coordinates within int32 (point " + fk::to_text(i) + ")",
              fk::to_text(q[a + 1]));
   }
 }
