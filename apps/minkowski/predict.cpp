@@ -62,10 +62,13 @@ void write_ply(const std::string& path, const data::PointCloud& cloud,
                const std::vector<int64_t>& predicted) {
   std::ofstream out(path);
   FK_CHECK(out.good(), "minkowski predict --ply", "a writable path", "'" + path + "'");
-  out << "ply\nformat ascii 1.0\nelement vertex " << cloud.size()
-      << "\nproperty float x\nproperty float y\nproperty float z\nproperty uchar red\n"
-         "property uchar green\nproperty uchar blue\nproperty int label\nend_header\n";
-  out.precision(std::numeric_limits<float>::max_digits10);  // the coordinates as read
+  const std::string type = cloud.f64 ? "double" : "float";  // the coordinates as read
+  out << "ply\nformat ascii 1.0\nelement vertex " << cloud.size() << "\nproperty " << type
+      << " x\nproperty " << type << " y\nproperty " << type
+      << " z\nproperty uchar red\nproperty uchar green\nproperty uchar blue\nproperty int "
+         "label\nend_header\n";
+  out.precision(cloud.f64 ? std::numeric_limits<double>::max_digits10
+                          : std::numeric_limits<float>::max_digits10);
   for (int64_t i = 0; i < cloud.size(); ++i) {
     const std::array<int, 3> c = colour_of(predicted[i]);
     out << cloud.xyz[3 * i] << ' ' << cloud.xyz[3 * i + 1] << ' ' << cloud.xyz[3 * i + 2] << ' '

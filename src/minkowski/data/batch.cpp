@@ -17,7 +17,9 @@ Voxelized voxelize(const PointCloud& cloud, double voxel_size, int64_t ignore_la
   FK_CHECK(cloud.size() > 0, "voxelize", "at least one point", "an empty cloud");
   FK_CHECK(voxel_size > 0, "voxelize", "a positive voxel size", fk::to_text(voxel_size));
   const int64_t n = cloud.size();
-  const fk::Tensor xyz = fk::from_vector(cloud.xyz, {n, 3});
+  // In the cloud's precision: f32 positions divide in f32, as torch's.
+  const fk::Tensor xyz =
+      fk::from_vector(cloud.xyz, {n, 3}).to(cloud.f64 ? fk::DType::F64 : fk::DType::F32);
   const fk::Tensor features =
       cloud.has_colors() ? fk::sub(fk::from_vector(cloud.rgb, {n, 3}), 0.5) : fk::ones({n, 1});
   const fk::Tensor labels = cloud.has_labels() ? fk::from_vector(cloud.labels) : fk::Tensor();
@@ -68,9 +70,9 @@ void augment(PointCloud& cloud, const AugmentOptions& o, uint64_t seed) {
   const double ca = std::cos(a), sa = std::sin(a);
   for (size_t i = 0; i < cloud.xyz.size(); i += 3) {
     const double x = mirror * cloud.xyz[i], y = cloud.xyz[i + 1], z = cloud.xyz[i + 2];
-    cloud.xyz[i] = static_cast<float>(s * (ca * x - sa * y) + o.jitter * rng.normal());
-    cloud.xyz[i + 1] = static_cast<float>(s * (sa * x + ca * y) + o.jitter * rng.normal());
-    cloud.xyz[i + 2] = static_cast<float>(s * z + o.jitter * rng.normal());
+    cloud.xyz[i] = cloud.at_precision(s * (ca * x - sa * y) + o.jitter * rng.normal());
+    cloud.xyz[i + 1] = cloud.at_precision(s * (sa * x + ca * y) + o.jitter * rng.normal());
+    cloud.xyz[i + 2] = cloud.at_precision(s * z + o.jitter * rng.normal());
   }
   for (auto& c : cloud.rgb) {
     c = static_cast<float>(std::clamp(c + o.colour_jitter * rng.normal(), 0.0, 1.0));

@@ -38,7 +38,7 @@ void add_point(PointCloud& cloud, const std::string& path, const std::string& wh
     // Also beyond float's range: the conversion would make it infinite (UB).
     if (!(std::abs(xyz[a]) <= std::numeric_limits<float>::max()))
       fail(path, where + ": a NaN, infinite or beyond-float coordinate");
-    cloud.xyz.push_back(static_cast<float>(xyz[a]));
+    cloud.xyz.push_back(cloud.at_precision(xyz[a]));
   }
   if (rgb != nullptr) {
     for (int a = 0; a < 3; ++a) {
@@ -242,6 +242,11 @@ PointCloud read_ply(const std::string& path) {
   const PlyColumns c = ply_columns(path, h.properties);
   const size_t width = h.properties.size();
   PointCloud cloud;
+  // Positions a float holds exactly: float or an integer of up to 16 bits.
+  for (const int col : {c.x, c.y, c.z}) {
+    const PlyProperty& q = h.properties[static_cast<size_t>(col)];
+    if (q.bytes > (q.kind == 'f' ? 4 : 2)) cloud.f64 = true;
+  }
   std::vector<double> row(width);
   if (h.binary) {
     static_assert(std::endian::native == std::endian::little);
@@ -310,6 +315,7 @@ PointCloud read_xyz(const std::string& path) {
   const std::vector<char> bytes = slurp(path);
   std::istringstream in(std::string(bytes.begin(), bytes.end()));
   PointCloud cloud;
+  cloud.f64 = true;  // decimals, read as numpy.loadtxt reads them
   size_t width = 0;
   int64_t line_no = 0;
   for (std::string line; std::getline(in, line);) {
@@ -355,6 +361,9 @@ PointCloud read_npy_points(const std::string& path) {
   if (t.size(0) == 0) fail(path, "no points");
   const std::vector<double> v = t.to_vector<double>();
   PointCloud cloud;
+  // Types a float does not hold exactly (fk reads narrower integers as i32).
+  cloud.f64 =
+      t.dtype() == fk::DType::F64 || t.dtype() == fk::DType::I32 || t.dtype() == fk::DType::I64;
   for (int64_t r = 0; r < t.size(0); ++r) {
     const double* row = v.data() + r * width;
     add_point(cloud, path, "row " + std::to_string(r), row, width >= 6 ? row + 3 : nullptr,

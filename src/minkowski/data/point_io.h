@@ -9,7 +9,8 @@
 //         list properties refused; later elements (faces) are ignored, and
 //         without one, data past the declared vertices is an error.
 //   .npy  N x 3 (x y z), N x 4 (+ label), N x 6 (+ r g b) or N x 7 (+ r g b
-//         label), any real or integer dtype (fk::read_npy).
+//         label), any real or integer dtype (fk::read_npy); positions keep
+//         a double file's precision (point_cloud.h).
 //   .xyz / .txt  one point per line: x y z, x y z label, x y z r g b or
 //         x y z r g b label (colours in [0, 1]); every line the same width;
 //         blank lines and lines starting with '#' are skipped.

@@ -29,7 +29,7 @@ struct Painter {
   int64_t label;
   void add(const Vec3& p) {
     for (int a = 0; a < 3; ++a) {
-      cloud.xyz.push_back(static_cast<float>(p[a]));
+      cloud.xyz.push_back(cloud.at_precision(p[a]));
       const double c = colour[a] + 0.03 * rng.normal();
       cloud.rgb.push_back(static_cast<float>(std::clamp(c, 0.0, 1.0)));
     }
@@ -147,9 +147,9 @@ void transform(PointCloud& cloud, const SceneOptions& o, Rng& rng, double w, dou
   const double ca = std::cos(a), sa = std::sin(a);
   for (size_t i = 0; i < cloud.xyz.size(); i += 3) {
     const double x = cloud.xyz[i] - w / 2, y = cloud.xyz[i + 1] - l / 2, z = cloud.xyz[i + 2];
-    cloud.xyz[i] = static_cast<float>(s * (ca * x - sa * y) + o.noise * rng.normal());
-    cloud.xyz[i + 1] = static_cast<float>(s * (sa * x + ca * y) + o.noise * rng.normal());
-    cloud.xyz[i + 2] = static_cast<float>(s * z + o.noise * rng.normal());
+    cloud.xyz[i] = cloud.at_precision(s * (ca * x - sa * y) + o.noise * rng.normal());
+    cloud.xyz[i + 1] = cloud.at_precision(s * (sa * x + ca * y) + o.noise * rng.normal());
+    cloud.xyz[i + 2] = cloud.at_precision(s * z + o.noise * rng.normal());
   }
 }
 
@@ -196,7 +196,7 @@ PointCloud generate_shape(const ShapeOptions& o, uint64_t seed) {
     const Vec3 q{cloud.xyz[i], cloud.xyz[i + 1], cloud.xyz[i + 2] - height / 2};
     for (int a = 0; a < 3; ++a) {
       const double v = r[a][0] * q[0] + r[a][1] * q[1] + r[a][2] * q[2];
-      cloud.xyz[i + a] = static_cast<float>(s * v + o.noise * rng.normal());
+      cloud.xyz[i + a] = cloud.at_precision(s * v + o.noise * rng.normal());
     }
   }
   return cloud;

@@ -4,6 +4,7 @@
 // fk::Error naming the file and the place.
 #include "minkowski/data/point_io.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "fk/factory.h"
 #include "fk/io/npy.h"
 #include "fk/test_util.h"
+#include "minkowski/data/batch.h"
 
 namespace minkowski::data {
 namespace {
@@ -54,7 +56,8 @@ TEST(DataPointIo, AsciiPlyWithColoursAndLabels) {
   const std::string path =
       write("a.ply", kAsciiHeader + "1 2 3 255 0 51 4\n-1.5 0 2e1 0 255 0 -100\n");
   const PointCloud p = read_points(path);
-  EXPECT_EQ(p.xyz, (std::vector<float>{1, 2, 3, -1.5f, 0, 20}));
+  EXPECT_EQ(p.xyz, (std::vector<double>{1, 2, 3, -1.5, 0, 20}));
+  EXPECT_FALSE(p.f64);  // float x y z
   EXPECT_EQ(p.rgb, (std::vector<float>{1, 0, 0.2f, 0, 1, 0}));
   EXPECT_EQ(p.labels, (std::vector<int64_t>{4, -100}));
   std::remove(path.c_str());
@@ -95,7 +98,8 @@ TEST(DataPointIo, BinaryPlySkipsOtherProperties) {
   // (A closing line break after the binary data, as some writers add, is no data.)
   const std::string path = write("b.ply", binary_ply(3, 3) + "\n");
   const PointCloud p = read_points(path);
-  EXPECT_EQ(p.xyz, (std::vector<float>{0.5f, 0, 3.25f, 1.5f, -2, 3.25f, 2.5f, -4, 3.25f}));
+  EXPECT_EQ(p.xyz, (std::vector<double>{0.5, 0, 3.25, 1.5, -2, 3.25, 2.5, -4, 3.25}));
+  EXPECT_TRUE(p.f64);  // double x y z
   EXPECT_EQ(p.labels, (std::vector<int64_t>{0, 1, 2}));
   EXPECT_FLOAT_EQ(p.rgb[5], 1.0f / 255);
   std::remove(path.c_str());
@@ -135,7 +139,7 @@ TEST(DataPointIo, NpyLayouts) {
       path,
       fk::from_vector(std::vector<double>{0, 1, 2, 0.5, 0.25, 1, 3, 4, 5, 6, 0, 0, 0, 1}, {2, 7}));
   const PointCloud p = read_points(path);
-  EXPECT_EQ(p.xyz, (std::vector<float>{0, 1, 2, 4, 5, 6}));
+  EXPECT_EQ(p.xyz, (std::vector<double>{0, 1, 2, 4, 5, 6}));
   EXPECT_EQ(p.rgb, (std::vector<float>{0.5f, 0.25f, 1, 0, 0, 0}));
   EXPECT_EQ(p.labels, (std::vector<int64_t>{3, 1}));
   fk::write_npy(path, fk::from_vector(std::vector<int32_t>{1, 2, 3, 4}, {1, 4}));
@@ -154,6 +158,27 @@ TEST(DataPointIo, NpyLayouts) {
 
 // A directory named like a point file is named as one (its stream's own
 // error named no path); read_error's remove takes the empty directory.
+// Map-projected positions (~5e6 m) keep a double file's precision: ten
+// points 0.1 m apart are ten 0.1 m voxels (as float, whose step is 0.5 m
+// there, they were three). A float file divides in f32, as torch does.
+TEST(DataPointIo, DoublePositionsAreVoxelizedInDouble) {
+  std::vector<double> v;
+  for (int k = 0; k < 10; ++k) v.insert(v.end(), {5e6 + k * 0.1 + 0.05, 0.05, 0.05});
+  const std::string f64 = write("utm64.npy", ""), f32 = write("utm32.npy", "");
+  fk::write_npy(f64, fk::from_vector(v, {10, 3}));
+  fk::write_npy(f32, fk::from_vector(v, {10, 3}).to(fk::DType::F32));
+  const PointCloud d = read_points(f64), f = read_points(f32);
+  EXPECT_TRUE(d.f64);
+  EXPECT_FALSE(f.f64);
+  EXPECT_EQ(d.xyz, v);
+  EXPECT_EQ(voxelize(d, 0.1).coordinates.size(0), 10);
+  EXPECT_LT(voxelize(f, 0.1).coordinates.size(0), 10);
+  // Text holds decimals: read as double, as numpy.loadtxt.
+  std::string text;
+  for (int k = 0; k < 10; ++k) text += fmt::format("{:.2f} 0.05 0.05\n", 5e6 + k * 0.1 + 0.05);
+  EXPECT_EQ(voxelize(read_points(write("utm.xyz", text)), 0.1).coordinates.size(0), 10);
+}
+
 TEST(DataPointIo, ADirectoryIsNamed) {
   for (const char* name : {"d.ply", "d.xyz"}) {
     const std::string dir = write(name, "");
