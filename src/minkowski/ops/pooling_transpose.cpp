@@ -55,8 +55,9 @@ SparseTensor pooling_transpose(const SparseTensor& x, PoolingMode mode, const Ke
   }
   MapKey same_tag{ts, x.key().tag}, plain{ts, ""};
   MapKey ok = mgr->has(same_tag) ? same_tag
-              : mgr->has(plain)  ? plain
-                                 : mgr->expand(x.key(), kernel, ts);
+              : mgr->has(plain)
+                  ? plain
+                  : mgr->expand(x.key(), pooling_region(kernel, s, x.dimension()), ts);
   return unpool_onto(x, mode, kernel, s, ok);
 }
 
@@ -67,7 +68,9 @@ SparseTensor generative_pooling_transpose(const SparseTensor& x, PoolingMode mod
   FK_CHECK(x.defined(), where, "a sparse tensor", "an empty handle");
   const auto s = expand_axes(stride, x.dimension(), where, "stride");
   auto ts = finer_stride(x.tensor_stride(), s, where);
-  return unpool_onto(x, mode, kernel, s, x.manager()->expand(x.key(), kernel, ts));
+  // The coordinates of the region the features go to (unpool_onto's).
+  const MapKey out = x.manager()->expand(x.key(), pooling_region(kernel, s, x.dimension()), ts);
+  return unpool_onto(x, mode, kernel, s, out);
 }
 
 }  // namespace minkowski

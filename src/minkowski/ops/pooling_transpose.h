@@ -15,9 +15,15 @@
 //                                 that tensor stride; another manager or
 //                                 another stride is an fk::Error).
 //   generative_pooling_transpose  always a new output map: every input
-//                                 coordinate plus every kernel offset (scaled
-//                                 by the output tensor stride), e.g. 2^D
-//                                 children per point for kernel 2, stride 2.
+//                                 coordinate plus every offset of the region
+//                                 the features are unpooled over
+//                                 (pooling_region, scaled by the output
+//                                 tensor stride), e.g. 2^D children per point
+//                                 for kernel 2, stride 2. With kernel size =
+//                                 stride odd (or dilated) that region is the
+//                                 parent's cells o..o+s-1, not the centred
+//                                 window: generated from the centred window,
+//                                 o-1 got no feature and o+s-1 was missing.
 //
 // Modes (fine output f, coarse inputs o with f = o + offset_k):
 //   Sum      sum of x[o]

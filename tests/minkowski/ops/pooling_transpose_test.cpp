@@ -114,6 +114,27 @@ TEST(MinkowskiPoolingTranspose, GenerativeMakesEveryChild) {
   }
 }
 
+// Kernel size = stride odd (3): the parent's cells o..o+2 are generated and
+// each gets its parent's features (generated from the centred window, o-1
+// got nothing and o+2 was missing); also when no finer map exists to unpool onto.
+TEST(MinkowskiPoolingTranspose, OddKernelEqualToTheStrideGeneratesTheParentsCells) {
+  SparseTensor x(
+      fk::from_vector(std::vector<double>{5, 7}, fk::Dims{2, 1}),
+      fk::from_vector(std::vector<int32_t>{0, 0, 0, 3, 1, -3}, fk::Dims{3, 2}).narrow(0, 0, 2),
+      {3});
+  for (PoolingMode mode : kModes) {
+    for (bool generative : {true, false}) {
+      SparseTensor y = generative
+                           ? generative_pooling_transpose(x, mode, KernelRegion::cube({3}), {3})
+                           : pooling_transpose(x, mode, KernelRegion::cube({3}), {3});
+      EXPECT_EQ(y.C().to_vector<int32_t>(),
+                (std::vector<int32_t>{0, 0, 0, 1, 0, 2, 0, 3, 0, 4, 0, 5}))
+          << generative;
+      fk::test::expect_close(y.F(), {5, 5, 5, 7, 7, 7}, 0.0);
+    }
+  }
+}
+
 TEST(MinkowskiPoolingTranspose, OntoGivenCoordinates) {
   Rows rows = random_rows(2, 50, 5, 2, 2, 70);
   SparseTensor x(fk::test::random_tensor({50, 2}, fk::DType::F64, -1, 1, 3), to_tensor(rows), {2});
