@@ -82,17 +82,21 @@ void gemm(DType dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double
   profile::count_launch();
   bool skinny = !ta && k <= kSkinny && n <= kSkinny && m >= kMinRowsPerThread * 2;
   if (!skinny) {
-    if (static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < kSmallGemm &&
-        !omp_in_parallel()) {
-      // OpenBLAS (OpenMP build) sizes its team from omp_get_max_threads(), a
-      // per-task setting: one thread for this call only, no team wake-up.
-      int prev = omp_get_max_threads();
-      omp_set_num_threads(1);
+    if (omp_in_parallel()) {  // OpenBLAS runs single-threaded inside a region
       gemm_serial(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-      omp_set_num_threads(prev);
       return;
     }
+    // OpenBLAS (OpenMP build) sizes its team from omp_get_max_threads(), a
+    // per-thread setting: set for this call to one thread below the cutoff (no
+    // team wake-up), else to fk's count, which a thread other than
+    // set_num_threads' caller (a std::thread, a Python thread) does not have:
+    // it kept the environment's, and the same fk count gave other bits there.
+    const bool small =
+        static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < kSmallGemm;
+    const int want = small ? 1 : get_num_threads(), prev = omp_get_max_threads();
+    if (want != prev) omp_set_num_threads(want);
     gemm_serial(dtype, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (want != prev) omp_set_num_threads(prev);
     return;
   }
   // Fixed row blocks, whatever the thread count: each block is always the same

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "cli_run.h"
+#include "fk/blas.h"
 
 namespace fk {
 namespace {
@@ -93,6 +95,29 @@ TEST(Parallel, SetNumThreadsRoundTrips) {
 // OMP_NUM_THREADS is latched once per process, so each value is read by a
 // fresh fk-info (which prints the count, and refuses a bad knob in one line).
 // OpenMP's list form ("3,1": one count per nesting level) gives fk the first.
+// fk's thread count holds for a GEMM on any thread: OpenBLAS sizes its team
+// from the calling thread's OpenMP setting, which a thread other than
+// set_num_threads' caller (a std::thread, a Python thread) keeps at the
+// environment's. One thread here, two there: the same bits on both.
+TEST(Parallel, AGemmOnAnotherThreadRunsAtFksCount) {
+  const int before = get_num_threads();
+  const int64_t m = 300, k = 200, n = 300;  // above the serial cutoff
+  std::vector<double> a(m * k), b(k * n), main_c(m * n), worker_c(m * n);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.37 * static_cast<double>(i));
+  for (size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.11 * static_cast<double>(i));
+  set_num_threads(1);
+  gemm(DType::F64, false, false, m, n, k, 1.0, a.data(), k, b.data(), n, 0.0, main_c.data(), n);
+  int worker_setting = 0;
+  std::thread([&] {
+    omp_set_num_threads(2);  // the thread's own setting, as the environment's default
+    gemm(DType::F64, false, false, m, n, k, 1.0, a.data(), k, b.data(), n, 0.0, worker_c.data(), n);
+    worker_setting = omp_get_max_threads();
+  }).join();
+  set_num_threads(before);
+  EXPECT_TRUE(main_c == worker_c);
+  EXPECT_EQ(worker_setting, 2);  // left as the thread had it
+}
+
 TEST(Parallel, OmpNumThreadsTakesACountOrTheFirstOfAList) {
   const std::filesystem::path scratch = ::testing::TempDir();
   const std::filesystem::path out = scratch / "fk_info_threads.txt";
