@@ -1,7 +1,13 @@
 # fieldkit's front door. `make demo` and `make test` do all set-up on a fresh machine.
 PRESET ?= release
-# Parallel compile jobs: MAX_COMPILATION_THREADS (default = cores), never above 24.
-JOBS := $(shell n=$${MAX_COMPILATION_THREADS:-$$(nproc)}; [ "$$n" -gt 24 ] && n=24; echo $$n)
+# Parallel compile jobs: MAX_COMPILATION_THREADS (default = cores), never above 24;
+# for every build here, the wheel's and the GPU bundle's too.
+JOBS := $(shell n=$${MAX_COMPILATION_THREADS:-$$(nproc)}; \
+  if ! printf '%s' "$$n" | grep -qx '[0-9][0-9]*' || [ "$$n" -lt 1 ]; then echo bad; \
+  elif [ "$$n" -gt 24 ]; then echo 24; else echo "$$n"; fi)
+ifeq ($(JOBS),bad)
+$(error MAX_COMPILATION_THREADS: expected a whole number of compile jobs >= 1, got '$(MAX_COMPILATION_THREADS)')
+endif
 BUILD_DIR := build/$(PRESET)
 BIN := $(if $(filter release,$(PRESET)),build/bin,$(BUILD_DIR)/bin)
 
@@ -94,7 +100,7 @@ cuda-archs: bootstrap
 # the libraries they load that such a machine lacks, and the Python module for
 # its Python 3.12, in .gpu-bundle/fieldkit-gpu.tar.xz.
 gpu-bundle: bootstrap
-	@scripts/gpu-bundle
+	@JOBS=$(JOBS) scripts/gpu-bundle
 
 # The fieldkit wheel (scikit-build-core over this CMake project) with the
 # build tools bootstrap put in .venv, then auditwheel's repair: the shared
@@ -105,7 +111,8 @@ gpu-bundle: bootstrap
 # would need an older toolchain). dist/raw/ keeps the unrepaired wheel.
 wheel:
 	@scripts/bootstrap --wheel
-	@rm -rf dist/raw && .venv/bin/pip wheel --no-deps --no-build-isolation -w dist/raw .
+	@rm -rf dist/raw && CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) .venv/bin/pip wheel --no-deps \
+	  --no-build-isolation -w dist/raw .
 	@PATH="$(CURDIR)/.venv/bin:$$PATH" .venv/bin/auditwheel repair -w dist dist/raw/fieldkit-*.whl
 
 # The repaired wheel as a user gets it: installed into a fresh venv (Debian's
