@@ -90,8 +90,43 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
   } catch (const std::exception& e) {
     error = e.what();
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double peak_mb = fk::memory_stats().peak / 1048576.0;
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  double peak_mb = fk::memory_stats().peak / 1048576.0;
+  // A batch refused as a whole (a member that cannot batch with the first, a
+  // measurement its loss check refuses) fails no member but its own: each is
+  // set up afresh and solved alone, as its sequential run would be, and
+  // only the members whose own solve fails are failed rows.
+  std::vector<std::string> own_error(static_cast<size_t>(B));
+  std::vector<double> own_secs(static_cast<size_t>(B), B > 0 ? secs / static_cast<double>(B) : 0);
+  std::vector<int64_t> batch_of(static_cast<size_t>(B), B);
+  if (!error.empty() && B > 1) {
+    results.assign(static_cast<size_t>(B), Result{});
+    peak_mb = 0;
+    for (int64_t b = 0; b < B; ++b) {
+      const Unit& u = chunk[solved[static_cast<size_t>(b)]];
+      BatchOptions one = bo;
+      one.seeds = {u.seed};
+      batch_of[static_cast<size_t>(b)] = 1;
+      fk::reset_peak_memory();
+      const auto t1 = std::chrono::steady_clock::now();
+      try {
+        ProblemSetup fresh = *inst.setup(unit_params(params, u), method, u.data_seed);
+        fresh.curriculum = campaign_curriculum(inst, proto, method, fresh.curriculum);
+        setups[static_cast<size_t>(b)] = std::move(fresh);
+        problems[static_cast<size_t>(b)] = setups[static_cast<size_t>(b)].problem;
+        results[static_cast<size_t>(b)] =
+            batch_invert({problems[static_cast<size_t>(b)]},
+                         setups[static_cast<size_t>(b)].curriculum, one)
+                .front();
+      } catch (const std::exception& e) {
+        own_error[static_cast<size_t>(b)] = e.what();
+      }
+      own_secs[static_cast<size_t>(b)] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+      peak_mb = std::max(peak_mb, fk::memory_stats().peak / 1048576.0);
+    }
+    error.clear();
+  }
   for (size_t k = 0; k < chunk.size(); ++k)
     if (!setup_error[k].empty()) {
       BatchedRow br{start_row(chunk[k], method, 1), 0};  // it joined no batch
@@ -100,13 +135,16 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
     }
   for (int64_t b = 0; b < B; ++b) {
     const Unit& u = chunk[solved[b]];
-    BatchedRow br{start_row(u, method, B), 0};
+    const size_t i = static_cast<size_t>(b);
+    BatchedRow br{start_row(u, method, batch_of[i]), 0};
     Row& r = br.row;
-    r.time_s = secs / static_cast<double>(B);
-    r.peak_mem_mb = peak_mb / static_cast<double>(B);
+    r.time_s = own_secs[i];
+    r.peak_mem_mb = batch_of[i] == 1 ? peak_mb : peak_mb / static_cast<double>(B);
     const std::vector<double> data = setups[b].measurement.data.to_vector<double>();
     br.fingerprint = fnv1a(data.data(), data.size() * sizeof(double));
-    const std::string err = error.empty() ? results[b].error : error;
+    const std::string err = !error.empty()          ? error
+                            : !own_error[i].empty() ? own_error[i]
+                                                    : results[b].error;
     if (err.empty()) {
       const auto f0 = std::chrono::steady_clock::now();
       fill_row(inst, params, u, method, setups[b], *problems[b].field, results[b], r);

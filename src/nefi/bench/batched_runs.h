@@ -9,7 +9,11 @@
 // wall clock divided by B plus its own finishing, its peak memory the
 // batch's peak divided by B; batch_size records B (the last batch of a shard
 // may be smaller). A problem that fails in its batch becomes a failed row, and
-// so does a unit whose setup throws (the batch goes on without it).
+// so does a unit whose setup throws (the batch goes on without it). A batch
+// that batch_invert refuses as a whole (one member's measurement refused by
+// its losses, a member that cannot batch with the first) is solved member by
+// member, set up afresh (batch_size 1, own time and peak): only the members
+// whose own solve fails are failed rows.
 #include <map>
 #include <optional>
 #include <string>

@@ -196,8 +196,7 @@ bool nan_guard_fails(Run& run, Problem& p, int64_t b, double total, int t, const
     why = "a non-finite loss " + std::to_string(total) + " at stage " + stage.name + " step " +
           std::to_string(t) + " (nan_guard is off)";
   else if (++p.bad > run.opt.max_bad_steps)
-    why = "a persistent non-finite loss at stage " + stage.name + " (more than " +
-          std::to_string(run.opt.max_bad_steps) + " non-finite steps in a row)";
+    why = persistent_non_finite(stage.name, run.opt.max_bad_steps);
   if (why.empty()) return false;
   run.failed[b] = 1;
   run.errors[b] = why;

@@ -270,6 +270,14 @@ bool StageRun::adam_step(int t, double lr, StepValue& v) {
   return true;
 }
 
+std::string persistent_non_finite(const std::string& stage, int64_t max_bad_steps) {
+  return "a persistent non-finite loss at stage " + stage + " (more than " +
+         fk::to_text(max_bad_steps) +
+         " non-finite steps in a row; values past float32's range, such as data whose squares "
+         "overflow or underflow it, or a learning rate too large, do this: rescale the data to "
+         "order 1 or lower the learning rate)";
+}
+
 // The NaN guard: true (the step is skipped) when `total` is not finite.
 bool StageRun::non_finite_step(int t, double total) {
   if (std::isfinite(total)) {
@@ -280,10 +288,8 @@ bool StageRun::non_finite_step(int t, double total) {
            fk::to_text(total) + " at stage " + stage_.name + " step " + fk::to_text(t));
   ++bad_;
   FK_CHECK(bad_ <= opt_.max_bad_steps, "nefi::Solver",
-           "at most " + fk::to_text(opt_.max_bad_steps) + " non-finite steps in a row",
-           "a persistent non-finite loss at stage " + stage_.name +
-               " (values past float32's range, such as data whose squares overflow or underflow "
-               "it, do this: rescale the data to order 1)");
+           "a finite loss again within " + fk::to_text(opt_.max_bad_steps) + " steps",
+           persistent_non_finite(stage_.name, opt_.max_bad_steps));
   restore(params_, good_);
   lr_mult_ *= 0.5;
   adam_.reset_state();  // new moment buffers: a captured graph would update the old ones

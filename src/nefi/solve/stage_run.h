@@ -44,6 +44,10 @@ std::optional<size_t> only_stage_index(const std::optional<int>& only, int n_sta
 // The curriculum's optimizer settings as adam_update takes them.
 OptimizerOptions adam_options(const OptimConfig& o);
 
+// What a persistent non-finite loss at `stage` is and what commonly causes
+// it, as the solver and the batch (batch_stages.h) report it.
+std::string persistent_non_finite(const std::string& stage, int64_t max_bad_steps);
+
 // One curriculum stage: its grid, operator, data and losses, the optimizer
 // state and the NaN guard's snapshots, and the loop over its steps.
 class StageRun {

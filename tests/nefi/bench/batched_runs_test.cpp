@@ -7,12 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "fk/cuda/runtime.h"
 #include "fk/error.h"
+#include "fk/factory.h"
 #include "nefi/bench/json_io.h"
+#include "nefi/instances/instance.h"
 #include "nefi/test_files.h"
 
 namespace {
@@ -100,6 +103,78 @@ TEST(BenchBatched, AUnitWhoseSetupFailsIsAFailedRowAndTheBatchGoesOn) {
   EXPECT_GT(failed, 0);
   EXPECT_GT(solved, 0);
   for (const Row& r : b) EXPECT_NO_THROW(row_from_json(to_json(r), "test"));  // batch_size >= 1
+}
+
+// toy1d, but the unit of data seed `odd` has an all-zero mask: its loss
+// check refuses it, so batch_invert refuses its whole batch.
+class OneUnmaskedUnit : public nefi::Instance {
+ public:
+  OneUnmaskedUnit(nefi::InstancePtr inner, uint64_t odd) : in_(std::move(inner)), odd_(odd) {}
+  std::string name() const override { return in_->name(); }
+  std::string summary() const override { return in_->summary(); }
+  nefi::Params default_config() const override { return in_->default_config(); }
+  std::vector<std::string> methods() const override { return in_->methods(); }
+  std::vector<std::string> scenes() const override { return in_->scenes(); }
+  nefi::DataLabels data_labels(const nefi::Params& c) const override { return in_->data_labels(c); }
+  std::pair<nefi::Measurement, fk::Tensor> make_measurement(const nefi::Params& c,
+                                                            uint64_t seed) const override {
+    return in_->make_measurement(c, seed);
+  }
+  nefi::RunOutput run(const nefi::Params& c, const std::string& m, uint64_t seed,
+                      const nefi::SolverOptions& so) const override {
+    return in_->run(c, m, seed, so);
+  }
+  std::optional<nefi::ProblemSetup> setup_from(const nefi::Params& c, const std::string& m,
+                                               uint64_t seed,
+                                               const nefi::Measurement* measured) const override {
+    auto s = in_->setup_from(c, m, seed, measured);
+    if (s && seed == odd_) {
+      s->problem.measurement.mask = fk::zeros_like(s->problem.measurement.data);
+      s->measurement.mask = s->problem.measurement.mask;
+    }
+    return s;
+  }
+  std::map<std::string, double> evaluate(const nefi::Params& c,
+                                         const nefi::RunOutput& o) const override {
+    return in_->evaluate(c, o);
+  }
+
+ private:
+  nefi::InstancePtr in_;
+  uint64_t odd_;
+};
+
+// A batch refused as a whole for one member fails that member only: the
+// others are solved alone, each the row its sequential run gives (they were
+// all failed rows with the one member's error).
+TEST(BenchBatched, AMemberThatSinksItsBatchFailsAlone) {
+  const Protocol p = make_protocol(spec());
+  const nefi::Params params = protocol_params(*nefi::find_instance(p.instance), p);
+  // Units 0 and 2 share a measurement (a sample's seeds do), unit 1 has another.
+  const std::vector<Unit> all = units(p);
+  std::vector<Unit> us{all[0]};
+  for (const Unit& u : all)
+    if (u.data_seed != all[0].data_seed) {
+      us.push_back(u);
+      break;
+    }
+  for (size_t i = 1; i < all.size() && us.size() < 3; ++i)
+    if (all[i].data_seed == all[0].data_seed) us.push_back(all[i]);
+  ASSERT_EQ(us.size(), 3u);
+  const OneUnmaskedUnit inst(nefi::find_instance(p.instance), us[1].data_seed);
+  const auto rows = run_batched(inst, params, us, "grid", p, 3);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows.at(us[1].index).row.stop, "failed");
+  EXPECT_NE(rows.at(us[1].index).row.error.find("an all-zero mask"), std::string::npos)
+      << rows.at(us[1].index).row.error;
+  const auto alone = run_batched(inst, params, {us[0]}, "grid", p, 1);
+  for (const size_t k : {size_t{0}, size_t{2}}) {
+    const Row& r = rows.at(us[k].index).row;
+    EXPECT_EQ(r.error, "") << k;
+    EXPECT_EQ(r.batch_size, 1) << k;  // solved alone
+  }
+  const Row &a = alone.at(us[0].index).row, &b = rows.at(us[0].index).row;
+  for (const auto& [k, v] : a.metrics) EXPECT_EQ(v, b.metrics.at(k)) << k;
 }
 
 TEST(BenchBatched, DirectMethodsAreNotBatched) {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include "nefi/solve/stage_run.h"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -237,7 +239,9 @@ TEST(NefiSolver, NanGuardRollsBackAndHalvesLr) {
     nefi::Solver(q, nefi::Curriculum::single({2}, 50, 0.1), so).run();
     FAIL();
   } catch (const fk::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find(nefi::detail::persistent_non_finite("stage", 3)),
+              std::string::npos)
+        << e.what();
   }
 }
 
