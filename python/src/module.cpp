@@ -9,6 +9,7 @@
 namespace fkpy {
 void bind_minkowski(nb::module_& m);
 void bind_nefi(nb::module_& m);
+void bind_runtime(nb::module_& m);
 }  // namespace fkpy
 
 NB_MODULE(_core, m) {
@@ -18,6 +19,7 @@ NB_MODULE(_core, m) {
   nb::set_leak_warnings(false);
   nb::exception<fk::Error>(m, "Error", PyExc_ValueError);
   fkpy::bind_tensor(m);
+  fkpy::bind_runtime(m);
   fkpy::bind_minkowski(m);
   fkpy::bind_nefi(m);
 }
