@@ -91,7 +91,14 @@ bool GradScaler::unscale_and_check(std::vector<Tensor>& grads) const {
   bool finite = true;
   for (Tensor& g : grads) {
     if (!g.defined()) continue;
-    mul_(g, inv);
+    if (is_half(g.dtype())) {
+      // In f32, rounded once: a half-typed scalar 1/scale is 0 past f16's
+      // 2^-24 (scale 2^25, reached after 9 growths) and inexact for any
+      // scale not a power of two.
+      g.copy_(mul(g.to(DType::F32), inv));
+    } else {
+      mul_(g, inv);
+    }
     finite &= all_finite(g);
   }
   return finite;

@@ -102,6 +102,24 @@ TEST(GradScaler, ScalesUnscalesAndDetectsOverflow) {
   EXPECT_FALSE(scaler.unscale_and_check(cplx));
 }
 
+// Half gradients are unscaled in f32 and rounded once, in place: at a scale
+// past 2^24 a half-typed 1/scale is 0 (every gradient came back 0 and
+// "finite"); a scale not a power of two was inexact.
+TEST(GradScaler, HalfGradientsAreUnscaledInF32) {
+  for (DType half : {DType::F16, DType::BF16}) {
+    amp::GradScaler big({.init_scale = 67108864.0});   // 2^26
+    std::vector<Tensor> g{full({2}, 4096.0, {half})};  // 2^-14 scaled
+    Tensor alias = g[0];
+    EXPECT_TRUE(big.unscale_and_check(g));
+    EXPECT_EQ(alias.dtype(), half);
+    test::expect_close(alias.to(DType::F64), {std::ldexp(1.0, -14), std::ldexp(1.0, -14)}, 0);
+    amp::GradScaler odd({.init_scale = 1000.0});
+    std::vector<Tensor> h{full({1}, 1000.0, {half})};
+    EXPECT_TRUE(odd.unscale_and_check(h));
+    test::expect_close(h[0].to(DType::F64), {1.0}, 0);  // 1000 * fl(1/1000) was 1.0004
+  }
+}
+
 TEST(GradScaler, BacksOffOnInfAndGrowsAfterInterval) {
   amp::GradScaler scaler({.init_scale = 1024.0, .growth_interval = 3});
   scaler.update(true);

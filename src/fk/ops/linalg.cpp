@@ -153,9 +153,12 @@ void check_devices(const char* op, const Tensor& a, const Tensor& b) {
 
 // The dtype a product of these operands is computed and stored in (the
 // message is only built on failure: this runs on every call).
+// Each operand floating or complex, as torch's: an integer one (which
+// promotion would take in, or autocast round to half) is refused.
 DType product_dtype(const char* op, DType a, DType b, DType bias = DType::Bool) {
   DType rt = promote(promote(a, b), bias);
-  FK_CHECK(is_inexact(rt), op, "floating or complex operands",
+  FK_CHECK(is_inexact(a) && is_inexact(b) && (bias == DType::Bool || is_inexact(bias)), op,
+           "floating or complex operands",
            std::string(name(a)) + " and " + name(b) +
                (bias == DType::Bool ? "" : std::string(" with a ") + name(bias) + " bias"));
   return rt;

@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <complex>
+#include <optional>
 
 #include "../test_util.h"
 #include "backward_check.h"
+#include "fk/amp.h"
 #include "fk/blas.h"
 #include "fk/thread_count.h"
 
@@ -382,6 +384,15 @@ TEST(Matmul, Errors) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("got i64 and i32"), std::string::npos) << e.what();
+  }
+  // One integer operand too (as torch): promotion took it in, and autocast
+  // rounded it to half (2049 -> 2048, past 65504 -> inf).
+  for (bool autocast : {false, true}) {
+    std::optional<amp::AutocastGuard> guard;
+    if (autocast) guard.emplace(DType::F16);
+    EXPECT_THROW(matmul(ones({2, 2}, {DType::I64}), ones({2, 2})), Error);
+    EXPECT_THROW(linear(ones({1, 2}), ones({3, 2}), ones({3}, {DType::I32})), Error);
+    EXPECT_THROW(linear(ones({1, 2}, {DType::Bool}), ones({3, 2}), Tensor()), Error);
   }
   EXPECT_THROW(matmul(Tensor(), ones({2})), Error);
 }
