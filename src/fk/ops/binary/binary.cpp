@@ -181,10 +181,18 @@ Tensor scalar_like(const Tensor& t, double s) {
   return scalar_for(t, s);
 }
 
-Tensor binary_forward(BinaryOp op, const Tensor& a_in, const Tensor& b_in, double alpha) {
+Tensor binary_forward(BinaryOp op, const Tensor& a_given, const Tensor& b_given, double alpha) {
   profile::OpScope scope(name(op));
-  check_same_device(a_in, b_in, name(op));
-  auto [rt, ct] = result_types(op, a_in.dtype(), b_in.dtype());
+  check_same_device(a_given, b_given, name(op));
+  auto [rt, ct] = result_types(op, a_given.dtype(), b_given.dtype());
+  // An operand of another dtype meets a half one as the half nearest it, as
+  // torch's (an integer 2049 is f16 2048): rounded to the common dtype before
+  // the f32 computation, on every device and for comparisons too.
+  const DType common = promote(a_given.dtype(), b_given.dtype());
+  const auto rounded = [&](const Tensor& t) {
+    return is_half(common) && t.dtype() != common ? t.to(common) : t;
+  };
+  const Tensor a_in = rounded(a_given), b_in = rounded(b_given);
   // alpha is cast to the computation's type: a fraction or a value past an
   // integer's range would be truncated or wrapped silently.
   FK_CHECK(alpha == 1.0 || !is_integral(ct) || integral_holds(ct, alpha), name(op),

@@ -153,6 +153,24 @@ TEST(Binary, BoolArithmeticStaysBool) {
 
 // Integer powers are exact integers (they went through f32: 3^39 lost its
 // low digits, 2^-1 gave 0.5), wrapping past the type as torch's do.
+// An integer meets a half tensor as the half nearest it (torch's rounding to
+// the common dtype first): the CPU computed with the exact integer in f32
+// where the device (and torch) rounded it.
+TEST(Binary, AnIntegerMeetsAHalfOperandRoundedToIt) {
+  const Tensor i = from_vector(std::vector<int64_t>{2049, 257, 4097});
+  const Tensor f = from_vector(std::vector<double>{2048, 256, 4096});
+  EXPECT_EQ(sub(i, f.to(DType::F16)).to(DType::F64).to_vector<double>(),
+            (std::vector<double>{0, 1, 0}));
+  EXPECT_EQ(sub(i, f.to(DType::BF16)).to(DType::F64).to_vector<double>(),
+            (std::vector<double>{0, 0, 0}));
+  EXPECT_EQ(eq(i, f.to(DType::F16)).to_vector<bool>(), (std::vector<bool>{true, false, true}));
+  EXPECT_EQ(eq(f.to(DType::F16), i).to_vector<bool>(), (std::vector<bool>{true, false, true}));
+  const Tensor half = full({1}, 0.5, {DType::F16});
+  EXPECT_EQ(add(full({1}, 2049.0, {DType::I64}), half).to(DType::F64).item(), 2048.0);
+  // f32 with a half operand computes in f32: nothing rounded to half
+  EXPECT_EQ(sub(full({1}, 2049.0, {DType::F32}), full({1}, 2048.0, {DType::F16})).item(), 1.0);
+}
+
 TEST(Binary, IntegerPowIsExact) {
   const Tensor base = from_vector(std::vector<int64_t>{3, 2, -1, 1, 0, -2, 5});
   const Tensor expo = from_vector(std::vector<int64_t>{39, -1, -3, -2, 0, 3, 1});
