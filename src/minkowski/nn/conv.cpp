@@ -33,7 +33,9 @@ Convolution::Convolution(const ConvOptions& o, ConvKind kind)
     : options_(o), kind_(kind), kernel_(KernelRegion::cube({o.kernel_size}, {o.dilation})) {
   check_options(o, "nn::Convolution");
   const int64_t k = kernel_.volume(o.dimension);
-  const bool matrix = kind == ConvKind::Regular && k == 1 && o.stride == 1;
+  // A 2-D weight for every 1x1 unit-stride layer, transposed ones too, as
+  // the reference (and fieldkit.minkowski) keep it: their checkpoints load.
+  const bool matrix = k == 1 && o.stride == 1;
   const int64_t fan = (kind == ConvKind::Regular ? o.in_channels : o.out_channels) * k;
   const fk::Dims shape =
       matrix ? fk::Dims{o.in_channels, o.out_channels} : fk::Dims{k, o.in_channels, o.out_channels};
@@ -46,7 +48,10 @@ SparseTensor Convolution::run(const SparseTensor& x_in, const std::optional<MapR
            fk::to_text(options_.in_channels) + " input channels", fk::to_text(x_in.channels()));
   const std::vector<int32_t> stride{options_.stride};
   const SparseTensor x = with_features(x_in, autocast(x_in.F()));
-  const fk::Tensor w = autocast(weight_), b = autocast(bias_);
+  // (a 1x1 layer's 2-D weight as the one offset's matrix: a map other than
+  // the identity, onto given coordinates or transposed, takes K x C_in x C_out)
+  const fk::Tensor w2 = autocast(weight_), b = autocast(bias_);
+  const fk::Tensor w = w2.dim() == 2 ? w2.unsqueeze(0) : w2;
   switch (kind_) {
     case ConvKind::Regular:
       return convolution(x, w, b, kernel_, stride, out);

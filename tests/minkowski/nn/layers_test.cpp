@@ -62,6 +62,23 @@ TEST(NnLayers, TransposedConvolutionGradients) {
   expect_gradients(*generative, coarse);
   ChannelwiseConvolution cw(conv_options(2, 2, 3, 1, true));
   expect_gradients(cw, x);
+  // A 1x1 unit-stride layer keeps a 2-D weight transposed too (the reference's
+  // and fieldkit.minkowski's shape, so their checkpoints load), and runs on a
+  // map other than the identity: onto given coordinates.
+  for (auto one : {make_conv_transpose(conv_options(2, 3, 1, 1, true)),
+                   make_generative_conv_transpose(conv_options(2, 3, 1, 1, false)),
+                   make_conv(conv_options(2, 3, 1, 1, false))}) {
+    EXPECT_EQ(one->weight().shape(), (fk::Dims{2, 3}));
+    expect_gradients(*one, x);
+  }
+  const SparseTensor other = random_sparse(9, 2, 2, 7, 11);  // other rows, x's manager below
+  const SparseTensor onto(fk::zeros({other.size(), 2}, {kF64}), other.C(), {1},
+                          QuantizationMode::RandomSubsample, x.manager());
+  ASSERT_NE(onto.key(), x.key());
+  auto pointwise = make_conv(conv_options(2, 3, 1, 1, false));
+  const SparseTensor y = pointwise->forward(x, onto.map_ref());
+  EXPECT_EQ(y.key(), onto.key());
+  EXPECT_EQ(y.size(), onto.size());
 }
 
 TEST(NnLayers, FeatureLayerGradients) {
