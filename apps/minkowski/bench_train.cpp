@@ -28,6 +28,7 @@
 #include "minkowski/nn/loss.h"
 #include "minkowski/nn/minkunet.h"
 #include "minkowski/nn/optim.h"
+#include "network.h"
 #include "output_path.h"
 #include "scene.h"
 #include "train.h"
@@ -122,7 +123,7 @@ void run_config(const BenchTrainOptions& o, int threads, const Config& c, const 
                 const fk::Tensor& features, const fk::Tensor& labels, fk::Device device) {
   fk::KnobOverride fused("ME_FUSED_COPY", c.fused ? "1" : "0");
   fk::manual_seed(0);
-  nn::MinkUNet net(nn::minkunet_options(o.variant, 3, 20, 3));
+  nn::MinkUNet net(minkunet_options_of(o.variant, 20, "minkowski bench train"));
   net.to(device);  // before the optimizer: its moments are made on the parameters' device
   nn::Adam adam(net.parameters(), {});
   // A fresh tensor (new coordinate manager) per step, as in training.
@@ -169,6 +170,7 @@ int bench_train(const BenchTrainOptions& o) {
     configs.push_back({d, true});
     configs.push_back({d, false});
   }
+  (void)minkunet_options_of(o.variant, 20, "minkowski bench train");  // before any output
   const fk::Device device = fk::parse_device(o.device);
   if (device.is_cuda())
     FK_CHECK(device.index < fk::cuda_device_count(), "minkowski bench train --device",

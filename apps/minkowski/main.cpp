@@ -110,7 +110,7 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
   train->add_option("--model", to.model,
                     "minkunet (segmentation) or resnet14 / resnet18 (shape classification)");
   train->add_option("--variant", to.variant,
-                    "MinkUNet variant (14, 14A-D, 18, 18A/B/D, 34, 34A-C)");
+                    "MinkUNet variant (14, 14A-D, 18, 18A/B/D, 34, 34A-C; default 14A)");
   train->add_option("--planes", to.planes,
                     "ResNet stage widths a,b,c,d (stem: a; default 64,128,256,512)");
   train->add_option("--data", to.data,
@@ -162,7 +162,7 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
       app.add_subcommand("predict", "label a point file, a generated scene or a shape");
   predict->add_option("--model", po.model,
                       "minkunet (segmentation) or resnet14 / resnet18 (shape classification)");
-  predict->add_option("--variant", po.variant, "MinkUNet variant of the checkpoint");
+  predict->add_option("--variant", po.variant, "MinkUNet variant of the checkpoint (default 14A)");
   predict->add_option("--planes", po.planes, "ResNet stage widths a,b,c,d of the checkpoint");
   predict->add_option("--checkpoint", po.checkpoint, "checkpoint file")->required();
   predict->add_option(

@@ -44,20 +44,30 @@ nn::ResNetOptions resnet_options_of(const NetworkChoice& n, const std::string& c
   return r;
 }
 
+nn::MinkUNetOptions minkunet_options_of(const std::string& variant, int64_t classes,
+                                        const std::string& command) {
+  try {
+    return nn::minkunet_options(variant.empty() ? "14A" : variant, 3, classes, 3);
+  } catch (const fk::Error& e) {  // named by the option, not the library function
+    throw fk::Error(command + " --variant", e.expected(), e.given());
+  }
+}
+
 std::unique_ptr<nn::SparseModule> make_network(const NetworkChoice& n, const std::string& command) {
   check_model(n.model, command);
   // Each option shapes one architecture; given to the other it would be
-  // ignored without a word.
-  FK_CHECK(!is_classifier(n.model) || n.variant == NetworkChoice{}.variant, command + " --variant",
+  // ignored without a word (14A too: an empty variant is the one not given).
+  FK_CHECK(!is_classifier(n.model) || n.variant.empty(), command + " --variant",
            "no --variant with a ResNet (its widths are --planes)", "'" + n.variant + "'");
   FK_CHECK(is_classifier(n.model) || n.planes.empty(), command + " --planes",
            "no --planes with minkunet (its layout is --variant)", "'" + n.planes + "'");
   if (is_classifier(n.model)) return std::make_unique<nn::ResNet>(resnet_options_of(n, command));
-  return std::make_unique<nn::MinkUNet>(nn::minkunet_options(n.variant, 3, n.classes, 3));
+  return std::make_unique<nn::MinkUNet>(minkunet_options_of(n.variant, n.classes, command));
 }
 
 std::string network_name(const NetworkChoice& n) {
-  return is_classifier(n.model) ? "ResNet" + n.model.substr(6) : "MinkUNet" + n.variant;
+  return is_classifier(n.model) ? "ResNet" + n.model.substr(6)
+                                : "MinkUNet" + (n.variant.empty() ? "14A" : n.variant);
 }
 
 }  // namespace minkowski_app

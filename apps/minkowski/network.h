@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "minkowski/nn/minkunet.h"
 #include "minkowski/nn/module.h"
 #include "minkowski/nn/resnet.h"
 
@@ -13,7 +14,7 @@ namespace minkowski_app {
 
 struct NetworkChoice {
   std::string model = "minkunet";  // minkunet, resnet14 or resnet18
-  std::string variant = "14A";     // MinkUNet layout (minkunet_options)
+  std::string variant;             // MinkUNet layout (minkunet_options); empty: 14A
   std::string planes;              // ResNet stage widths "a,b,c,d"; empty: 64,128,256,512
   int64_t classes = 0;
 };
@@ -25,6 +26,9 @@ bool is_classifier(const std::string& model);
 void check_model(const std::string& model, const std::string& command);
 // The ResNet of `n` (its --planes parsed; an error names `command`).
 minkowski::nn::ResNetOptions resnet_options_of(const NetworkChoice& n, const std::string& command);
+// The MinkUNet of a --variant (empty: 14A); an unknown one names `command`'s --variant.
+minkowski::nn::MinkUNetOptions minkunet_options_of(const std::string& variant, int64_t classes,
+                                                   const std::string& command);
 std::unique_ptr<minkowski::nn::SparseModule> make_network(const NetworkChoice& n,
                                                           const std::string& command);
 // "MinkUNet14A", "ResNet18", ...

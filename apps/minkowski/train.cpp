@@ -311,12 +311,13 @@ int train(const TrainOptions& options) {
   // A resume reads a run that exists: its folder is not made for it.
   FK_CHECK(!o.resume || std::filesystem::exists(last), "minkowski train --resume",
            "a run folder with last.ckpt", "'" + o.out + "'");
-  std::filesystem::create_directories(o.out);
   const fk::DType precision = nn::parse_precision(o.precision, "minkowski train --precision");
   const fk::Device device = fk::parse_device(o.device);
   fk::manual_seed(o.seed);
   const std::unique_ptr<nn::SparseModule> network =
       make_network(network_choice(o), "minkowski train");
+  // After every option is read: a refused one leaves no empty run folder.
+  std::filesystem::create_directories(o.out);
   nn::SparseModule& net = *network;
   // Before the optimizer: its moment buffers are made on the parameters' device.
   net.to(device);

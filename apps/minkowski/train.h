@@ -12,10 +12,10 @@ struct TrainOptions {
   // minkunet (segmentation of scenes or point files) or resnet14 / resnet18
   // (classification of generated shapes, one label per shape).
   std::string model = "minkunet";
-  std::string variant = "14A";  // MinkUNet layout (minkunet_options)
-  std::string planes;           // ResNet stage widths "a,b,c,d"; empty: 64,128,256,512
-  std::string data;             // folder of labelled point files; empty: generated data
-  int64_t classes = 0;          // 0: the generator's (scenes 5, shapes 4); required with data
+  std::string variant;  // MinkUNet layout (minkunet_options); empty: 14A
+  std::string planes;   // ResNet stage widths "a,b,c,d"; empty: 64,128,256,512
+  std::string data;     // folder of labelled point files; empty: generated data
+  int64_t classes = 0;  // 0: the generator's (scenes 5, shapes 4); required with data
   int epochs = 10;
   int steps_per_epoch = 50;
   int batch = 2;
@@ -50,8 +50,8 @@ int train(const TrainOptions& o);
 
 struct PredictOptions {
   std::string model = "minkunet";  // as TrainOptions::model
-  std::string variant = "14A";
-  std::string planes;  // as TrainOptions::planes
+  std::string variant;             // as TrainOptions::variant
+  std::string planes;              // as TrainOptions::planes
   std::string checkpoint;
   std::string input;  // .ply/.xyz/.txt point file; empty: a generated scene (shape: ResNet)
   uint64_t scene_seed = 1000000;

@@ -275,6 +275,13 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
            {"train --planes 8,16,32,64", "--planes: expected no --planes with minkunet"},
            {"train --model resnet14 --variant 18",
             "--variant: expected no --variant with a ResNet"},
+           // the default's name given is given (it was dropped without a word)
+           {"train --model resnet14 --variant 14A",
+            "--variant: expected no --variant with a ResNet"},
+           // named by the option, not the library function
+           {"train --variant 50", "minkowski train --variant: expected 14, 14A-D"},
+           {"predict --checkpoint x --variant 50", "minkowski predict --variant: expected 14"},
+           {"bench train --variant 50", "minkowski bench train --variant: expected 14"},
            {"predict --checkpoint x --threads 100000", "--threads: expected a thread count"},
            {"predict --checkpoint x --scene-seed -5", "--scene-seed: expected a seed"},
            {"bench train --threads 0", "--threads: expected a thread count in [1, 4096], got '0'"},
@@ -297,7 +304,7 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
     EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
-  EXPECT_FALSE(fs::exists(dir / "refused" / "log.csv"));
+  EXPECT_FALSE(fs::exists(dir / "refused"));               // no empty run folder either
   EXPECT_GT(fs::file_size(dir / "points" / "a.xyz"), 0u);  // the refused --ply left it whole
   // Label 2 is out of range: the held-out file says so before any training,
   // and a training file when it is read, by name.
