@@ -1,5 +1,6 @@
 #include "nefi/tune/autotune.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -89,6 +90,17 @@ std::vector<Pilot> pilots(const Instance& inst, const RunConfig& cfg, const std:
   return out;
 }
 
+// Kept when the pilots show the setting changes nothing in `method`'s solve
+// (a key it does not read: the neural method's loss weights under grid):
+// a tie-break would move it without cause. True when it did.
+bool kept_without_effect(Decision& d, const std::string& method) {
+  if (!no_effect(d.pilots)) return false;
+  d.chosen = d.before;
+  d.reason = "no effect on " + method +
+             ": every pilot gave the same residual and metrics; the value is kept";
+  return true;
+}
+
 Decision tune_lr(const Instance& inst, RunConfig& cfg, const std::string& method, int steps,
                  const LevelPlan& plan, const std::function<void(const std::string&)>& log) {
   Decision d;
@@ -97,6 +109,7 @@ Decision tune_lr(const Instance& inst, RunConfig& cfg, const std::string& method
   const double lr = cfg.config.d(d.key);
   d.before = value_text(lr);
   d.pilots = pilots(inst, cfg, method, steps, d.key, lr, plan.lr_factors, log);
+  if (kept_without_effect(d, method)) return d;
   const auto [best, reason] = lr_choice(d.pilots);
   if (!best) {
     d.chosen = d.before;
@@ -123,6 +136,7 @@ Decision tune_weight(const Instance& inst, RunConfig& cfg, const std::string& me
     return d;
   }
   d.pilots = pilots(inst, cfg, method, steps, key, w, plan.weight_factors, log);
+  if (kept_without_effect(d, method)) return d;
   const auto [chosen, reason] = discrepancy_choice(d.pilots, noise);
   if (!chosen) {
     d.chosen = d.before;
@@ -165,12 +179,15 @@ Decision tune_budget(const Instance& inst, RunConfig& cfg, const std::string& me
     RunConfig c = cfg;
     const std::string v = scaled_steps(cfg.config, f);
     c.config.set("steps", v);
-    d.pilots.push_back(run_pilot(inst, c, method, total_steps(c), v));
+    // Capped only by the run's own cap: a method with its own budget key
+    // (grid_steps) was cut at the scaled 'steps' it never reads.
+    d.pilots.push_back(run_pilot(inst, c, method, c.max_total_steps, v));
     const Pilot& p = d.pilots.back();
     if (log)
       log(p.error.empty() ? fmt::format("steps={}: residual {:.4e}", v, p.residual_rms)
                           : fmt::format("steps={}: failed: {}", v, p.error));
   }
+  if (kept_without_effect(d, method)) return d;
   const auto [chosen, reason] = budget_choice(d.pilots, noise);
   if (!chosen) {
     d.chosen = d.before;
@@ -262,8 +279,28 @@ LevelPlan level_plan(const std::string& level, const std::string& who) {
   throw fk::Error(who, "quick, standard or thorough", "'" + level + "'");
 }
 
+bool no_effect(const std::vector<Pilot>& pilots) {
+  const Pilot* first = nullptr;
+  for (const Pilot& p : pilots) {
+    if (!p.error.empty()) continue;
+    if (!first) {
+      first = &p;
+    } else if (p.residual_rms != first->residual_rms || p.oracle != first->oracle ||
+               p.steps != first->steps) {
+      return false;
+    }
+  }
+  return first && std::count_if(pilots.begin(), pilots.end(),
+                                [](const Pilot& p) { return p.error.empty(); }) >= 2;
+}
+
 std::string lr_key(const Params& config, const std::string& method) {
-  if (method == "grid" && config.has("grid_lr")) return "grid_lr";
+  // The methods with a learning rate of their own (the neural method's is 'lr').
+  for (const auto& [m, key] : {std::pair<const char*, const char*>{"grid", "grid_lr"},
+                               {"gaussian_splat", "splat_lr"},
+                               {"deep_decoder", "dd_lr"},
+                               {"pinn_soft", "pinn_lr"}})
+    if (method == m && config.has(key)) return key;
   FK_CHECK(config.has("lr"), "nefi autotune", "a config with an 'lr' key", "none");
   return "lr";
 }

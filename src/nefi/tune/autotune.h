@@ -104,8 +104,14 @@ std::string lr_rule();
 std::string discrepancy_rule(const std::string& what = "weight");
 std::string budget_rule();
 
-// The learning-rate key of a method: grid_lr for grid when declared, else lr.
+// The learning-rate key of a method: its own when declared (grid_lr,
+// splat_lr, dd_lr, pinn_lr), else the neural method's lr.
 std::string lr_key(const Params& config, const std::string& method);
+// Whether two or more pilots ran and all gave one residual, one set of
+// metrics and one step count: the setting changes nothing in the method's
+// solve (a key it does not read), so autotune keeps its value. (A budget the
+// method reads changes its step count, even where the residual stays.)
+bool no_effect(const std::vector<Pilot>& pilots);
 
 // `cfg` is the config to tune (its max_total_steps, if any, caps the solves;
 // a measured dataset, run.data, is refused: the pilots need the instance's

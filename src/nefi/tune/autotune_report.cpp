@@ -73,11 +73,11 @@ bool default_fits_nearer(const AutotuneReport& r) {
 std::string autotune_md(const AutotuneReport& r, bool written) {
   std::string s = fmt::format(
       "# Autotune: {} ({}, seed {}), level {}\n\n"
-      "Pilot solves of {} steps each (the method's budget: {}); noise sigma {}. "
+      "Pilot solves of at most {} steps each (the budget in 'steps': {}); noise sigma {}. "
       "Decisions read the data residual only; the ground-truth metrics are shown for the "
       "reader.\n",
       r.instance, r.method, r.seed, r.level, r.pilot_steps, r.total_steps,
-      r.noise_std >= 0 ? fmt::format("{:.4e}", r.noise_std) : std::string("unknown"));
+      r.noise_std > 0 ? fmt::format("{:.4e}", r.noise_std) : std::string("unknown"));
   s += decisions_md(r.decisions);
   const bool keep_default = default_fits_nearer(r);
   if (r.comparison) {

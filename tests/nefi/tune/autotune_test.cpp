@@ -8,11 +8,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "fk/device.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "nefi/io/run_config.h"
+#include "nefi/test_files.h"
 #include "nefi/tune/autotune_report.h"
 
 namespace nefi::tune {
@@ -50,7 +53,10 @@ class ResidualModel : public Instance {
     RunOutput out = start_run_output(method, m, gt);
     const double lr = p.d("lr");
     StageResult s;
-    s.steps = so.max_total_steps > 0 ? so.max_total_steps : 100;
+    // The budget in 'steps', capped as a solve caps it.
+    int total = 0;
+    for (double n : p.list("steps")) total += static_cast<int>(n);
+    s.steps = so.max_total_steps > 0 ? std::min(total, so.max_total_steps) : total;
     const double r = lr > 0.05 ? NAN
                                : 0.1 * std::abs(std::log10(lr) + 2) + 0.05 + 10 * p.d("tv") +
                                      decay_ * std::exp(-s.steps / 10.0);
@@ -197,6 +203,50 @@ Pilot pilot(const std::string& value, double residual, const std::string& error 
   p.steps = 10;
   p.error = error;
   return p;
+}
+
+// A setting the method does not read (its pilots agree in residual,
+// metrics and steps) keeps its value: a tie-break moved it without cause
+// (the neural weights under grid went x100, 'lr' under gaussian_splat x1/3).
+// Each method with a learning rate of its own has it tuned.
+TEST(Autotune, ASettingWithoutEffectIsKept) {
+  ResidualModel inst(0.1);
+  RunConfig cfg = model_config();
+  const AutotuneReport r = autotune(inst, cfg, "neural", level_plan("standard"));
+  const Decision& l1 = r.decisions[1];  // tv, read
+  EXPECT_NE(l1.reason.find("sigma"), std::string::npos) << l1.reason;
+  std::vector<Pilot> same{pilot("1", 0.2), pilot("2", 0.2), pilot("3", 0.2, "diverged")};
+  EXPECT_TRUE(no_effect(same));
+  same[1].steps = 20;  // a budget it reads changes its steps
+  EXPECT_FALSE(no_effect(same));
+  EXPECT_FALSE(no_effect({pilot("1", 0.2), pilot("2", 0.3)}));
+  EXPECT_FALSE(no_effect({pilot("1", 0.2)}));  // one pilot shows nothing
+  Params p;
+  p.declare("lr", 1e-3, "");
+  p.declare("splat_lr", 3e-2, "");
+  p.declare("dd_lr", 2e-2, "");
+  EXPECT_EQ(lr_key(p, "gaussian_splat"), "splat_lr");
+  EXPECT_EQ(lr_key(p, "deep_decoder"), "dd_lr");
+  EXPECT_EQ(lr_key(p, "grid"), "lr");  // no grid_lr declared: the neural one
+  EXPECT_EQ(lr_key(p, "neural"), "lr");
+}
+
+// The budget pilots run the method's own budget, capped only by the run's
+// cap: grid (grid_steps) was cut at the scaled 'steps' it never reads.
+TEST(Autotune, AMethodThatDoesNotReadStepsKeepsItsBudget) {
+  // nv_relaxometry's grid: its own grid_steps and weights (grid_l2, grid_tv)
+  RunConfig cfg = load_run_config_file(nefi::test::config_path("nv_relaxometry_smoke.yaml"));
+  cfg.max_total_steps = 40;
+  const AutotuneReport r =
+      autotune(*find_instance("nv_relaxometry"), cfg, "grid", level_plan("standard"));
+  const Decision& steps = r.decisions.back();
+  ASSERT_EQ(steps.key, "steps");
+  EXPECT_EQ(steps.chosen, steps.before);
+  EXPECT_NE(steps.reason.find("no effect on grid"), std::string::npos) << steps.reason;
+  for (const Decision& d : r.decisions) {
+    if (d.key.rfind("grid_", 0) == 0) continue;  // the grid's own keys are tuned
+    EXPECT_EQ(d.chosen, d.before) << d.key << ": " << d.reason;
+  }
 }
 
 TEST(Autotune, TheRulesOnHandMadePilots) {
