@@ -126,6 +126,25 @@ MeanCI diff_ci(const std::vector<Row>& rows, const std::string& ref, const std::
 // those with a wall time (a metric may exist for one method only).
 constexpr const char* kPairedColumn = "time_s";
 
+// Whether `method` ran exactly as `ref` on every unit both solved (one or
+// more): the same metrics, steps and final data loss. An ablation or sweep
+// row of a setting its method does not read is its base row again.
+bool same_as(const std::vector<Row>& rows, const std::string& ref, const std::string& method) {
+  std::map<int64_t, const Row*> a;
+  for (const Row& r : rows)
+    if (r.method == ref && r.error.empty()) a[r.unit] = &r;
+  const auto same = [](double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); };
+  int pairs = 0;
+  for (const Row& r : rows) {
+    if (r.method != method || !r.error.empty() || !a.count(r.unit)) continue;
+    const Row& b = *a.at(r.unit);
+    if (r.metrics != b.metrics || r.steps != b.steps || !same(r.final_data_loss, b.final_data_loss))
+      return false;
+    ++pairs;
+  }
+  return pairs > 0;
+}
+
 std::vector<std::string> summary_columns(const std::vector<Row>& rows) {
   std::vector<std::string> cols = metric_names(rows);
   for (const auto& [c, h] : kCostColumns) cols.push_back(c);
@@ -350,6 +369,15 @@ std::string summary_md(const Protocol& p, const std::vector<Row>& rows, const Ta
       }
       s += "\n";
     }
+    std::vector<std::string> unchanged;
+    for (size_t mi = 1; mi < p.methods.size(); ++mi)
+      if (same_as(rows, ref, p.methods[mi])) unchanged.push_back(md_cell(p.methods[mi]));
+    if (!unchanged.empty())
+      s += fmt::format(
+          "\n**Identical to {} on every unit: {}.** Their runs changed nothing (the same "
+          "metrics, steps and final loss): a setting the method does not read, or a part it "
+          "does not have, has no effect to measure.\n",
+          one_line(ref), fmt::join(unchanged, ", "));
   }
   if (p.classes.size() > 1) {
     s += "\nPer class:\n\n";

@@ -118,6 +118,9 @@ Step modifier_step(const RunConfig& cfg, const Instance& inst, const std::string
   const std::string kind = mod.substr(0, colon);
   if (colon != std::string::npos && kind == "drop_loss") {
     const std::string name = weight_key(cfg, mod.substr(colon + 1), mod);
+    // A term already off: the row would be the base row, claiming no effect.
+    FK_CHECK(cfg.config.d(name) != 0, "modifier '" + mod + "'", "a loss term in use (weight not 0)",
+             "'" + name + "' at 0 already");
     return {"-" + name, {name + "=0"}, ""};
   }
   if (colon != std::string::npos && kind == "set_weight") {

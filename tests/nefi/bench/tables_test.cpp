@@ -59,6 +59,25 @@ double csv_value(const std::string& csv, const std::string& prefix, const std::s
   return NAN;
 }
 
+// A row that ran exactly as the reference on every unit (a setting its
+// method does not read) is named in summary.md, not left as a row of zero
+// differences that reads as "no effect".
+TEST(BenchTables, RowsIdenticalToTheReferenceAreNamed) {
+  Protocol p = two_methods();
+  p.methods = {"a", "b", "c"};
+  std::vector<Row> rows;
+  for (int64_t u = 0; u < 3; ++u) {
+    rows.push_back(row(u, "a", 20 + u));
+    rows.push_back(row(u, "b", 20 + u));  // identical but for the time
+    rows.back().time_s += 0.5;
+    rows.push_back(row(u, "c", 20 + u + (u == 2 ? 0.001 : 0)));
+  }
+  const std::string md = summary_md(p, rows, {});
+  EXPECT_NE(md.find("**Identical to a on every unit: b.**"), std::string::npos) << md;
+  rows[1].steps = 11;  // one unit differs
+  EXPECT_EQ(summary_md(p, rows, {}).find("Identical to"), std::string::npos);
+}
+
 TEST(BenchTables, MeansIntervalsAndPairedDifferencesByHand) {
   const Protocol p = two_methods();
   std::vector<Row> rows{row(0, "a", 10), row(1, "a", 12), row(2, "a", 14),

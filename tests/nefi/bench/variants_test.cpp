@@ -58,7 +58,9 @@ TEST(BenchVariants, BadModifiersAreRefusedUpFront) {
                                                        {"set:n=abc", "n"},
                                                        {"stage:warmup=1", "stage.warmup"},
                                                        {"optim:beta=1", "optim.beta"},
-                                                       {"set_weight:tv=x", "tv"}};
+                                                       {"set_weight:tv=x", "tv"},
+                                                       // already off: a no-op row
+                                                       {"drop_loss:l1", "'l1' at 0 already"}};
   for (const auto& [mod, needle] : cases) {
     try {
       ablation_variants(toy(), *inst, "neural", {mod}, false);
