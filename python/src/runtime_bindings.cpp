@@ -1,7 +1,8 @@
 // The fk runtime's process-wide switches from Python: TF32 for fp32 GEMMs on
 // CUDA (torch's torch.backends.cuda.matmul.allow_tf32 does not reach fk, whose
 // GEMMs are its own cuBLAS calls) and fk's caching allocator (torch's
-// torch.cuda.empty_cache frees torch's cache, not fk's).
+// torch.cuda.empty_cache frees torch's cache, not fk's); and Ctrl-C during a
+// long C++ solve (fk/interrupt.h), which otherwise waited for its end.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 
@@ -9,13 +10,63 @@
 
 #include "fk/amp.h"
 #include "fk/device.h"
+#include "fk/interrupt.h"
 #include "fk/memory.h"
 
 namespace nb = nanobind;
 
 namespace fkpy {
+namespace {
+
+// The exception Python's signal handlers raised (KeyboardInterrupt), kept
+// from the check to the translator: the solve unwinds between them. Signals
+// reach the main thread only, so one is enough.
+struct Pending {
+#if PY_VERSION_HEX >= 0x030C0000
+  PyObject* exc = nullptr;
+  void take() {
+    exc = PyErr_GetRaisedException();
+  }
+  bool restore() {
+    if (exc == nullptr) return false;
+    PyErr_SetRaisedException(exc);
+    exc = nullptr;
+    return true;
+  }
+#else
+  PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
+  void take() {
+    PyErr_Fetch(&type, &value, &trace);
+  }
+  bool restore() {
+    if (type == nullptr) return false;
+    PyErr_Restore(type, value, trace);
+    type = value = trace = nullptr;
+    return true;
+  }
+#endif
+} g_pending;
+
+// The solve released the GIL: take it, let Python run its signal handlers.
+bool python_interrupt() {
+  if (!Py_IsInitialized()) return false;
+  nb::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() == 0) return false;
+  g_pending.take();
+  return true;
+}
+
+}  // namespace
 
 void bind_runtime(nb::module_& m) {
+  fk::set_interrupt_check(&python_interrupt);
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const fk::Interrupted&) {
+      if (!g_pending.restore()) PyErr_SetNone(PyExc_KeyboardInterrupt);
+    }
+  });
   m.def("set_allow_tf32", &fk::amp::set_allow_tf32, nb::arg("allow"));
   m.def("allow_tf32", &fk::amp::allow_tf32);
   m.def(

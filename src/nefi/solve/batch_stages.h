@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fk/error.h"
+#include "fk/interrupt.h"
 #include "fk/profile.h"
 #include "nefi/solve/batch_device.h"
 #include "nefi/solve/final_fields.h"
@@ -73,6 +74,7 @@ void run_stage_steps(Run& run, const Stage& stage, int index, std::vector<Proble
   const int64_t n = run.n;
   bool cut_short = false;  // on_step or the time budget ended the stage
   for (int t = 0; t < stage.steps; ++t) {
+    fk::poll_interrupt();  // the host's Ctrl-C (fk/interrupt.h)
     const int64_t t_step = fk::profile::now_ns();
     const fk::profile::Counters c_step = fk::profile::counters();
     const int n_active = step(t, stage.lr_at(t));

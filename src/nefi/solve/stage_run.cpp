@@ -5,6 +5,7 @@
 #include "fk/autograd.h"
 #include "fk/error.h"
 #include "fk/factory.h"
+#include "fk/interrupt.h"
 #include "fk/ops/reduce/sum.h"
 #include "fk/profile.h"
 #include "fk/sync_debug.h"
@@ -471,6 +472,7 @@ StageResult StageRun::run(Result& so_far, int& global, int total_steps, Clock::t
   c_stage_ = fk::profile::counters();
   History& history = so_far.history;
   for (int t = t0_; t < stage_.steps; ++t) {
+    fk::poll_interrupt();  // the host's Ctrl-C (fk/interrupt.h)
     const int64_t t_step = fk::profile::now_ns();
     const fk::profile::Counters c_step = fk::profile::counters();
     const double lr = lr_mult_ * stage_.lr_at(t);
