@@ -2,7 +2,7 @@
 PRESET ?= release
 # Parallel compile jobs: MAX_COMPILATION_THREADS (default = cores), never above 24;
 # for every build here, the wheel's and the GPU bundle's too.
-JOBS := $(shell n=$${MAX_COMPILATION_THREADS:-$$(nproc)}; \
+JOBS := $(shell n='$(MAX_COMPILATION_THREADS)'; [ -n "$$n" ] || n=$$(nproc); \
   if ! printf '%s' "$$n" | grep -qx '[0-9][0-9]*' || [ "$$n" -lt 1 ]; then echo bad; \
   elif [ "$$n" -gt 24 ]; then echo 24; else echo "$$n"; fi)
 ifeq ($(JOBS),bad)

@@ -53,7 +53,7 @@ nn::MinkUNetOptions minkunet_options_of(const std::string& variant, int64_t clas
   }
 }
 
-std::unique_ptr<nn::SparseModule> make_network(const NetworkChoice& n, const std::string& command) {
+void check_network_choice(const NetworkChoice& n, const std::string& command) {
   check_model(n.model, command);
   // Each option shapes one architecture; given to the other it would be
   // ignored without a word (14A too: an empty variant is the one not given).
@@ -61,6 +61,14 @@ std::unique_ptr<nn::SparseModule> make_network(const NetworkChoice& n, const std
            "no --variant with a ResNet (its widths are --planes)", "'" + n.variant + "'");
   FK_CHECK(is_classifier(n.model) || n.planes.empty(), command + " --planes",
            "no --planes with minkunet (its layout is --variant)", "'" + n.planes + "'");
+  if (is_classifier(n.model))
+    (void)resnet_options_of(n, command);
+  else
+    (void)minkunet_options_of(n.variant, std::max<int64_t>(n.classes, 1), command);
+}
+
+std::unique_ptr<nn::SparseModule> make_network(const NetworkChoice& n, const std::string& command) {
+  check_network_choice(n, command);
   if (is_classifier(n.model)) return std::make_unique<nn::ResNet>(resnet_options_of(n, command));
   return std::make_unique<nn::MinkUNet>(minkunet_options_of(n.variant, n.classes, command));
 }

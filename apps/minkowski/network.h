@@ -29,6 +29,9 @@ minkowski::nn::ResNetOptions resnet_options_of(const NetworkChoice& n, const std
 // The MinkUNet of a --variant (empty: 14A); an unknown one names `command`'s --variant.
 minkowski::nn::MinkUNetOptions minkunet_options_of(const std::string& variant, int64_t classes,
                                                    const std::string& command);
+// The checks make_network runs before building (an error names `command`'s
+// option): for a command that reads files first.
+void check_network_choice(const NetworkChoice& n, const std::string& command);
 std::unique_ptr<minkowski::nn::SparseModule> make_network(const NetworkChoice& n,
                                                           const std::string& command);
 // "MinkUNet14A", "ResNet18", ...

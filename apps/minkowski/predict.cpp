@@ -157,9 +157,9 @@ std::vector<int64_t> predict_points(const PredictOptions& o, fk::DType precision
 
 int predict(const PredictOptions& options) {
   PredictOptions o = options;
-  check_model(o.model, "minkowski predict");
+  // Before the checkpoint is read (its classes are not known yet).
+  check_network_choice({o.model, o.variant, o.planes, 1}, "minkowski predict");
   const bool classifier = is_classifier(o.model);
-  if (!classifier) (void)minkunet_options_of(o.variant, 1, "minkowski predict");  // before reading
   const fk::DType precision = nn::parse_precision(o.precision, "minkowski predict --precision");
   const fk::Device device = fk::parse_device(o.device);
   if (o.threads > 0) fk::set_num_threads(o.threads);

@@ -316,8 +316,6 @@ int train(const TrainOptions& options) {
   fk::manual_seed(o.seed);
   const std::unique_ptr<nn::SparseModule> network =
       make_network(network_choice(o), "minkowski train");
-  // After every option is read: a refused one leaves no empty run folder.
-  std::filesystem::create_directories(o.out);
   nn::SparseModule& net = *network;
   // Before the optimizer: its moment buffers are made on the parameters' device.
   net.to(device);
@@ -334,8 +332,13 @@ int train(const TrainOptions& options) {
     if (progress.loss_scale > 0) scaler->restore(progress.loss_scale, progress.growth_tracker);
   }
   const nn::StepOptions step_options{-100, {}, o.clip, precision, scaler ? &*scaler : nullptr};
-  nn::LrSchedule schedule{nn::schedule_kind(o.schedule), o.lr,
-                          int64_t{o.epochs} * o.steps_per_epoch, o.warmup};
+  nn::ScheduleKind kind{};
+  try {
+    kind = nn::schedule_kind(o.schedule);
+  } catch (const fk::Error& e) {  // named by the option
+    throw fk::Error("minkowski train --schedule", e.expected(), e.given());
+  }
+  nn::LrSchedule schedule{kind, o.lr, int64_t{o.epochs} * o.steps_per_epoch, o.warmup};
   schedule.step_size = o.lr_step;
   schedule.gamma = o.lr_gamma;
   // The held-out data are read before the log is touched, and a new run's
@@ -343,6 +346,9 @@ int train(const TrainOptions& options) {
   // checkpoints): a bad --data file, held out or met mid-epoch, leaves the
   // earlier run's folder as it was.
   const Source source(o);
+  // After every option, the device and the data are read: a refused one
+  // leaves no empty run folder.
+  std::filesystem::create_directories(o.out);
   const std::string log_path = o.out + "/log.csv";
   const bool log_has_rows =
       o.resume && std::filesystem::exists(log_path) && std::filesystem::file_size(log_path) > 0;

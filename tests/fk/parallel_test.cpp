@@ -92,9 +92,6 @@ TEST(Parallel, SetNumThreadsRoundTrips) {
   EXPECT_EQ(get_num_threads(), 1);
 }
 
-// OMP_NUM_THREADS is latched once per process, so each value is read by a
-// fresh fk-info (which prints the count, and refuses a bad knob in one line).
-// OpenMP's list form ("3,1": one count per nesting level) gives fk the first.
 // fk's thread count holds for a GEMM on any thread: OpenBLAS sizes its team
 // from the calling thread's OpenMP setting, which a thread other than
 // set_num_threads' caller (a std::thread, a Python thread) keeps at the
@@ -118,6 +115,9 @@ TEST(Parallel, AGemmOnAnotherThreadRunsAtFksCount) {
   EXPECT_EQ(worker_setting, 2);  // left as the thread had it
 }
 
+// OMP_NUM_THREADS is latched once per process, so each value is read by a
+// fresh fk-info (which prints the count, and refuses a bad knob in one line).
+// OpenMP's list form ("3,1": one count per nesting level) gives fk the first.
 TEST(Parallel, OmpNumThreadsTakesACountOrTheFirstOfAList) {
   const std::filesystem::path scratch = ::testing::TempDir();
   const std::filesystem::path out = scratch / "fk_info_threads.txt";

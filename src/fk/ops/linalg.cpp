@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <optional>
 #include <string>
 
 #include "fk/amp.h"
@@ -153,14 +154,15 @@ void check_devices(const char* op, const Tensor& a, const Tensor& b) {
 
 // The dtype a product of these operands is computed and stored in (the
 // message is only built on failure: this runs on every call).
-// Each operand floating or complex, as torch's: an integer one (which
-// promotion would take in, or autocast round to half) is refused.
-DType product_dtype(const char* op, DType a, DType b, DType bias = DType::Bool) {
-  DType rt = promote(promote(a, b), bias);
-  FK_CHECK(is_inexact(a) && is_inexact(b) && (bias == DType::Bool || is_inexact(bias)), op,
+// Each operand (and a bias) floating or complex, as torch's: an integer or
+// bool one (which promotion would take in, or autocast round to half) is
+// refused.
+DType product_dtype(const char* op, DType a, DType b, std::optional<DType> bias = std::nullopt) {
+  const DType rt = promote(promote(a, b), bias.value_or(a));
+  FK_CHECK(is_inexact(a) && is_inexact(b) && (!bias || is_inexact(*bias)), op,
            "floating or complex operands",
            std::string(name(a)) + " and " + name(b) +
-               (bias == DType::Bool ? "" : std::string(" with a ") + name(bias) + " bias"));
+               (bias ? std::string(" with a ") + name(*bias) + " bias" : ""));
   return rt;
 }
 
@@ -420,8 +422,8 @@ Tensor linear(const Tensor& x_in, const Tensor& w_in, const Tensor& b_in) {
              "a bias of shape " + Dims{w_in.shape()[0]}.str(), b_in.shape().str());
   }
   Tensor x = autocast_operand(x_in), w = autocast_operand(w_in), bias = autocast_operand(b_in);
-  DType rt =
-      product_dtype("linear", x.dtype(), w.dtype(), bias.defined() ? bias.dtype() : DType::Bool);
+  DType rt = product_dtype("linear", x.dtype(), w.dtype(),
+                           bias.defined() ? std::optional<DType>(bias.dtype()) : std::nullopt);
   if (x.dtype() != rt) x = x.to(rt);
   if (w.dtype() != rt) w = w.to(rt);
   if (bias.defined() && bias.dtype() != rt) bias = bias.to(rt);

@@ -31,10 +31,11 @@
 // stride, kernel region offsets); so is an expanded coordinate (generative
 // transposed convolution) that would leave int32. A CoordinateMap itself
 // accepts any int32 rows. A kernel map's keys (kernel_map_layout.h) pad each
-// spatial extent by the kernel's reach and keep an all-ones sentinel, so they
-// must pack into 127 bits: at D = 3 that fails (an fk::Error naming the bits)
-// only when the batch indices span 2^31 or more and every spatial axis spans
-// nearly the whole coordinate range.
+// spatial extent by the kernel's reach (its largest offset times the tensor
+// stride) on both sides and keep an all-ones sentinel, so they must pack into
+// 127 bits: at D = 3 that fails (an fk::Error naming the bits) when the batch
+// indices span 2^31 or more and every axis's span plus twice its reach is
+// 2^31 or more (at tensor stride 2^30 one voxel is enough).
 //
 // Memory: coordinates N*(1+D)*4 bytes, keys and rows 12 (or 20) bytes per row,
 // ~4 bytes per row of bucket table. CPU only.

@@ -90,18 +90,19 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
   } catch (const std::exception& e) {
     error = e.what();
   }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  double peak_mb = fk::memory_stats().peak / 1048576.0;
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double peak_mb = fk::memory_stats().peak / 1048576.0;
   // A batch refused as a whole (a member that cannot batch with the first, a
   // measurement its loss check refuses) fails no member but its own: each is
   // set up afresh and solved alone, as its sequential run would be, and
   // only the members whose own solve fails are failed rows.
   std::vector<std::string> own_error(static_cast<size_t>(B));
-  std::vector<double> own_secs(static_cast<size_t>(B), B > 0 ? secs / static_cast<double>(B) : 0);
+  // Each row's share of the batch's time and peak, or its own solve's.
+  std::vector<double> own_secs(static_cast<size_t>(B), B > 0 ? secs / static_cast<double>(B) : 0),
+      own_peak(static_cast<size_t>(B), B > 0 ? peak_mb / static_cast<double>(B) : 0);
   std::vector<int64_t> batch_of(static_cast<size_t>(B), B);
   if (!error.empty() && B > 1) {
     results.assign(static_cast<size_t>(B), Result{});
-    peak_mb = 0;
     for (int64_t b = 0; b < B; ++b) {
       const Unit& u = chunk[solved[static_cast<size_t>(b)]];
       BatchOptions one = bo;
@@ -123,7 +124,7 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
       }
       own_secs[static_cast<size_t>(b)] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-      peak_mb = std::max(peak_mb, fk::memory_stats().peak / 1048576.0);
+      own_peak[static_cast<size_t>(b)] = fk::memory_stats().peak / 1048576.0;
     }
     error.clear();
   }
@@ -139,7 +140,7 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
     BatchedRow br{start_row(u, method, batch_of[i]), 0};
     Row& r = br.row;
     r.time_s = own_secs[i];
-    r.peak_mem_mb = batch_of[i] == 1 ? peak_mb : peak_mb / static_cast<double>(B);
+    r.peak_mem_mb = own_peak[i];
     const std::vector<double> data = setups[b].measurement.data.to_vector<double>();
     br.fingerprint = fnv1a(data.data(), data.size() * sizeof(double));
     const std::string err = !error.empty()          ? error

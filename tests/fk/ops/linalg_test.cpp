@@ -393,6 +393,7 @@ TEST(Matmul, Errors) {
     EXPECT_THROW(matmul(ones({2, 2}, {DType::I64}), ones({2, 2})), Error);
     EXPECT_THROW(linear(ones({1, 2}), ones({3, 2}), ones({3}, {DType::I32})), Error);
     EXPECT_THROW(linear(ones({1, 2}, {DType::Bool}), ones({3, 2}), Tensor()), Error);
+    EXPECT_THROW(linear(ones({1, 2}), ones({3, 2}), ones({3}, {DType::Bool})), Error);
   }
   EXPECT_THROW(matmul(Tensor(), ones({2})), Error);
 }

@@ -281,6 +281,10 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
            // named by the option, not the library function
            {"train --variant 50", "minkowski train --variant: expected 14, 14A-D"},
            {"predict --checkpoint x --variant 50", "minkowski predict --variant: expected 14"},
+           {"predict --checkpoint x --model resnet14 --variant 14A",
+            "minkowski predict --variant: expected no --variant with a ResNet"},
+           {"train --optimizer foo", "--optimizer"},
+           {"train --schedule foo", "minkowski train --schedule: expected"},
            {"bench train --variant 50", "minkowski bench train --variant: expected 14"},
            {"predict --checkpoint x --threads 100000", "--threads: expected a thread count"},
            {"predict --checkpoint x --scene-seed -5", "--scene-seed: expected a seed"},

@@ -156,8 +156,6 @@ TEST(DataPointIo, NpyLayouts) {
   EXPECT_NE(read_error(write("t.npy", "\x93NUMPY")).find("t.npy"), std::string::npos);
 }
 
-// A directory named like a point file is named as one (its stream's own
-// error named no path); read_error's remove takes the empty directory.
 // Map-projected positions (~5e6 m) keep a double file's precision: ten
 // points 0.1 m apart are ten 0.1 m voxels (as float, whose step is 0.5 m
 // there, they were three). A float file divides in f32, as torch does.
@@ -179,6 +177,8 @@ TEST(DataPointIo, DoublePositionsAreVoxelizedInDouble) {
   EXPECT_EQ(voxelize(read_points(write("utm.xyz", text)), 0.1).coordinates.size(0), 10);
 }
 
+// A directory named like a point file is named as one (its stream's own
+// error named no path); read_error's remove takes the empty directory.
 TEST(DataPointIo, ADirectoryIsNamed) {
   for (const char* name : {"d.ply", "d.xyz"}) {
     const std::string dir = write(name, "");
