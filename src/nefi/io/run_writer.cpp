@@ -66,6 +66,12 @@ void clear_earlier_run(const std::string& dir, const RunConfig& cfg) {
       if (m.empty() || fs::path(m).filename() != m || m == "." || m == "..") continue;
       names.push_back(m + ".npy");
       names.push_back("history-" + m + ".csv");
+      const nlohmann::json& e = j["methods"][m];
+      if (e.is_object() && e.contains("fields") && e["fields"].is_array())
+        for (const auto& f : e["fields"])
+          if (f.is_string() &&
+              fs::path(m + "-" + f.get<std::string>()).filename() == m + "-" + f.get<std::string>())
+            names.push_back(m + "-" + f.get<std::string>() + ".npy");
     }
   } catch (const nlohmann::json::exception&) {
     return;  // not a metrics.json we wrote
@@ -136,6 +142,18 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
       }
     }
     m["stage_results"] = stages;
+    // A field of several (nv_relaxometry's rho and omega_L): each one as
+    // <method>-<field>.npy, the primary beside <method>.npy (omega_L, the
+    // Larmor map larmor_mae scores, was written nowhere).
+    if (r.fields.size() > 1) {
+      m["fields"] = nlohmann::json::array();
+      for (const auto& [name, t] : r.fields) {
+        // (a field name is a plain word: nothing outside the folder is named)
+        if (name.empty() || std::filesystem::path(name).filename() != name) continue;
+        write_npy_whole(dir + "/" + o.method + "-" + name + ".npy", t.to(fk::DType::F64));
+        m["fields"].push_back(name);
+      }
+    }
     j["methods"][o.method] = m;
     write_npy_whole(dir + "/" + o.method + ".npy", o.reconstruction);
     // history.csv: the first method's; another method's: history-<method>.csv.
