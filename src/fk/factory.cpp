@@ -64,6 +64,11 @@ void fill_(Tensor& t, c128 value) {
            "by autograd)",
            "a tensor that requires grad");
   profile::OpScope op("fill_");
+  // A real tensor holds no imaginary part: dropped, it went without a word
+  // (torch refuses a complex value there).
+  FK_CHECK(is_complex(t.dtype()) || value.imag() == 0.0, "fill_",
+           std::string("a real value for a ") + name(t.dtype()) + " tensor",
+           fmt::format("({}, {})", value.real(), value.imag()));
   // An integer holds the value truncated, as torch's fill; a NaN, an infinity
   // or a value past the range has no integer (the cast is undefined: it wrote
   // INT_MIN), and torch refuses it too.

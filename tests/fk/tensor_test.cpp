@@ -600,6 +600,13 @@ TEST(Tensor, IntegerFillRefusesValuesTheTypeCannotHold) {
         << v;
   }
   EXPECT_THROW(full({2}, 9.3e18, {DType::I64}), Error);
+  // A real tensor holds no imaginary part (it was dropped without a word).
+  for (DType d : {DType::F32, DType::F64, DType::I64}) {
+    EXPECT_NE(test::error_of([&] { full({2}, c128(1, 2), {d}); }).find("a real value"),
+              std::string::npos)
+        << name(d);
+    EXPECT_EQ(full({1}, c128(3, 0), {d}).to(DType::F64).item(), 3.0);
+  }
   const Tensor i = from_vector(std::vector<int32_t>{1, 2});
   EXPECT_THROW(masked_fill(i, gt(i, scalar_tensor(1.5)), NAN), Error);
   // f16 holds up to 65504 (and the infinities): 1e6 became inf silently.

@@ -8,6 +8,7 @@
 #include "fk/cuda/kernels.h"
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
+#include "fk/ops/copy.h"
 #include "fk/ops/cpu/copy_bytes.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
@@ -178,9 +179,12 @@ Tensor masked_select(const Tensor& t, const Tensor& mask) {
   return out;
 }
 
-Tensor& masked_fill_(Tensor& self, const Tensor& mask, double value) {
+Tensor& masked_fill_(Tensor& self, const Tensor& mask_given, double value) {
   check_inplace(self, Tensor(), "masked_fill_");
   profile::OpScope scope("masked_fill_");
+  // The mask as it was before self is written (a bool self may share its
+  // memory: the fills would spread along the array).
+  const Tensor mask = overlaps(self, mask_given) ? mask_given.clone() : mask_given;
   check_mask(self, mask, "masked_fill_");
   check_broadcasts_to(mask, self.shape(), "masked_fill_", "a mask");
   self.bump_version();

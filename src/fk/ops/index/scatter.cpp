@@ -302,8 +302,9 @@ Tensor index_add_prechecked(const Tensor& self, int64_t dim, const Tensor& index
 
 namespace {
 
-// src as it was before self is written: a copy when they share memory (the
-// adds would otherwise read values they had already changed).
+// src (or the index) as it was before self is written: a copy when they
+// share memory (the adds would otherwise read values they had already
+// changed; an index read after a write could point outside the range checked).
 Tensor unaliased(const Tensor& self, const Tensor& src) {
   return overlaps(self, src) ? src.clone() : src;
 }
@@ -312,9 +313,9 @@ Tensor unaliased(const Tensor& self, const Tensor& src) {
 
 Tensor& scatter_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& given) {
   check_inplace(self, given, "scatter_add_");
-  const Tensor src = unaliased(self, given);
+  const Tensor src = unaliased(self, given), idx = unaliased(self, index);
   profile::OpScope scope("scatter_add_");
-  ScatterArgs a = scatter_args(self, dim, index, src, "scatter_add_");
+  ScatterArgs a = scatter_args(self, dim, idx, src, "scatter_add_");
   FK_CHECK(can_write_into(self.dtype(), src.dtype()), "scatter_add_",
            std::string("a source castable to self's dtype ") + name(self.dtype()),
            name(src.dtype()));
@@ -332,9 +333,9 @@ Tensor& scatter_add_(Tensor& self, int64_t dim, const Tensor& index, const Tenso
 Tensor& index_add_(Tensor& self, int64_t dim, const Tensor& index, const Tensor& given,
                    double alpha) {
   check_inplace(self, given, "index_add_");
-  const Tensor src = unaliased(self, given);
+  const Tensor src = unaliased(self, given), idx = unaliased(self, index);
   profile::OpScope scope("index_add_");
-  IndexAddArgs a = index_add_args(self, dim, index, src, alpha, "index_add_");
+  IndexAddArgs a = index_add_args(self, dim, idx, src, alpha, "index_add_");
   FK_CHECK(can_write_into(self.dtype(), src.dtype()), "index_add_",
            std::string("a source castable to self's dtype ") + name(self.dtype()),
            name(src.dtype()));

@@ -47,6 +47,30 @@ TEST(ScatterAdd, ASourceAliasingSelfIsReadBeforeTheAdds) {
   EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{11, 11}));
 }
 
+// An index sharing self's memory (an i64 self) is read as it was before the
+// adds: read live it pointed outside the range checked (base[5] written
+// through a 3-element view; a large one segfaulted). The same for a mask.
+TEST(ScatterAdd, AnIndexAliasingSelfIsReadBeforeTheAdds) {
+  for (bool scatter : {true, false}) {
+    Tensor base = zeros({10}, {DType::I64});
+    base.data<int64_t>()[0] = 1;  // x = [1, 0, 0]
+    Tensor x = slice(base, 0, 0, 3);
+    const Tensor src = from_vector(std::vector<int64_t>{5, 1000000000, 1});
+    if (scatter)
+      scatter_add_(x, 0, x, src);
+    else
+      index_add_(x, 0, x, src);
+    // index [1, 0, 0]: x[1] += 5, x[0] += 1e9 + 1
+    EXPECT_EQ(base.to_vector<int64_t>(),
+              (std::vector<int64_t>{1000000002, 5, 0, 0, 0, 0, 0, 0, 0, 0}))
+        << scatter;
+  }
+  Tensor m = from_vector(std::vector<bool>{true, false, false, false});
+  Tensor tail = slice(m, 0, 1, 4);
+  masked_fill_(tail, slice(m, 0, 0, 3), 1.0);  // the mask as it was: [T, F, F]
+  EXPECT_EQ(m.to_vector<bool>(), (std::vector<bool>{true, true, false, false}));
+}
+
 // An expanded self shares one element among several indices: the in-place
 // index ops refuse it before writing (scatter_add_ summed every batch into
 // the one row; masked_fill_ wrote through it), as copy_ does.
