@@ -20,6 +20,7 @@
 #include "minkowski/cuda/implicit_conv.h"
 #include "minkowski/cuda/kernels.h"
 #include "minkowski/ops/conv.h"
+#include "minkowski/ops/fused_copy.h"
 
 namespace minkowski::cuda {
 
@@ -91,7 +92,7 @@ ConvDataflow dataflow_for(const DeviceKernelMap& m, bool by_in, int64_t cin, int
 
 // What an implicit call did (no groups, staging or GEMMs).
 void note_implicit(fk::DType t, int device) {
-  tl_info = {fk::knob("ME_FUSED_COPY").as_bool(),
+  tl_info = {fused_copy_mode() != FusedCopy::Off,
              minkowski::is_deterministic(),
              t,
              0,
@@ -125,7 +126,7 @@ struct Call {
         deterministic(minkowski::is_deterministic()),
         tf32(t == fk::DType::F32 && fk::amp::allow_tf32()) {
     // The knobs are the CPU convolution's (conv_kernel.cpp).
-    const bool fused = fk::knob("ME_FUSED_COPY").as_bool();
+    const bool fused = fused_copy_mode() != FusedCopy::Off;  // auto: fused on a device
     int64_t rows = 0;
     // Zero channels: nothing to multiply (the results stay the zeros they start
     // as); cuBLAS would reject the zero leading dimensions and the cap divide by 0.

@@ -7,6 +7,7 @@
 
 #include <omp.h>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "fk/blas.h"
@@ -19,6 +20,7 @@
 #include "minkowski/ops/conv_kernel_common.h"
 #include "minkowski/ops/conv_path.h"
 #include "minkowski/ops/feature_rows.h"
+#include "minkowski/ops/fused_copy.h"
 #include "minkowski/ops/gather_gemm.h"
 #include "minkowski/ops/gather_gemm_bf16.h"
 
@@ -26,9 +28,11 @@ namespace minkowski {
 
 namespace {
 
-fk::Knob kFusedCopy("ME_FUSED_COPY", fk::KnobType::Bool, "1",
+fk::Knob kFusedCopy("ME_FUSED_COPY",
+                    fk::KnobChoices{{"auto", "1", "0", "true", "false", "on", "off", "yes", "no"}},
+                    "auto",
                     "minkowski convolution: 1 = fused gather/GEMM/scatter over groups of offsets, "
-                    "0 = per-offset copies (A/B and debugging)",
+                    "0 = per-offset copies, auto = the faster per device (fused_copy.h)",
                     fk::KnobRead::PerCall);
 fk::Knob kFusedCopyMaxMb("ME_FUSED_COPY_MAX_MB", fk::KnobType::Float, "2048",
                          "minkowski convolution: cap on the fused path's staging (input + output "
@@ -36,12 +40,22 @@ fk::Knob kFusedCopyMaxMb("ME_FUSED_COPY_MAX_MB", fk::KnobType::Float, "2048",
                          "offsets are processed in groups, and one over it in 2048-row pieces",
                          fk::KnobRead::PerCall, fk::KnobRange{0, 1e9});
 
-// ME_FUSED_COPY, read with its cap: a malformed ME_FUSED_COPY_MAX_MB is then
-// refused at the first convolution, whichever path it takes, not at the
-// first one that plans groups.
-bool fused_copy() {
+}  // namespace
+
+FusedCopy fused_copy_mode() {
   (void)kFusedCopyMaxMb.as_float();
-  return kFusedCopy.as_bool();
+  const std::string v = kFusedCopy.as_string();
+  if (v == "auto") return FusedCopy::Auto;
+  return v == "1" || v == "true" || v == "on" || v == "yes" ? FusedCopy::On : FusedCopy::Off;
+}
+
+namespace {
+
+// The CPU's copy path: `direct` where the f32 tiles read rows in place (fused
+// stages nothing there), else fused only when asked for (fused_copy.h).
+bool cpu_fused(bool direct) {
+  const FusedCopy mode = fused_copy_mode();
+  return direct ? mode != FusedCopy::Off : mode == FusedCopy::On;
 }
 
 thread_local ConvCallInfo tl_info;
@@ -235,7 +249,7 @@ template <typename T>
 void forward_impl(const T* F, int64_t cin, const T* W, int64_t cout, const KernelMap& m, T* out,
                   bool tiles) {
   constexpr fk::DType dt = dtype_of_t<T>();
-  const bool fused = fused_copy();  // read (and checked) on every path
+  const bool fused = cpu_fused(std::is_same_v<T, float> && tiles);  // read on every path
   if (m.identity) {
     // Every row is written once (micro-kernel stores, GEMMs with beta = 0):
     // no zeroing first.
@@ -317,9 +331,9 @@ void input_grad_impl(const T* G, int64_t cin, const T* W, int64_t cout, const Ke
     run_gemms(dt, jobs);
     return;
   }
-  bool fused = fused_copy();
   bool direct_in = false;
   if constexpr (std::is_same_v<T, float>) direct_in = tiles;
+  const bool fused = cpu_fused(direct_in);
   int64_t staged_cols = direct_in ? cin : cin + cout;
   auto groups = plan_groups(m, fused, staged_cols * static_cast<int64_t>(sizeof(T)));
   int64_t rows = max_rows(groups);

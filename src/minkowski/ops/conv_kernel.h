@@ -20,8 +20,10 @@
 // Two dataflows, chosen per shape and pass (conv_path.h: ME_CONV_PATH, auto
 // measures on a shape's first call): the f32 register tiles (AVX2 or AVX-512,
 // FK_CPU_ISA) where they apply, or BLAS over staged rows ("gemm"). Each has
-// two copy paths over the same map, chosen at every call:
-//   fused (default)  BLAS path (f64, and f32 where the micro-kernels do not
+// two copy paths over the same map, chosen at every call by ME_FUSED_COPY
+// (fused_copy.h; its default, auto, takes fused on the tiles and per-offset on
+// BLAS, the faster on each):
+//   fused            BLAS path (f64, and f32 where the micro-kernels do not
 //                    apply): rows of all offsets of a group are gathered into
 //                    one staging buffer, one GEMM per offset (in fixed 2048-row
 //                    blocks, all in one parallel region) runs over it, and one

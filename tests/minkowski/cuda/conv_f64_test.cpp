@@ -22,6 +22,7 @@
 #include "minkowski/cuda/conv_plan.h"
 #include "minkowski/cuda/device_conv.h"
 #include "minkowski/cuda/device_kernel_map.h"
+#include "minkowski/ops/fused_copy.h"
 
 namespace minkowski {
 namespace {
@@ -74,7 +75,7 @@ void expect_f64_gather(const cuda::DeviceKernelMap& m, int64_t cin, int64_t cout
   for (int64_t k = 0; k < m.volume; ++k) pairs.push_back(m.count(k));
   const int64_t row_bytes = (cin + cout) * 8;
   const cuda::OffsetGroups plan =
-      cuda::plan_offset_groups(pairs, row_bytes, fk::knob("ME_FUSED_COPY").as_bool(),
+      cuda::plan_offset_groups(pairs, row_bytes, fused_copy_mode() != FusedCopy::Off,
                                fk::knob("ME_FUSED_COPY_MAX_MB").as_float());
   EXPECT_EQ(info.groups, static_cast<int64_t>(plan.groups.size())) << what;
   EXPECT_EQ(info.staging_bytes, plan.staging_bytes(row_bytes)) << what;

@@ -74,6 +74,7 @@ TEST(MinkowskiConv, HalfPrecisionAgainstF32) {
 // where the staging cap splits the offsets into groups.
 void check_paths_bit_identical(fk::DType dt, const KernelRegion& region = KernelRegion::cube({3})) {
   KnobGuard guard;
+  fk::mutable_knob("ME_FUSED_COPY").set_override("1");  // fused on every path, staged ones too
   set_deterministic(true);
   // A dense-ish blob so offsets hold several 2048-row GEMM blocks.
   Rows rows = random_rows(3, 12000, 12, 1, 1, 3);
@@ -121,7 +122,12 @@ void check_paths_bit_identical(fk::DType dt, const KernelRegion& region = Kernel
   fk::mutable_knob("ME_FUSED_COPY").set_override("0");
   same(run(), "per-offset");
   EXPECT_FALSE(last_conv_call().fused);
+  // auto (the default): fused where it stages nothing, per offset where it
+  // would stage (the faster on the CPU, fused_copy.h)
   fk::mutable_knob("ME_FUSED_COPY").set_override(std::nullopt);
+  same(run(), "auto");
+  EXPECT_EQ(last_conv_call().fused, !staged);
+  fk::mutable_knob("ME_FUSED_COPY").set_override("1");
   std::vector<fk::Tensor> one;
   {
     const fk::test::ThreadCount threads(1);

@@ -178,6 +178,7 @@ void check_against_reference(const PathScene& s, const Variant& v, fk::DType dt,
 // stages rows (BLAS path), so the cap must split it into groups.
 void check_variant_paths(fk::DType dt, int64_t cin, int64_t cout, bool channelwise_only = false) {
   KnobReset reset;
+  fk::mutable_knob("ME_FUSED_COPY").set_override("1");  // fused on every path, staged ones too
   PathScene s;
   const bool gemm = fk::mutable_knob("ME_CONV_PATH").as_string() == "gemm";
   const bool staged_fwd = gemm || dt == fk::DType::F64 || cout % 8 != 0;
@@ -239,7 +240,14 @@ void check_variant_paths(fk::DType dt, int64_t cin, int64_t cout, bool channelwi
     const bool bf16 = dt == fk::DType::BF16 && !gemm;
     EXPECT_EQ(per_offset.forward.fused, bf16 && gather_gemm_bf16_supported(cin, cout));
     EXPECT_EQ(per_offset.backward.fused, bf16 && gather_gemm_bf16_supported(cout, cin));
+    // auto (the default): per offset where fused would stage rows
     fk::mutable_knob("ME_FUSED_COPY").set_override(std::nullopt);
+    PathRun automatic = run_variant(s, v, dt, cin, cout);
+    same(automatic, "auto");
+    if (staged_fwd && !bf16) {
+      EXPECT_FALSE(automatic.forward.fused);
+    }
+    fk::mutable_knob("ME_FUSED_COPY").set_override("1");
   }
 }
 
