@@ -25,6 +25,7 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "forward_problem.h"
+#include "interrupt.h"
 #include "nefi/byop/auto_batch.h"
 #include "nefi/byop/auto_problem.h"
 #include "nefi/byop/custom_prior.h"
@@ -68,15 +69,15 @@ std::string python_error_text(nb::python_error& e) {
 }
 
 // A Python exception from a model call as the fk::Error that names the
-// model; Ctrl-C and SystemExit go through unchanged (the solve stops and
-// Python sees them as raised).
+// model; Ctrl-C and SystemExit stop the solve as fk::Interrupted and reach
+// Python as raised (interrupt.h).
 // `what`: the Python code that was called ("a model call", "a callback").
 [[noreturn]] void rethrow_as_model_error(const std::string& who,
                                          const std::string& what = "a model call") {
   try {
     throw;
   } catch (nb::python_error& e) {
-    if (e.matches(PyExc_KeyboardInterrupt) || e.matches(PyExc_SystemExit)) throw;
+    if (e.matches(PyExc_KeyboardInterrupt) || e.matches(PyExc_SystemExit)) interrupt_with(e);
     throw fk::Error(who, what + " that succeeds", python_error_text(e));
   } catch (const nb::builtin_exception& e) {  // a cast or DLPack refusal of what it returned
     throw fk::Error(who, what + " that returns real arrays", e.what());

@@ -12,6 +12,7 @@
 #include "fk/device.h"
 #include "fk/interrupt.h"
 #include "fk/memory.h"
+#include "interrupt.h"
 
 namespace nb = nanobind;
 
@@ -47,9 +48,13 @@ struct Pending {
 #endif
 } g_pending;
 
+// Signals reach Python's main thread only: a solve on another thread (a
+// daemon thread at exit too) does not take the GIL to ask.
+unsigned long g_main_thread = 0;
+
 // The solve released the GIL: take it, let Python run its signal handlers.
 bool python_interrupt() {
-  if (!Py_IsInitialized()) return false;
+  if (PyThread_get_thread_ident() != g_main_thread || !Py_IsInitialized()) return false;
   nb::gil_scoped_acquire gil;
   if (PyErr_CheckSignals() == 0) return false;
   g_pending.take();
@@ -58,7 +63,15 @@ bool python_interrupt() {
 
 }  // namespace
 
+void interrupt_with(nb::python_error& e) {
+  e.restore();
+  g_pending.take();
+  throw fk::Interrupted{};
+}
+
 void bind_runtime(nb::module_& m) {
+  g_main_thread = nb::cast<unsigned long>(
+      nb::module_::import_("threading").attr("main_thread")().attr("ident"));
   fk::set_interrupt_check(&python_interrupt);
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

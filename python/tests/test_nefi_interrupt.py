@@ -6,6 +6,7 @@ import signal
 import threading
 import time
 
+import numpy as np
 import pytest
 
 import fieldkit.nefi as nefi
@@ -35,3 +36,20 @@ def test_ctrl_c_stops_a_solve(call):
     assert interrupted_after(call) < 5
     r = nefi.invert("toy1d", {"steps": [4]}, methods=["neural"])
     assert r["neural"]["metrics"]["psnr"] > 0
+
+
+def test_ctrl_c_in_a_python_model_stops_autotune():
+    # The signal lands in the model's Python code: its KeyboardInterrupt was
+    # a failed pilot, and the tuning went on.
+    n = 64
+    i = np.arange(n)
+    a = np.exp(-0.5 * ((i[:, None] - i[None, :]) / 2.0) ** 2)
+    a /= a.sum(1, keepdims=True)
+    y = a @ np.exp(-0.5 * ((i / n - 0.5) / 0.1) ** 2)
+
+    def forward(x):
+        time.sleep(0.001)  # most of the time is spent here
+        return a @ x
+
+    q = nefi.from_forward(forward, y, adjoint=lambda g: a.T @ g, budget=20000)
+    assert interrupted_after(lambda: q.autotune(level="quick")) < 5

@@ -69,8 +69,9 @@
 // The bf16 tiles have one copy path (row-stationary, whatever ME_FUSED_COPY
 // says), so theirs are too; they depend on whether the CPU has AVX-512 BF16.
 //
-// Memory: BLAS path: staging of min(pairs, cap rows) x (C_in + C_out) elements
-// per call; f32 fused: none; per-offset: one offset's rows; backward: f32 one
+// Memory: BLAS path fused: staging of min(pairs, cap rows) x (C_in + C_out)
+// elements per call; per-offset (auto's choice there): one offset's rows; f32
+// fused: none; backward: f32 one
 // K x C_in x C_out partial per row chunk (at most 64 MiB in all), BLAS one
 // C_in x C_out partial per 4096 pairs (+ K x C_in x C_out transposed weights).
 #include <cstdint>

@@ -9,7 +9,8 @@
 //         session 56);
 //   CUDA  fused (one launch per group; the same step time on an H200, more
 //         staging memory: ME_FUSED_COPY=0 saves it).
-// 1/true/on/yes and 0/false/off/no are taken, as the boolean it was.
+// 1/true/on/yes and 0/false/off/no are taken too, in lower case (the
+// boolean knob it was also took True or ON; those are now refused by name).
 namespace minkowski {
 
 enum class FusedCopy { Auto, On, Off };

@@ -73,7 +73,8 @@ bool default_fits_nearer(const AutotuneReport& r) {
 std::string autotune_md(const AutotuneReport& r, bool written) {
   std::string s = fmt::format(
       "# Autotune: {} ({}, seed {}), level {}\n\n"
-      "Pilot solves of at most {} steps each (the budget in 'steps': {}); noise sigma {}. "
+      "Learning-rate and weight pilots of at most {} steps each (the budget in 'steps': {}; "
+      "the budget pilots run each budget); noise sigma {}. "
       "Decisions read the data residual only; the ground-truth metrics are shown for the "
       "reader.\n",
       r.instance, r.method, r.seed, r.level, r.pilot_steps, r.total_steps,
