@@ -13,7 +13,6 @@
 #include "fk/blas.h"
 #include "fk/error.h"
 #include "fk/factory.h"
-#include "fk/knobs.h"
 #include "fk/parallel.h"
 #include "fk/profile.h"
 #include "minkowski/coords/block_schedule.h"
@@ -25,29 +24,6 @@
 #include "minkowski/ops/gather_gemm_bf16.h"
 
 namespace minkowski {
-
-namespace {
-
-fk::Knob kFusedCopy("ME_FUSED_COPY",
-                    fk::KnobChoices{{"auto", "1", "0", "true", "false", "on", "off", "yes", "no"}},
-                    "auto",
-                    "minkowski convolution: 1 = fused gather/GEMM/scatter over groups of offsets, "
-                    "0 = per-offset copies, auto = the faster per device (fused_copy.h)",
-                    fk::KnobRead::PerCall);
-fk::Knob kFusedCopyMaxMb("ME_FUSED_COPY_MAX_MB", fk::KnobType::Float, "2048",
-                         "minkowski convolution: cap on the fused path's staging (input + output "
-                         "rows) per call, in MiB (fractions allowed; 0 means 2048); above it "
-                         "offsets are processed in groups, and one over it in 2048-row pieces",
-                         fk::KnobRead::PerCall, fk::KnobRange{0, 1e9});
-
-}  // namespace
-
-FusedCopy fused_copy_mode() {
-  (void)kFusedCopyMaxMb.as_float();
-  const std::string v = kFusedCopy.as_string();
-  if (v == "auto") return FusedCopy::Auto;
-  return v == "1" || v == "true" || v == "on" || v == "yes" ? FusedCopy::On : FusedCopy::Off;
-}
 
 namespace {
 
@@ -158,7 +134,7 @@ std::vector<Group> plan_groups(const KernelMap& m, bool fused, int64_t row_bytes
       if (m.count(k) > 0) g.push_back({k, k + 1, m.offset_begin[k], m.offset_begin[k + 1]});
     return g;
   }
-  double mb = kFusedCopyMaxMb.as_float();
+  double mb = fused_copy_cap_mb();
   if (!(mb > 0)) mb = 2048;
   // Rows under the cap, computed in double: any cap a knob accepts fits.
   const double cap = std::floor(mb * 1048576.0 / static_cast<double>(row_bytes));

@@ -18,5 +18,7 @@ enum class FusedCopy { Auto, On, Off };
 // The knob in force; also checks ME_FUSED_COPY_MAX_MB, so a malformed cap is
 // refused at the first convolution whichever path it takes.
 FusedCopy fused_copy_mode();
+// ME_FUSED_COPY_MAX_MB: the fused path's staging cap in MiB (0: 2048).
+double fused_copy_cap_mb();
 
 }  // namespace minkowski
