@@ -158,6 +158,7 @@ nb::list batch(const std::string& target, const std::vector<std::string>& sets,
     const uint64_t data_seed = a.data_seeds.empty() ? a.seeds[b] : a.data_seeds[b];
     nefi::RunOutput o = nefi::start_run_output(method, setups[b].measurement, setups[b].gt);
     o.curriculum = cur;
+    o.step_cap = static_cast<int>(cfg.max_total_steps);  // the refinement's too, as run()'s
     o.result = results[b];
     if (o.result.error.empty()) {  // finished and scored as run() does
       o.reconstruction = o.result.fields.at(problems[b].field->primary()).to(fk::DType::F64);

@@ -33,9 +33,11 @@ void mark_failed(Row& r, const std::string& error) {
 // A solved unit's row, finished and scored as Instance::run finishes and
 // scores it (its after_solve stage, then evaluate).
 void fill_row(const Instance& inst, const Params& params, const Unit& u, const std::string& method,
-              const ProblemSetup& setup, const Field& field, const Result& result, Row& r) {
+              const ProblemSetup& setup, const Field& field, const Result& result, int step_cap,
+              Row& r) {
   RunOutput o = start_run_output(method, setup.measurement, setup.gt);
   o.curriculum = setup.curriculum;
+  o.step_cap = step_cap;  // as Instance::run's (its refinement kept to the cap)
   o.result = result;
   o.reconstruction = o.result.fields.at(field.primary()).to(fk::DType::F64);
   finish_solved_output(inst, unit_params(params, u), setup.problem, u.data_seed, o);
@@ -148,7 +150,8 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
                                                     : results[b].error;
     if (err.empty()) {
       const auto f0 = std::chrono::steady_clock::now();
-      fill_row(inst, params, u, method, setups[b], *problems[b].field, results[b], r);
+      fill_row(inst, params, u, method, setups[b], *problems[b].field, results[b],
+               static_cast<int>(proto.max_total_steps), r);
       r.time_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - f0).count();
     } else {
       mark_failed(r, err);

@@ -133,6 +133,7 @@ void solve_and_record(InverseProblem problem, const Curriculum& curriculum, uint
                       const SolverOptions& so, RunOutput& out) {
   const std::string primary = problem.field->primary();
   out.curriculum = run_curriculum(curriculum, so.curriculum, so.max_total_steps);
+  out.step_cap = so.max_total_steps;
   SolverOptions opts = so;
   opts.seed = seed;
   Solver solver(std::move(problem), out.curriculum, opts);

@@ -27,6 +27,9 @@ struct RunOutput {
   std::map<std::string, double> metrics;
   Curriculum curriculum;
   uint64_t seed = 0;  // the data seed: what evaluate() redraws the scene from
+  // The run's cap on total steps (--smoke-steps, run.max_total_steps; 0:
+  // none): after_solve's refinement keeps to it too.
+  int step_cap = 0;
 };
 
 // What a gradient method solves: the inverse problem with its curriculum,

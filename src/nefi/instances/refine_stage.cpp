@@ -1,5 +1,6 @@
 #include "nefi/instances/refine_stage.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "fk/device.h"
@@ -106,8 +107,12 @@ RefineOptions refine_options_from(const Params& p) {
   return o;
 }
 
-fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions& options,
+fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions& given,
                              uint64_t seed, RunOutput& out) {
+  RefineOptions options = given;
+  // A capped run (--smoke-steps) caps each refit too: 400-900 refit steps a
+  // level count took a 2-step run half a minute.
+  if (out.step_cap > 0) options.steps = std::min(options.steps, out.step_cap);
   SolverOptions so;
   so.seed = seed;
   // The refit trains where the solve did (a solve on a device had a model
@@ -122,6 +127,7 @@ fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions&
   out.metrics["refine_in_band"] = r.in_band;
   out.metrics["refine_support_kept"] = r.support_kept;
   out.metrics["refine_refusal"] = r.refusal;
+  out.metrics["refine_steps"] = r.refit_steps;  // over every phase count tried
   for (size_t i = 0; i < r.chi_by_levels.size(); ++i)
     out.metrics["refine_chi_levels_" + std::to_string(i + 2)] = r.chi_by_levels[i];
   out.result.fields["refined"] = r.refined;
