@@ -127,7 +127,7 @@ fk::Tensor refine_and_record(const InverseProblem& problem, const RefineOptions&
   out.metrics["refine_in_band"] = r.in_band;
   out.metrics["refine_support_kept"] = r.support_kept;
   out.metrics["refine_refusal"] = r.refusal;
-  out.metrics["refine_steps"] = r.refit_steps;  // over every phase count tried
+  out.metrics["refine_refit_steps"] = r.refit_steps;  // over every phase count tried
   for (size_t i = 0; i < r.chi_by_levels.size(); ++i)
     out.metrics["refine_chi_levels_" + std::to_string(i + 2)] = r.chi_by_levels[i];
   out.result.fields["refined"] = r.refined;

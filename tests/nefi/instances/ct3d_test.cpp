@@ -93,16 +93,16 @@ TEST(NefiCt3d, ReducedSmokeQualityFloor) {
     EXPECT_EQ(out.metrics.at("refine_accepted"), 1.0) << "seed " << s;
     EXPECT_GT(out.metrics.at("refined_iou"), 0.83) << "seed " << s;
     // 100 steps a refit (one per phase count tried)
-    EXPECT_EQ(std::fmod(out.metrics.at("refine_steps"), 100.0), 0.0) << "seed " << s;
+    EXPECT_EQ(std::fmod(out.metrics.at("refine_refit_steps"), 100.0), 0.0) << "seed " << s;
   }
   // A capped run (--smoke-steps) caps the refits too: they ran their own
   // 100-900 steps whatever the cap (half a minute for a 2-step ct3d_full run).
   nefi::SolverOptions capped;
   capped.max_total_steps = 4;
   const auto out = inst->run(p, "grid", 0, capped);
-  EXPECT_GT(out.metrics.at("refine_steps"), 0.0);
-  EXPECT_LE(out.metrics.at("refine_steps"), 4.0 * (out.metrics.at("refine_levels") + 8));
-  EXPECT_EQ(std::fmod(out.metrics.at("refine_steps"), 4.0), 0.0);
+  EXPECT_GT(out.metrics.at("refine_refit_steps"), 0.0);
+  EXPECT_LE(out.metrics.at("refine_refit_steps"), 4.0 * (out.metrics.at("refine_levels") + 8));
+  EXPECT_EQ(std::fmod(out.metrics.at("refine_refit_steps"), 4.0), 0.0);
 }
 
 // The full preset's lateral grid and views (64 x 64, 30 views) at 16
