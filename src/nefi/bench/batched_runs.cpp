@@ -58,6 +58,12 @@ void fill_row(const Instance& inst, const Params& params, const Unit& u, const s
 void run_chunk(const Instance& inst, const Params& params, const std::vector<Unit>& chunk,
                const std::string& method, const Protocol& proto, fk::Device device,
                std::map<int64_t, BatchedRow>& out) {
+  // A unit's problem as Instance::run sets it up, on the protocol's curriculum.
+  const auto setup_of = [&](const Unit& u) {
+    ProblemSetup s = *inst.setup(unit_params(params, u), method, u.data_seed);
+    s.curriculum = campaign_curriculum(inst, proto, method, s.curriculum);
+    return s;
+  };
   std::vector<ProblemSetup> setups;
   std::vector<InverseProblem> problems;
   std::vector<size_t> solved;  // chunk index of each batched problem
@@ -69,66 +75,57 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
   bo.raise_on_error = false;
   bo.device = device;
   for (size_t k = 0; k < chunk.size(); ++k) {
-    const Unit& u = chunk[k];
     try {
-      ProblemSetup s = *inst.setup(unit_params(params, u), method, u.data_seed);
-      s.curriculum = campaign_curriculum(inst, proto, method, s.curriculum);
-      setups.push_back(std::move(s));
+      setups.push_back(setup_of(chunk[k]));
     } catch (const std::exception& e) {
       setup_error[k] = e.what();
       continue;
     }
     problems.push_back(setups.back().problem);
-    bo.seeds.push_back(u.seed);
+    bo.seeds.push_back(chunk[k].seed);
     solved.push_back(k);
   }
-  const int64_t B = static_cast<int64_t>(solved.size());
+  const size_t n = solved.size();
   fk::reset_peak_memory();
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Result> results;
   std::string error;
   try {
-    if (B > 0) results = batch_invert(problems, setups.front().curriculum, bo);
+    if (n > 0) results = batch_invert(problems, setups.front().curriculum, bo);
   } catch (const std::exception& e) {
     error = e.what();
   }
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double peak_mb = fk::memory_stats().peak / 1048576.0;
+  // Each row's share of the batch's time and peak, or (solved alone) its own.
+  int64_t batch_size = static_cast<int64_t>(n);
+  std::vector<double> own_secs(n, secs / static_cast<double>(std::max<size_t>(n, 1))),
+      own_peak(n, peak_mb / static_cast<double>(std::max<size_t>(n, 1)));
+  std::vector<std::string> own_error(n);
   // A batch refused as a whole (a member that cannot batch with the first, a
   // measurement its loss check refuses) fails no member but its own: each is
   // set up afresh and solved alone, as its sequential run would be, and
   // only the members whose own solve fails are failed rows.
-  std::vector<std::string> own_error(static_cast<size_t>(B));
-  // Each row's share of the batch's time and peak, or its own solve's.
-  std::vector<double> own_secs(static_cast<size_t>(B), B > 0 ? secs / static_cast<double>(B) : 0),
-      own_peak(static_cast<size_t>(B), B > 0 ? peak_mb / static_cast<double>(B) : 0);
-  std::vector<int64_t> batch_of(static_cast<size_t>(B), B);
-  if (!error.empty() && B > 1) {
-    results.assign(static_cast<size_t>(B), Result{});
-    for (int64_t b = 0; b < B; ++b) {
-      const Unit& u = chunk[solved[static_cast<size_t>(b)]];
+  if (!error.empty() && n > 1) {
+    error.clear();
+    batch_size = 1;
+    results.assign(n, Result{});
+    for (size_t b = 0; b < n; ++b) {
+      const Unit& u = chunk[solved[b]];
       BatchOptions one = bo;
       one.seeds = {u.seed};
-      batch_of[static_cast<size_t>(b)] = 1;
       fk::reset_peak_memory();
       const auto t1 = std::chrono::steady_clock::now();
       try {
-        ProblemSetup fresh = *inst.setup(unit_params(params, u), method, u.data_seed);
-        fresh.curriculum = campaign_curriculum(inst, proto, method, fresh.curriculum);
-        setups[static_cast<size_t>(b)] = std::move(fresh);
-        problems[static_cast<size_t>(b)] = setups[static_cast<size_t>(b)].problem;
-        results[static_cast<size_t>(b)] =
-            batch_invert({problems[static_cast<size_t>(b)]},
-                         setups[static_cast<size_t>(b)].curriculum, one)
-                .front();
+        setups[b] = setup_of(u);
+        problems[b] = setups[b].problem;
+        results[b] = batch_invert({problems[b]}, setups[b].curriculum, one).front();
       } catch (const std::exception& e) {
-        own_error[static_cast<size_t>(b)] = e.what();
+        own_error[b] = e.what();
       }
-      own_secs[static_cast<size_t>(b)] =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-      own_peak[static_cast<size_t>(b)] = fk::memory_stats().peak / 1048576.0;
+      own_secs[b] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+      own_peak[b] = fk::memory_stats().peak / 1048576.0;
     }
-    error.clear();
   }
   for (size_t k = 0; k < chunk.size(); ++k)
     if (!setup_error[k].empty()) {
@@ -136,17 +133,16 @@ void run_chunk(const Instance& inst, const Params& params, const std::vector<Uni
       mark_failed(br.row, setup_error[k]);
       out[chunk[k].index] = br;
     }
-  for (int64_t b = 0; b < B; ++b) {
+  for (size_t b = 0; b < n; ++b) {
     const Unit& u = chunk[solved[b]];
-    const size_t i = static_cast<size_t>(b);
-    BatchedRow br{start_row(u, method, batch_of[i]), 0};
+    BatchedRow br{start_row(u, method, batch_size), 0};
     Row& r = br.row;
-    r.time_s = own_secs[i];
-    r.peak_mem_mb = own_peak[i];
+    r.time_s = own_secs[b];
+    r.peak_mem_mb = own_peak[b];
     const std::vector<double> data = setups[b].measurement.data.to_vector<double>();
     br.fingerprint = fnv1a(data.data(), data.size() * sizeof(double));
     const std::string err = !error.empty()          ? error
-                            : !own_error[i].empty() ? own_error[i]
+                            : !own_error[b].empty() ? own_error[b]
                                                     : results[b].error;
     if (err.empty()) {
       const auto f0 = std::chrono::steady_clock::now();

@@ -281,17 +281,15 @@ LevelPlan level_plan(const std::string& level, const std::string& who) {
 
 bool no_effect(const std::vector<Pilot>& pilots) {
   const Pilot* first = nullptr;
+  int ran = 0;
   for (const Pilot& p : pilots) {
     if (!p.error.empty()) continue;
-    if (!first) {
-      first = &p;
-    } else if (p.residual_rms != first->residual_rms || p.oracle != first->oracle ||
-               p.steps != first->steps) {
+    if (++ran == 1) first = &p;
+    if (p.residual_rms != first->residual_rms || p.oracle != first->oracle ||
+        p.steps != first->steps)
       return false;
-    }
   }
-  return first && std::count_if(pilots.begin(), pilots.end(),
-                                [](const Pilot& p) { return p.error.empty(); }) >= 2;
+  return ran >= 2;
 }
 
 std::string lr_key(const Params& config, const std::string& method) {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <vector>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -24,17 +25,33 @@ struct Decoded {
   double non_white = 0;  // fraction of pixels that are not white
 };
 
-Decoded decode(const std::string& path) {
-  int w = 0, h = 0, n = 0;
-  unsigned char* px = stbi_load(path.c_str(), &w, &h, &n, 3);
+// A PNG's pixels as RGB bytes, row-major (empty when it cannot be read).
+struct Pixels {
+  int w = 0, h = 0;
+  std::vector<unsigned char> rgb;
+  const unsigned char* at(int row, int col) const {
+    return rgb.data() + 3 * (static_cast<size_t>(row) * w + col);
+  }
+};
+
+Pixels load(const std::string& path) {
+  Pixels p;
+  int n = 0;
+  unsigned char* px = stbi_load(path.c_str(), &p.w, &p.h, &n, 3);
   EXPECT_NE(px, nullptr) << path;
-  Decoded d{w, h, 0};
-  if (!px) return d;
-  size_t count = 0;
-  for (size_t i = 0; i < static_cast<size_t>(w) * h; ++i)
-    if (px[3 * i] < 250 || px[3 * i + 1] < 250 || px[3 * i + 2] < 250) ++count;
-  d.non_white = static_cast<double>(count) / (static_cast<double>(w) * h);
+  if (px) p.rgb.assign(px, px + 3 * static_cast<size_t>(p.w) * p.h);
   stbi_image_free(px);
+  return p;
+}
+
+Decoded decode(const std::string& path) {
+  const Pixels p = load(path);
+  Decoded d{p.w, p.h, 0};
+  if (p.rgb.empty()) return d;
+  size_t count = 0;
+  for (size_t i = 0; i < p.rgb.size(); i += 3)
+    if (p.rgb[i] < 250 || p.rgb[i + 1] < 250 || p.rgb[i + 2] < 250) ++count;
+  d.non_white = static_cast<double>(count) / (static_cast<double>(p.w) * p.h);
   return d;
 }
 
@@ -70,13 +87,11 @@ TEST(PlotFigure, AOnePointSeriesIsADot) {
   fk::plot::draw_lines(f, a, {{"", {1.0, 1.5, 2.0}, {1.0, NAN, NAN}, {1, 0, 0}, 1.6}});
   const std::string p = tmp("one_point.png");
   f.save_png(p);
-  int w = 0, h = 0, n = 0;
-  unsigned char* px = stbi_load(p.c_str(), &w, &h, &n, 3);
-  ASSERT_NE(px, nullptr);
+  const Pixels px = load(p);
+  ASSERT_FALSE(px.rgb.empty());
   int red = 0;
-  for (int i = 0; i < w * h; ++i)
-    red += px[3 * i] > 200 && px[3 * i + 1] < 90 && px[3 * i + 2] < 90;
-  stbi_image_free(px);
+  for (size_t i = 0; i < px.rgb.size(); i += 3)
+    red += px.rgb[i] > 200 && px.rgb[i + 1] < 90 && px.rgb[i + 2] < 90;
   EXPECT_GT(red, 3);
 }
 
@@ -192,23 +207,19 @@ TEST(PlotPanel, LengthAxesAreDrawnToScale) {
   // Drawn rows: count the coloured pixels down the tile's middle column.
   const auto drawn_height = [](const panel::Slice& s) {
     fk::plot::Figure f(static_cast<int>(panel::tile_w()), static_cast<int>(panel::row_h()));
-    std::vector<double> v(16, 0.0);
     panel::Slice t = s;
-    t.v = v;
+    t.v.assign(16, 0.0);
     panel::tile(f, 0, 0, t, {-1, 1}, fk::plot::Colormap::Viridis, "t", "");
     const std::string p = tmp("tile.png");
     f.save_png(p);
-    int w = 0, h = 0, n = 0;
-    unsigned char* px = stbi_load(p.c_str(), &w, &h, &n, 3);
-    EXPECT_NE(px, nullptr);
+    const Pixels px = load(p);
     int rows = 0;
     const int col = static_cast<int>(fk::plot::kLeftMargin + panel::kTile / 2);
-    for (int r = 0; px && r < h; ++r) {
-      const unsigned char* q = px + 3 * (static_cast<size_t>(r) * w + col);
+    for (int r = 0; !px.rgb.empty() && r < px.h; ++r) {
+      const unsigned char* q = px.at(r, col);
       // viridis' middle (33, 145, 140), not ink, paper or a title
       rows += std::abs(q[0] - 33) < 25 && std::abs(q[1] - 145) < 25 && std::abs(q[2] - 140) < 25;
     }
-    stbi_image_free(px);
     return rows;
   };
   EXPECT_NEAR(drawn_height(panel::slice(4, 4, {}, x, y)), panel::kTile, 3);
