@@ -76,7 +76,7 @@ Commands add_bench_commands(CLI::App& bench, Options& opt, Commands c) {
   ops->add_option("--json", oo.json, "also write the results as JSON to this file");
   CLI::App* bench_train = bench.add_subcommand("train", "MinkUNet training step timing");
   bench_train->add_option("--variant", bto.variant,
-                          "MinkUNet variant (14, 14A-D, 18, 18A/B/D, 34, 34A-C)");
+                          "MinkUNet variant (14, 14A-D, 18, 18A/B/D, 34, 34A-C, 50, 101)");
   bench_train->add_option("--points", bto.points, "voxels of the synthetic scene")
       ->check(CLI::Range(int64_t{1}, int64_t{100000000}));
   bench_train->add_option("--steps", bto.steps, "timed steps per thread count")
@@ -108,9 +108,9 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
   CLI::App* train =
       app.add_subcommand("train", "train MinkUNet on scenes or point files, or a ResNet on shapes");
   train->add_option("--model", to.model,
-                    "minkunet (segmentation) or resnet14 / resnet18 (shape classification)");
+                    "minkunet (segmentation) or resnet14, 18, 34, 50, 101 (shape classification)");
   train->add_option("--variant", to.variant,
-                    "MinkUNet variant (14, 14A-D, 18, 18A/B/D, 34, 34A-C; default 14A)");
+                    "MinkUNet variant (14, 14A-D, 18, 18A/B/D, 34, 34A-C, 50, 101; default 14A)");
   train->add_option("--planes", to.planes,
                     "ResNet stage widths a,b,c,d (stem: a; default 64,128,256,512)");
   train->add_option("--data", to.data,
@@ -160,8 +160,9 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
                   "between runs)");
   CLI::App* predict =
       app.add_subcommand("predict", "label a point file, a generated scene or a shape");
-  predict->add_option("--model", po.model,
-                      "minkunet (segmentation) or resnet14 / resnet18 (shape classification)");
+  predict->add_option(
+      "--model", po.model,
+      "minkunet (segmentation) or resnet14, 18, 34, 50, 101 (shape classification)");
   predict->add_option("--variant", po.variant, "MinkUNet variant of the checkpoint (default 14A)");
   predict->add_option("--planes", po.planes, "ResNet stage widths a,b,c,d of the checkpoint");
   predict->add_option("--checkpoint", po.checkpoint, "checkpoint file")->required();

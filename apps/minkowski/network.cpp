@@ -12,12 +12,13 @@ namespace minkowski_app {
 using namespace minkowski;
 
 bool is_classifier(const std::string& model) {
-  return model == "resnet14" || model == "resnet18";
+  return model == "resnet14" || model == "resnet18" || model == "resnet34" || model == "resnet50" ||
+         model == "resnet101";
 }
 
 void check_model(const std::string& model, const std::string& command) {
   FK_CHECK(model == "minkunet" || is_classifier(model), command + " --model",
-           "minkunet, resnet14 or resnet18", "'" + model + "'");
+           "minkunet, resnet14, resnet18, resnet34, resnet50 or resnet101", "'" + model + "'");
 }
 
 nn::ResNetOptions resnet_options_of(const NetworkChoice& n, const std::string& command) {

@@ -1,7 +1,7 @@
 #pragma once
 // The network a `minkowski train` / `minkowski predict` command line names:
-// --model minkunet (segmentation, layout --variant) or resnet14 / resnet18
-// (shape classification, stage widths --planes), with 3 input channels.
+// --model minkunet (segmentation, layout --variant) or resnet14 / 18 / 34 / 50
+// / 101 (shape classification, stage widths --planes), with 3 input channels.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -13,7 +13,7 @@
 namespace minkowski_app {
 
 struct NetworkChoice {
-  std::string model = "minkunet";  // minkunet, resnet14 or resnet18
+  std::string model = "minkunet";  // minkunet or resnet14, 18, 34, 50, 101
   std::string variant;             // MinkUNet layout (minkunet_options); empty: 14A
   std::string planes;              // ResNet stage widths "a,b,c,d"; empty: 64,128,256,512
   int64_t classes = 0;
@@ -21,8 +21,8 @@ struct NetworkChoice {
 
 // Whether `model` is one of the ResNet classifiers (one label per shape).
 bool is_classifier(const std::string& model);
-// Throws an fk::Error naming `command`'s --model unless it is minkunet,
-// resnet14 or resnet18.
+// Throws an fk::Error naming `command`'s --model unless it is minkunet or
+// one of the ResNets.
 void check_model(const std::string& model, const std::string& command);
 // The ResNet of `n` (its --planes parsed; an error names `command`).
 minkowski::nn::ResNetOptions resnet_options_of(const NetworkChoice& n, const std::string& command);

@@ -9,7 +9,7 @@
 namespace minkowski_app {
 
 struct TrainOptions {
-  // minkunet (segmentation of scenes or point files) or resnet14 / resnet18
+  // minkunet (segmentation of scenes or point files) or resnet14 ... resnet101
   // (classification of generated shapes, one label per shape).
   std::string model = "minkunet";
   std::string variant;  // MinkUNet layout (minkunet_options); empty: 14A

@@ -35,21 +35,23 @@ MinkUNetOptions minkunet_options(const std::string& variant, int64_t in_channels
       {"34A", {32, 64, 128, 256, 256, 128, 64, 64}},
       {"34B", {32, 64, 128, 256, 256, 128, 64, 32}},
       {"34C", {32, 64, 128, 256, 256, 128, 96, 96}}};
-  const std::string names = "14, 14A-D, 18, 18A, 18B, 18D, 34, 34A-C";
-  const std::string depth = variant.substr(0, 2);
-  if (depth == "14" && variant.size() <= 3) {
-    o.layers = {1, 1, 1, 1, 1, 1, 1, 1};
-  } else if (depth == "18" && variant.size() <= 3) {
-    o.layers = {2, 2, 2, 2, 2, 2, 2, 2};
-  } else if (depth == "34" && variant.size() <= 3) {
-    o.layers = {2, 3, 4, 6, 2, 2, 2, 2};
+  const std::string names = "14, 14A-D, 18, 18A, 18B, 18D, 34, 34A-C, 50, 101";
+  // Depths 50 and 101 are bottleneck networks and have no width letters.
+  static const std::map<std::string, std::pair<BlockKind, std::array<int, 8>>> kDepths = {
+      {"14", {BlockKind::Basic, {1, 1, 1, 1, 1, 1, 1, 1}}},
+      {"18", {BlockKind::Basic, {2, 2, 2, 2, 2, 2, 2, 2}}},
+      {"34", {BlockKind::Basic, {2, 3, 4, 6, 2, 2, 2, 2}}},
+      {"50", {BlockKind::Bottleneck, {2, 3, 4, 6, 2, 2, 2, 2}}},
+      {"101", {BlockKind::Bottleneck, {2, 3, 4, 23, 2, 2, 2, 2}}}};
+  const auto depth = kDepths.find(variant);
+  const auto width = kWidths.find(variant);
+  if (width != kWidths.end()) {
+    o.layers = kDepths.at(variant.substr(0, 2)).second;
+    o.planes = width->second;
   } else {
-    throw fk::Error("minkunet_options", names, "'" + variant + "'");
-  }
-  if (variant.size() > 2) {
-    const auto it = kWidths.find(variant);
-    FK_CHECK(it != kWidths.end(), "minkunet_options", names, "'" + variant + "'");
-    o.planes = it->second;
+    FK_CHECK(depth != kDepths.end(), "minkunet_options", names, "'" + variant + "'");
+    o.block = depth->second.first;
+    o.layers = depth->second.second;
   }
   return o;
 }

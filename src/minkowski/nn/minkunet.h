@@ -13,7 +13,9 @@
 // (32,64,128,256,256,128,96,96), init 32, and the width letters each depth
 // has: 14A-D and 18A/B/D (decoders 128,128,96,96 / 128x4 / 192,192,128,128
 // / 384x4) and 34A-C (256,128,64,64 / 256,128,64,32 / 256,128,96,96: 34C is
-// the default planes, the network of the reference's ScanNet weights).
+// the default planes, the network of the reference's ScanNet weights); depth
+// 50 / 101 (layers 2,3,4,6,2,2,2,2 / 2,3,4,23,2,2,2,2, bottleneck blocks: stage
+// outputs 4 x planes) on the default planes, no letters.
 // Convolution weights start as the reference's (kaiming_normal_fan_out).
 #include <array>
 #include <string>
@@ -34,8 +36,8 @@ struct MinkUNetOptions {
   fk::DType dtype = fk::DType::F32;
 };
 
-// "14", "14A".."14D", "18", "18A", "18B", "18D", "34", "34A".."34C": the
-// named layouts above; anything else is an fk::Error listing those names.
+// "14", "14A".."14D", "18", "18A", "18B", "18D", "34", "34A".."34C", "50",
+// "101": the named layouts above; anything else is an fk::Error listing those names.
 MinkUNetOptions minkunet_options(const std::string& variant, int64_t in_channels,
                                  int64_t out_channels, int dimension = 3);
 

@@ -1,5 +1,7 @@
 #include "minkowski/nn/resnet.h"
 
+#include <map>
+
 #include "fk/error.h"
 #include "fk/ops/unary.h"
 #include "minkowski/nn/norm.h"
@@ -12,13 +14,18 @@ ResNetOptions resnet_options(const std::string& variant, int64_t in_channels, in
   o.in_channels = in_channels;
   o.out_channels = out_channels;
   o.dimension = dimension;
-  if (variant == "14") {
-    o.layers = {1, 1, 1, 1};
-  } else if (variant == "18") {
-    o.layers = {2, 2, 2, 2};
-  } else {
-    throw fk::Error("resnet_options", "14 or 18", "'" + variant + "'");
-  }
+  // The reference's examples/resnet.py classes: basic blocks to depth 34,
+  // bottlenecks (4x wider stage outputs) from 50.
+  static const std::map<std::string, std::pair<BlockKind, std::array<int, 4>>> kDepths = {
+      {"14", {BlockKind::Basic, {1, 1, 1, 1}}},
+      {"18", {BlockKind::Basic, {2, 2, 2, 2}}},
+      {"34", {BlockKind::Basic, {3, 4, 6, 3}}},
+      {"50", {BlockKind::Bottleneck, {3, 4, 6, 3}}},
+      {"101", {BlockKind::Bottleneck, {3, 4, 23, 3}}}};
+  const auto it = kDepths.find(variant);
+  FK_CHECK(it != kDepths.end(), "resnet_options", "14, 18, 34, 50 or 101", "'" + variant + "'");
+  o.block = it->second.first;
+  o.layers = it->second.second;
   return o;
 }
 

@@ -10,8 +10,10 @@
 //
 // Convolution weights start as the reference's (kaiming_normal_fan_out).
 //
-// forward() returns one row of logits per batch item. Named variants: "14"
-// (layers 1,1,1,1) and "18" (2,2,2,2), basic blocks, planes 64..512, init 64.
+// forward() returns one row of logits per batch item. Named variants, the
+// reference's classes: "14" (layers 1,1,1,1), "18" (2,2,2,2) and "34" (3,4,6,3)
+// of basic blocks; "50" (3,4,6,3) and "101" (3,4,23,3) of bottlenecks (stage
+// outputs 4 x planes); planes 64..512, init 64.
 #include <array>
 #include <string>
 

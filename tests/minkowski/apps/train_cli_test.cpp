@@ -98,7 +98,9 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   }
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
            {" --precision f8", "--precision: expected f32, bf16 or fp16, got 'f8'"},
-           {" --model vgg", "--model: expected minkunet, resnet14 or resnet18, got 'vgg'"},
+           {" --model vgg",
+            "--model: expected minkunet, resnet14, resnet18, resnet34, resnet50 or resnet101, got "
+            "'vgg'"},
            {" --model resnet14", "body.0.weight"},
            {" --device cuda:63", "an available device"}}) {
     r = fieldkit_test::run_cli(bin, "predict --checkpoint " + ckpt + args, dir);
@@ -279,13 +281,13 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
            {"train --model resnet14 --variant 14A",
             "--variant: expected no --variant with a ResNet"},
            // named by the option, not the library function
-           {"train --variant 50", "minkowski train --variant: expected 14, 14A-D"},
-           {"predict --checkpoint x --variant 50", "minkowski predict --variant: expected 14"},
+           {"train --variant 152", "minkowski train --variant: expected 14, 14A-D"},
+           {"predict --checkpoint x --variant 152", "minkowski predict --variant: expected 14"},
            {"predict --checkpoint x --model resnet14 --variant 14A",
             "minkowski predict --variant: expected no --variant with a ResNet"},
            {"train --optimizer foo", "--optimizer"},
            {"train --schedule foo", "minkowski train --schedule: expected"},
-           {"bench train --variant 50", "minkowski bench train --variant: expected 14"},
+           {"bench train --variant 152", "minkowski bench train --variant: expected 14"},
            {"predict --checkpoint x --threads 100000", "--threads: expected a thread count"},
            {"predict --checkpoint x --scene-seed -5", "--scene-seed: expected a seed"},
            {"bench train --threads 0", "--threads: expected a thread count in [1, 4096], got '0'"},
@@ -396,9 +398,10 @@ TEST(TrainCli, HalfPrecisionAndClassifier) {
   r = fieldkit_test::run_cli(bin, "train --epochs 4 --resume " + half, dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("log.csv line 5: expected 7 values, got 3"), std::string::npos) << r.err;
-  // The classifier: a narrow ResNet14 on generated shapes; its bad options.
+  // The classifier: a narrow ResNet50 (bottlenecks) on generated shapes; its
+  // bad options.
   const std::string cls =
-      "train --model resnet14 --planes 8,8,8,8 --epochs 1 --steps-per-epoch 1 --batch 2 "
+      "train --model resnet50 --planes 2,2,2,2 --epochs 1 --steps-per-epoch 1 --batch 2 "
       "--val-scenes 1 --threads 1 --out " +
       (dir / "cls").string();
   r = fieldkit_test::run_cli(bin, cls, dir);
@@ -412,7 +415,7 @@ TEST(TrainCli, HalfPrecisionAndClassifier) {
     const std::string labels = (dir / ("cls_" + std::string(p) + ".npy")).string();
     r = fieldkit_test::run_cli(
         bin,
-        "predict --model resnet14 --planes 8,8,8,8 --threads 1 --precision " + std::string(p) +
+        "predict --model resnet50 --planes 2,2,2,2 --threads 1 --precision " + std::string(p) +
             " --checkpoint " + cls_ckpt + " --labels " + labels,
         dir);
     ASSERT_EQ(r.status, 0) << p << ": " << r.err;
@@ -427,7 +430,7 @@ TEST(TrainCli, HalfPrecisionAndClassifier) {
     for (int i = 0; i < 40; ++i) f << i % 7 << ' ' << i / 7 << ' ' << i % 3 << ' ' << i % 2 << '\n';
   }
   r = fieldkit_test::run_cli(bin,
-                             "predict --model resnet14 --planes 8,8,8,8 --checkpoint " + cls_ckpt +
+                             "predict --model resnet50 --planes 2,2,2,2 --checkpoint " + cls_ckpt +
                                  " --input " + (dir / "mixed.xyz").string(),
                              dir);
   EXPECT_EQ(r.status, 1);
@@ -448,7 +451,9 @@ TEST(TrainCli, HalfPrecisionAndClassifier) {
   EXPECT_NE(r.err.find("four positive widths a,b,c,d, got '8,0,8,8'"), std::string::npos) << r.err;
   r = fieldkit_test::run_cli(bin, "train --model vgg --out " + dir.string(), dir);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("minkunet, resnet14 or resnet18"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("minkunet, resnet14, resnet18, resnet34, resnet50 or resnet101"),
+            std::string::npos)
+      << r.err;
   r = fieldkit_test::run_cli(bin, "train --precision f64 --out " + dir.string(), dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("f32, bf16 or fp16"), std::string::npos) << r.err;

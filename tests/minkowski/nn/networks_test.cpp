@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <vector>
 
 #include "fk/fk.h"
 #include "fk/test_util.h"
@@ -49,9 +51,102 @@ TEST(NnNetworks, MinkUNetVariantsFollowTheLayouts) {
             (std::array<int64_t, 8>{32, 64, 128, 256, 256, 128, 96, 96}));
   EXPECT_EQ(minkunet_options("14A", 3, 20).planes[4], 128);
   EXPECT_EQ(minkunet_options("14D", 3, 20).planes[7], 384);
-  EXPECT_THROW(minkunet_options("50", 3, 20), fk::Error);
   EXPECT_THROW(minkunet_options("18E", 3, 20), fk::Error);
-  EXPECT_THROW(resnet_options("34", 3, 20), fk::Error);
+  EXPECT_THROW(minkunet_options("50A", 3, 20), fk::Error);  // the bottlenecks have no letters
+  EXPECT_THROW(minkunet_options("1", 3, 20), fk::Error);
+  EXPECT_THROW(minkunet_options("", 3, 20), fk::Error);
+  EXPECT_EQ(minkunet_options("34", 3, 20).block, BlockKind::Basic);
+  EXPECT_EQ(minkunet_options("34A", 3, 20).block, BlockKind::Basic);
+  const MinkUNetOptions u50 = minkunet_options("50", 3, 20), u101 = minkunet_options("101", 3, 20);
+  EXPECT_EQ(u50.block, BlockKind::Bottleneck);
+  EXPECT_EQ(u50.layers, (std::array<int, 8>{2, 3, 4, 6, 2, 2, 2, 2}));
+  EXPECT_EQ(u50.planes, (std::array<int64_t, 8>{32, 64, 128, 256, 256, 128, 96, 96}));
+  EXPECT_EQ(u101.block, BlockKind::Bottleneck);
+  EXPECT_EQ(u101.layers, (std::array<int, 8>{2, 3, 4, 23, 2, 2, 2, 2}));
+}
+
+TEST(NnNetworks, ResNetVariantsFollowTheLayouts) {
+  const std::vector<std::tuple<std::string, BlockKind, std::array<int, 4>>> named{
+      {"14", BlockKind::Basic, {1, 1, 1, 1}},
+      {"18", BlockKind::Basic, {2, 2, 2, 2}},
+      {"34", BlockKind::Basic, {3, 4, 6, 3}},
+      {"50", BlockKind::Bottleneck, {3, 4, 6, 3}},
+      {"101", BlockKind::Bottleneck, {3, 4, 23, 3}}};
+  for (const auto& [name, block, layers] : named) {
+    const ResNetOptions o = resnet_options(name, 3, 10);
+    EXPECT_EQ(o.block, block) << name;
+    EXPECT_EQ(o.layers, layers) << name;
+    EXPECT_EQ(o.planes, (std::array<int64_t, 4>{64, 128, 256, 512})) << name;
+  }
+  EXPECT_THROW(resnet_options("152", 3, 20), fk::Error);
+  EXPECT_THROW(resnet_options("14A", 3, 20), fk::Error);
+}
+
+// Parameters of a bottleneck (in -> 4p): 1x1, 3^D, 1x1 convs, three BNs, and
+// a 1x1 shortcut with its BN when the block strides or changes the width.
+int64_t bottleneck_params(int64_t in, int64_t p, int64_t k3, bool strided) {
+  return in * p + p * p * k3 + p * 4 * p + 2 * (p + p + 4 * p) +
+         (strided || in != 4 * p ? in * 4 * p + 2 * 4 * p : 0);
+}
+
+// A stage of `layers` blocks, the first strided or not (bottlenecks only).
+int64_t stage_params(BlockKind block, int64_t in, int64_t p, int layers, int64_t k3,
+                     bool strided = false) {
+  int64_t n = 0;
+  for (int b = 0; b < layers; ++b) {
+    n += block == BlockKind::Basic ? basic_block_params(in, p, k3)
+                                   : bottleneck_params(in, p, k3, strided && b == 0);
+    in = p * block_expansion(block);
+  }
+  return n;
+}
+
+// MinkUNet50's layout on narrow planes (the decoder concatenates 4 x planes
+// of the encoder; the head reads 4 x the last planes).
+TEST(NnNetworks, MinkUNet50ParameterCountMatchesTheLayout) {
+  MinkUNetOptions o = minkunet_options("50", 3, 7, 3);
+  o.planes = {4, 4, 8, 8, 8, 4, 4, 4};
+  o.init_dim = 6;
+  MinkUNet net(o);
+  const int64_t k3 = 27, k2 = 8;
+  int64_t n = 3 * 6 * 125 + 2 * 6;
+  std::array<int64_t, 5> skip{6, 0, 0, 0, 0};
+  for (int i = 0; i < 4; ++i) {
+    const int64_t c = skip[i];
+    n += c * c * k2 + 2 * c + stage_params(o.block, c, o.planes[i], o.layers[i], k3);
+    skip[i + 1] = 4 * o.planes[i];
+  }
+  int64_t c = skip[4];
+  for (int i = 0; i < 4; ++i) {
+    const int64_t p = o.planes[4 + i];
+    n += c * p * k2 + 2 * p + stage_params(o.block, p + skip[3 - i], p, o.layers[4 + i], k3);
+    c = 4 * p;
+  }
+  n += c * 7 + 7;
+  EXPECT_EQ(net.num_parameters(), n);
+  const SparseTensor x = random_sparse(60, 3, 3, 12, 3, fk::DType::F32, 2);
+  EXPECT_EQ(net.forward(x).F().shape(), (fk::Dims{x.size(), 7}));
+}
+
+// ResNet50's layout on narrow planes: stem, four bottleneck stages, the
+// tail's k3 conv and BN on 4 x the last planes, the linear head. (As named,
+// planes 64..512, its tail alone holds 2048^2 x 27 weights, as the
+// reference's.)
+TEST(NnNetworks, ResNet50ParameterCountMatchesTheLayout) {
+  ResNetOptions o = resnet_options("50", 3, 10);
+  o.planes = {4, 8, 8, 16};
+  o.init_dim = 6;
+  const ResNet net(o);
+  const int64_t k3 = 27;
+  int64_t n = 3 * 6 * k3 + 2 * 6;
+  int64_t c = 6;
+  for (int i = 0; i < 4; ++i) {
+    n += stage_params(o.block, c, o.planes[i], o.layers[i], k3, /*strided=*/true);
+    c = 4 * o.planes[i];
+  }
+  EXPECT_EQ(c, 64);
+  n += c * c * k3 + 2 * c + c * 10 + 10;
+  EXPECT_EQ(net.num_parameters(), n);
 }
 
 TEST(NnNetworks, MinkUNet14ParameterCountMatchesTheLayout) {
@@ -141,13 +236,15 @@ TEST(NnNetworks, MinkUNetGradients) {
 }
 
 TEST(NnNetworks, ResNetGivesOneRowOfLogitsPerItem) {
-  fk::manual_seed(0);
-  ResNetOptions o = resnet_options("14", 2, 5, 2);
-  o.planes = {4, 4, 8, 8};
-  o.init_dim = 4;
-  ResNet net(o);
-  const SparseTensor x = random_sparse(200, 2, 2, 64, 3, fk::DType::F32, 3);
-  EXPECT_EQ(net.forward(x).F().shape(), (fk::Dims{3, 5}));
+  for (const std::string name : {"14", "50"}) {
+    fk::manual_seed(0);
+    ResNetOptions o = resnet_options(name, 2, 5, 2);
+    o.planes = {4, 4, 8, 8};
+    o.init_dim = 4;
+    ResNet net(o);
+    const SparseTensor x = random_sparse(200, 2, 2, 64, 3, fk::DType::F32, 3);
+    EXPECT_EQ(net.forward(x).F().shape(), (fk::Dims{3, 5})) << name;
+  }
 }
 
 }  // namespace
