@@ -281,3 +281,32 @@ def test_a_sliced_field_shares_the_source_fields_key_read_first_or_not(slicer):
         assert out.coordinate_field_map_key == f.coordinate_field_map_key
         if read_first:
             assert f.coordinate_field_map_key == key
+
+
+def test_kernel_generators_keep_one_value_per_axis_and_the_references_slots():
+    kg = ME.KernelGenerator(kernel_size=3, stride=(2, 1, 2), dimension=3)
+    assert kg.kernel_size == [3, 3, 3] and kg.kernel_stride == [2, 1, 2]
+    assert kg.kernel_dilation == [1, 1, 1] and kg.axis_types is None
+    # The reference's name for "every stride is 1".
+    assert not kg.requires_strided_coordinates
+    assert ME.KernelGenerator(kernel_size=3, dimension=3).requires_strided_coordinates
+    region_type, offsets, volume = kg.get_kernel([1, 1, 1], False)
+    assert region_type == ME.RegionType.HYPER_CUBE and offsets.numel() == 0 and volume == 27
+    assert list(kg.cache) == [(1, 1, 1)]
+    custom = ME.KernelGenerator(region_type=ME.RegionType.CUSTOM, dimension=2,
+                                region_offsets=[[0, 0], [1, 0]])
+    assert custom.get_kernel([2, 2], False)[1].tolist() == [[0, 0], [1, 0]]
+    with pytest.raises(ValueError, match="kernel_size of 1 or 3 ints, got \\[3, 3\\]"):
+        ME.KernelGenerator(kernel_size=(3, 3), dimension=3)
+
+
+def test_a_kernel_generator_of_another_dimension_is_refused():
+    # Its flat offsets were re-split by the layer's dimension: a 3-D pair
+    # read as three 2-D offsets, the origin counted twice.
+    kg = ME.KernelGenerator(region_type=ME.RegionType.CUSTOM, dimension=3,
+                            region_offsets=[[0, 0, 0], [1, 0, 0]])
+    for make in (lambda: ME.MinkowskiSumPooling(kernel_generator=kg, dimension=2),
+                 lambda: ME.MinkowskiConvolution(1, 1, kernel_generator=kg, dimension=2)):
+        with pytest.raises(ValueError, match="kernel_generator of the layer's dimension 2, got "
+                                             "one of dimension 3"):
+            make()

@@ -176,3 +176,25 @@ def test_global_pooling_of_an_empty_tensor_is_empty(cls):
     assert tuple(f.grad.shape) == (5, 2) and not f.grad.any()
     field = ME.TensorField(torch.zeros(0, 2), torch.zeros(0, 4))
     assert tuple(cls()(field).F.shape) == (0, 2)
+
+
+@pytest.mark.parametrize("through", ["layer", "function"])
+def test_unpooling_onto_new_cells_reaches_the_parents_cells_where_the_kernel_is_the_stride(
+        through):
+    # k = s = 3: each coarse cell's features go to the 3 x 3 cells it pools
+    # (o..o+2), as the C++ pooling_transpose: the kernel's centred window
+    # made a cell at -1 (no feature reaches it) and none at 5.
+    x = ME.SparseTensor(torch.tensor([[1.0], [2.0]]), torch.tensor([[0, 0, 0], [0, 3, 0]]),
+                        tensor_stride=3)
+    if through == "layer":
+        y = ME.MinkowskiPoolingTranspose(kernel_size=3, stride=3, dimension=2)(x)
+        c, f = y.C.tolist(), y.F.flatten().tolist()
+    else:
+        kg = ME.KernelGenerator(kernel_size=3, stride=3, dimension=2)
+        key = ME.CoordinateMapKey(3)
+        out = ME.MinkowskiLocalPoolingTransposeFunction.apply(
+            x.F, ME.PoolingMode.LOCAL_SUM_POOLING, kg, x.coordinate_map_key, key,
+            x.coordinate_manager)
+        c, f = x.coordinate_manager.get_coordinates(key).tolist(), out.flatten().tolist()
+    got = {tuple(r): v for r, v in zip(c, f)}
+    assert got == {(0, i, j): 1.0 if i < 3 else 2.0 for i in range(6) for j in range(3)}

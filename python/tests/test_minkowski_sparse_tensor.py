@@ -147,7 +147,7 @@ def test_errors_carry_the_cpp_message():
     with pytest.raises(fieldkit.Error, match="batch indices >= 0"):
         ME.MinkowskiGlobalMaxPooling()(
             ME.SparseTensor(torch.ones(1, 2), torch.tensor([[-1, 0, 0]])))
-    with pytest.raises(fieldkit.Error, match=r"positive kernel size.*, got \[0\]"):
+    with pytest.raises(fieldkit.Error, match=r"positive kernel size.*, got \[0,0\]"):
         ME.MinkowskiConvolution(1, 1, kernel_size=0, dimension=2)
 
 

@@ -10,29 +10,53 @@ RegionType = _mk.RegionType
 
 
 class KernelGenerator:
-    """kernel_size / stride / dilation (an int or D ints), the region type
-    (HYPER_CUBE, HYPER_CROSS or CUSTOM with ``region_offsets``, K x D ints)."""
+    """kernel_size / stride / dilation (an int or D ints, kept as D ints as
+    the reference's), the region type (HYPER_CUBE, HYPER_CROSS or CUSTOM with
+    ``region_offsets``, K x D ints)."""
 
     def __init__(self, kernel_size=-1, stride=1, dilation=1, is_transpose=False,
                  region_type=RegionType.HYPER_CUBE, region_offsets=None,
                  expand_coordinates=False, axis_types=None, dimension=-1):
         if dimension is None or dimension <= 0:
             raise ValueError(f"KernelGenerator: expected a dimension > 0, got {dimension}")
-        self.kernel_size = _axes(kernel_size)
-        self.kernel_stride = _axes(stride)
-        self.kernel_dilation = _axes(dilation)
+        if axis_types is not None:
+            raise ValueError("KernelGenerator: expected axis_types None (per-axis HYBRID kernels "
+                             "are not supported; use RegionType.CUSTOM with region_offsets), got "
+                             f"{axis_types!r}")
+        self.kernel_size = _per_dimension(kernel_size, dimension, "kernel_size")
+        self.kernel_stride = _per_dimension(stride, dimension, "stride", "positive ints")
+        self.kernel_dilation = _per_dimension(dilation, dimension, "dilation", "positive ints")
         for name, values in (("stride", self.kernel_stride), ("dilation", self.kernel_dilation)):
-            if len(values) not in (1, dimension) or min(values) < 1:
+            if min(values) < 1:
                 raise ValueError(f"KernelGenerator: expected a {name} of 1 or {dimension} "
                                  f"positive ints, got {values}")
         self.region_type = _region_type(region_type)
         self.region_offsets = region_offsets
         self.expand_coordinates = expand_coordinates
+        self.axis_types = axis_types
         self.dimension = dimension
         if self.region_type == RegionType.CUSTOM and region_offsets is None:
             raise ValueError("KernelGenerator: a CUSTOM region needs region_offsets (K x D)")
         self.region = self._region()
         self.kernel_volume = self.region.volume(dimension)
+        # The reference's name: True when every stride is 1 (the output keeps
+        # the input's coordinates).
+        self.requires_strided_coordinates = self.unit_stride
+        self.cache = {}
+
+    def get_kernel(self, tensor_stride, is_transpose):
+        """(region_type, region_offset, kernel_volume) at a tensor stride, as
+        the reference's (cached per stride): the CUSTOM offsets given, an empty
+        IntTensor for the regions the engine makes per stride."""
+        ts = tuple(_per_dimension(tensor_stride, self.dimension, "tensor_stride"))
+        if ts not in self.cache:
+            self.cache[ts] = (self.region_type, self._offsets(), self.kernel_volume)
+        return self.cache[ts]
+
+    def _offsets(self):
+        if self.region_type != RegionType.CUSTOM:
+            return torch.IntTensor()
+        return torch.as_tensor(self.region_offsets).to(torch.int32).reshape(-1, self.dimension)
 
     def _region(self):
         """The C++ KernelRegion this generator describes."""
@@ -66,6 +90,15 @@ class KernelGenerator:
         return all(s == 1 for s in self.kernel_stride)
 
 
+def _per_dimension(value, dimension, name, what="ints"):
+    """An int or `dimension` ints as `dimension` ints (fractions refused)."""
+    values = _axes(value)
+    if len(values) not in (1, dimension):
+        raise ValueError(f"KernelGenerator: expected a {name} of 1 or {dimension} {what}, got "
+                         f"{values}")
+    return values * dimension if len(values) == 1 else values
+
+
 def _region_type(value):
     """A RegionType from itself or the reference's integers (0 HYPER_CUBE,
     1 HYPER_CROSS, 2 CUSTOM); anything else is refused, not taken as a cube."""
@@ -95,30 +128,28 @@ def convert_region_type(region_type, tensor_stride, kernel_size, up_stride, dila
     per tensor stride. tensor_stride, up_stride, dilation and center shaped
     only the reference's HYBRID offsets: accepted, unused."""
     gen = _description(region_type, kernel_size, region_offset, axis_types, dimension)
-    if gen.region_type == RegionType.CUSTOM:
-        offsets = torch.as_tensor(region_offset).to(torch.int32).reshape(-1, dimension)
-    else:
-        offsets = torch.IntTensor()
-    return gen.region_type, offsets, gen.kernel_volume
+    return gen.region_type, gen._offsets(), gen.kernel_volume
 
 
 def _description(region_type, kernel_size, region_offset, axis_types, dimension):
     """A KernelGenerator of the reference's loose kernel arguments, checked."""
-    if axis_types is not None:
-        raise ValueError("expected axis_types None (per-axis HYBRID kernels are not supported; "
-                         f"use RegionType.CUSTOM with region_offsets), got {axis_types!r}")
     kind = _region_type(region_type)
     if kind != RegionType.CUSTOM and region_offset is not None and len(region_offset):
         raise ValueError(f"expected no region_offset with {kind.name} (its offsets come from "
                          "kernel_size), got some")
     return KernelGenerator(kernel_size, region_type=kind,
                            region_offsets=region_offset if kind == RegionType.CUSTOM else None,
-                           dimension=dimension)
+                           axis_types=axis_types, dimension=dimension)
 
 
 def make_generator(kernel_generator, kernel_size, stride, dilation, dimension,
                    expand_coordinates=False):
     if kernel_generator is not None:
+        # A generator of another dimension would have its offsets re-split
+        # by this layer's (a 3-D CUSTOM pair read as three 2-D offsets).
+        if dimension is not None and kernel_generator.dimension != dimension:
+            raise ValueError(f"expected a kernel_generator of the layer's dimension {dimension}, "
+                             f"got one of dimension {kernel_generator.dimension}")
         kernel_generator.expand_coordinates = expand_coordinates
         return kernel_generator
     return KernelGenerator(kernel_size, stride, dilation, expand_coordinates=expand_coordinates,
@@ -158,9 +189,12 @@ def inserted_key(x, coords, tensor_stride, where):
     return x.coordinate_manager.insert(c, _axes(tensor_stride), "listed")[0]
 
 
-def transposed_output_key(x, gen):
+def transposed_output_key(x, gen, region=None):
     """A transposed op's output map: the existing map of the finer stride
-    (the encoder's: same tag, else untagged), else a new expanded one."""
+    (the encoder's: same tag, else untagged), else a new one, x's coordinates
+    expanded by `region` (the generator's by default; pooling's stride map
+    where the kernel is the stride, so that the new cells are the ones its
+    features reach)."""
     mgr, key = x.coordinate_manager, x.coordinate_map_key
     s = gen.kernel_stride * (x.D if len(gen.kernel_stride) == 1 else 1)
     ts = list(key.tensor_stride)
@@ -176,7 +210,7 @@ def transposed_output_key(x, gen):
         for cand in (_mk.MapKey(out_ts, key.tag), _mk.MapKey(out_ts, "")):
             if mgr.has(cand):
                 return cand
-    return mgr.expand(key, gen.region, out_ts)
+    return mgr.expand(key, gen.region if region is None else region, out_ts)
 
 
 def _per_axis(v, d):

@@ -117,7 +117,7 @@ class MinkowskiPoolingTranspose(torch.nn.Module):
         mgr, key = input.coordinate_manager, input.coordinate_map_key
         out_key = output_key(input, coordinates)
         if out_key is None:
-            out_key = transposed_output_key(input, self.kernel_generator)
+            out_key = transposed_output_key(input, self.kernel_generator, self._region(input))
         kmap = mgr.region_kernel_map(key, out_key, self._region(input), True)
         (f,) = autocast(input.F)
         out = run(LocalPoolingFunction, f, kmap, _Reduction.SUM)

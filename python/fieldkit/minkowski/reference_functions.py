@@ -166,10 +166,9 @@ class MinkowskiLocalPoolingFunction(_ReferenceFunction):
         x = _input(input_features, in_key, mgr, where)
         mode = _mk.PoolingMode.SUM if cls.transposed else reduction(pooling_mode)
         kg = kernel_generator
-        out_key = _out_key(mgr, out_key, lambda: transposed_output_key(x, kg)
+        region = _mk.pooling_region(kg.region, list(kg.kernel_stride), mgr.dimension)
+        out_key = _out_key(mgr, out_key, lambda: transposed_output_key(x, kg, region)
                            if cls.transposed else mgr.stride(in_key, kg.kernel_stride), where)
-        region = _mk.pooling_region(kernel_generator.region, list(kernel_generator.kernel_stride),
-                                    mgr.dimension)
         kmap = mgr.region_kernel_map(in_key, out_key, region, cls.transposed)
         return LocalPoolingFunction.forward(ctx, input_features, kmap, mode)
 

@@ -1,5 +1,7 @@
 #include "minkowski/coords/kernel_region.h"
 
+#include <limits>
+
 #include "fk/error.h"
 #include "minkowski/coords/coordinate_map.h"
 
@@ -68,7 +70,14 @@ int64_t KernelRegion::volume(int dimension) const {
   auto ks = expand_axes(kernel_size, dimension, where, "kernel size");
   int64_t v = 1;
   if (type == RegionType::HyperCube) {
-    for (int32_t k : ks) v *= k;
+    // Kernel indices are int32 (kernel maps, weights' first axis); each
+    // size is at most 2^30, so a product checked at every step cannot wrap.
+    for (int32_t k : ks) {
+      v *= k;
+      FK_CHECK(v <= std::numeric_limits<int32_t>::max(), where,
+               "a kernel volume (the product of the kernel sizes) of at most 2^31 - 1",
+               "[" + join(ks) + "] for D=" + fk::to_text(dimension));
+    }
   } else {
     for (int32_t k : ks) {
       FK_CHECK(k % 2 == 1, where, "odd kernel sizes for a hypercross", "[" + join(ks) + "]");

@@ -8,6 +8,8 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fk/fk.h"
 #include "minkowski/coords/coordinate_rows.h"
@@ -34,6 +36,21 @@ TEST(MinkowskiRegion, CrossOrder) {
   std::vector<int32_t> want{0, 0, 1, 0, 2, 0, -2, 0, -1, 0, 0, 1, 0, -1};
   EXPECT_EQ(r.offsets({1, 1}), want);
   EXPECT_THROW(KernelRegion::cross({2}).volume(2), fk::Error);
+}
+
+// A volume past int32 is refused, never wrapped: 2^16 in 4-D and 2^30 in 3-D
+// wrapped to 0 (a K=0 weight and all-zero outputs) and 2^21 in 3-D to -2^63.
+TEST(MinkowskiRegion, KernelVolumeBeyondInt32IsRefused) {
+  EXPECT_EQ(KernelRegion::cube({46340}).volume(2), int64_t{46340} * 46340);
+  for (const auto& [k, d] :
+       std::vector<std::pair<int32_t, int>>{{1 << 16, 4}, {1 << 30, 3}, {1 << 21, 3}, {46341, 2}}) {
+    try {
+      (void)KernelRegion::cube({k}).volume(d);
+      ADD_FAILURE() << k << " in " << d << "-D";
+    } catch (const fk::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("kernel volume"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(MinkowskiRegion, CustomAndErrors) {
