@@ -198,9 +198,11 @@ class ForwardProblem:
             at = at["field_parameters"]
         if at is not None:  # as diagnose's at: a cast would drop an imaginary part
             at = _real_values("ForwardProblem.hessian_spectrum", "at", at)
+        where = "ForwardProblem.hessian_spectrum"
+        k, n_iter = _whole(where, "k", k, 1, _INT_MAX), _whole(where, "n_iter", n_iter, 1, _INT_MAX)
+        seed = _whole(where, "seed", seed, 0, _SEED_MAX)
         with self._module_kept():
-            return self._core.hessian_spectrum(at, fitted, int(k), int(n_iter), int(seed),
-                                               str(device))
+            return self._core.hessian_spectrum(at, fitted, k, n_iter, seed, str(device))
 
     @contextlib.contextmanager
     def _module_kept(self):

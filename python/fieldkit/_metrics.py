@@ -64,6 +64,9 @@ def _weights(where, mask, shape):
 
 
 def _number(where, name, value, low=None):
+    # A 0-d array or tensor is its number (gt.max() - gt.min() of a tensor).
+    if getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
+        value = value.item()
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)) \
             or not np.isfinite(value) or (low is not None and value <= low):
         want = "a finite number" + ("" if low is None else f" > {low}")

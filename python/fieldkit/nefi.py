@@ -158,13 +158,25 @@ def _names(value):
     return [value] if isinstance(value, str) else list(value or [])
 
 
+def _methods(where, given, from_config):
+    """The methods to run: those given, else the config's. An empty list
+    given is refused (it ran the config's methods without a word)."""
+    if given is None:
+        return _names(from_config)
+    names = _names(given)
+    if not names:
+        raise Error(f"{where}: expected at least one method in methods=, got none (None runs the "
+                    "config's)")
+    return names
+
+
 def config_yaml(instance, config=None, seed=None, methods=None):
     """The effective config (YAML text) that invert() would run, its
     run.methods those given (else the config's)."""
     target, overrides = _target("config_yaml", instance, config)
     sets, m, s = _sets(overrides)
     return _nefi.config_yaml(target, sets, _seed("config_yaml", s if seed is None else seed),
-                             _names(methods if methods is not None else m))
+                             _methods("config_yaml", methods, m))
 
 
 def measurement(instance, config=None, seed=None):
@@ -222,7 +234,7 @@ def _run(where, instance, config, seed, methods, device):
     sets, m, s = _sets(overrides)
     if device is not None:
         sets.append(f"run.device={device}")
-    methods = _names(methods if methods is not None else m)
+    methods = _methods(where, methods, m)
     return _nefi.run(target, sets, _seed(where, s if seed is None else seed), methods)
 
 
@@ -260,8 +272,8 @@ class EnsembleResult:
 
 
 def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, device=None):
-    # (`config`'s run.methods are not used: one method per ensemble)
-    """`method` (default the instance's own solver) on the measurement of data
+    """`method` (default the instance's own solver; a config's run.methods is
+    refused: method= names the one method) on the measurement of data
     seed `seed` (default the config's), once per initialisation seed in
     `seeds` (run.init_seed): an EnsembleResult whose std maps where the data
     leave the field undetermined. `device` is where the field trains (default
@@ -280,6 +292,9 @@ def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, dev
                                for k in seeds], seeds)
     target, overrides = _target("ensemble", instance, config)
     sets, m, s = _sets(overrides)
+    if m is not None:
+        raise Error(f"ensemble: expected no methods in the config (method= names the one method "
+                    f"of the ensemble), got run.methods {m!r}")
     if device is not None:
         sets.append(f"run.device={device}")
     methods = [method or "neural"]  # the reference's name for the instance's own solver
@@ -383,7 +398,7 @@ def bench(instance, config=None, methods=None, classes=None, n=4, seeds=(0, 1, 2
     target, overrides = _target("bench", instance, config)
     sets, m = _campaign_sets("bench", overrides,
                              "seeds= gives each unit's, as nefi bench's --seeds")
-    methods = _names(methods if methods is not None else m)
+    methods = _methods("bench", methods, m)
     return _nefi.bench(target, sets, methods, _names(classes), _whole("bench", "n", n, 1, _INT_MAX),
                        _seeds("bench", seeds), float(budget_scale), bool(allow_inverse_crime),
                        _names(metrics))

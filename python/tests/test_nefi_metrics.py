@@ -54,6 +54,12 @@ def test_the_basic_scores_are_their_definitions():
     # torch tensors, requiring grad or not
     t = torch.tensor(x, requires_grad=True)
     assert M.psnr(t, torch.tensor(gt)) == M.psnr(x, gt)
+    # a data range of a 0-d tensor or array is its number
+    g = torch.tensor(gt)
+    assert M.psnr(t, g, data_range=g.max() - g.min()) == M.psnr(x, gt)
+    assert M.ssim(x, gt, data_range=np.array(2.0)) == M.ssim(x, gt, data_range=2.0)
+    with pytest.raises(fieldkit.Error, match="data_range"):
+        M.psnr(x, gt, data_range=torch.tensor(True))
 
 
 def test_masks_overlap_and_edges():

@@ -172,6 +172,12 @@ def test_diagnose_reports_the_loss_hessian_when_asked():
             q.hessian_spectrum(k=1, n_iter=4, device="cuda")
     with pytest.raises(fieldkit.Error, match="device"):
         q.hessian_spectrum(k=1, n_iter=4, device="gpu")
+    # Counts and seeds are whole numbers in range, by name (1.9 ran as 1, a
+    # negative seed gave the binding's TypeError).
+    for kw, name in [({"k": 1.9}, "k"), ({"k": True}, "k"), ({"n_iter": 4.7}, "n_iter"),
+                     ({"seed": -1}, "seed"), ({"seed": 2 ** 64}, "seed")]:
+        with pytest.raises(fieldkit.Error, match=f"hessian_spectrum: expected {name} a whole"):
+            q.hessian_spectrum(**dict({"k": 1, "n_iter": 4}, **kw))
 
 
 def test_bad_diagnose_requests_say_what_was_expected():

@@ -66,6 +66,18 @@ def test_batch_invert_refuses_methods_in_the_config():
         nefi.batch_invert(SMOKE, {"run": {"methods": ["grid"]}}, seeds=[0])
 
 
+def test_an_ensemble_refuses_methods_in_the_config_and_runs_take_some_method():
+    # The config's run.methods ran as the default solver without a word.
+    with pytest.raises(fieldkit.Error, match=r"ensemble: expected no methods in the config "
+                                             r"\(method= .*got run.methods \['grid'\]"):
+        nefi.ensemble(SMOKE, dict(TINY, run={"methods": ["grid"]}), seeds=[0])
+    # methods=[] ran the config's methods.
+    with pytest.raises(fieldkit.Error, match=r"invert: expected at least one method"):
+        nefi.invert(SMOKE, TINY, methods=[])
+    with pytest.raises(fieldkit.Error, match=r"config_yaml: expected at least one method"):
+        nefi.config_yaml(SMOKE, TINY, methods=())
+
+
 def test_a_variant_campaign_takes_one_base_method_from_the_config():
     with pytest.raises(fieldkit.Error, match=r"sweep: expected at most one method in the config "
                                              r".*base= .*\['grid', 'neural'\]"):
