@@ -110,9 +110,14 @@ def test_narrow_integer_inputs_are_widened():
                                           quantization_mode=QMode.FIRST_OCCURRENCE)
     assert qc.tolist() == [[0, 0], [3, 1]]
     assert qf.dtype == torch.uint8 and qf.tolist() == [[255, 0, 3], [1, 1, 1]]
-    # A sum or mean of narrow integers stays int32 (200 + 200 wrapped to 144).
+    # A sum of narrow integers stays int32 (200 + 200 wrapped to 144); a mean
+    # of any integers is float32 (int32's and int64's were truncated).
     qs = ME.utils.sparse_quantize(pts, colours, quantization_mode=QMode.UNWEIGHTED_SUM)[1]
     assert qs.dtype == torch.int32 and qs.tolist() == [[262, 8, 12], [1, 1, 1]]
+    for dtype in (torch.uint8, torch.int16, torch.int32, torch.int64):
+        qm = ME.utils.sparse_quantize(pts, colours.to(dtype),
+                                      quantization_mode=QMode.UNWEIGHTED_AVERAGE)[1]
+        assert qm.dtype == torch.float32 and qm.tolist() == [[131, 4, 6], [1, 1, 1]], dtype
     assert ql.dtype == torch.int16 and ql.tolist() == [4, 9]
     for bad in (torch.ones(3, 2, dtype=torch.bool), torch.ones(3, 2, dtype=torch.cfloat)):
         with pytest.raises(ValueError, match="integer or real coordinates"):
@@ -230,3 +235,43 @@ def test_what_cannot_be_features_or_strides_is_named():
             ME.spmm(torch.tensor([0, 1]), torch.tensor([0, 1]), torch.ones(2), size, torch.eye(4))
     assert ME.spmm(torch.tensor([0, 1]), torch.tensor([0, 1]), torch.ones(2), (3, 4.0),
                    torch.eye(4)).shape == (3, 4)
+
+
+def test_f16_points_divide_by_a_scalar_size():
+    # torch has no CPU floor for f16: the scalar path failed where a per-axis
+    # size (promoted to f32) worked.
+    pts = torch.tensor([[0.3, 1.7], [2.2, -0.4]], dtype=torch.float16)
+    assert ME.utils.sparse_quantize(pts, quantization_size=0.5).tolist() == \
+        ME.utils.sparse_quantize(pts, quantization_size=[0.5, 0.5]).tolist()
+
+
+def test_a_tensor_field_refuses_what_it_cannot_quantize():
+    f, pts = torch.ones(2, 1), torch.tensor([[0, 0.2, 0.3], [0, 0.4, 0.1]])
+    with pytest.raises(ValueError, match="TensorField: expected a quantization mode that "
+                                         "reduces.*got NO_QUANTIZATION"):
+        ME.TensorField(f, pts, quantization_mode=QMode.NO_QUANTIZATION)
+    with pytest.raises(ValueError, match="TensorField.sparse: expected a quantization mode"):
+        ME.TensorField(f, pts).sparse(quantization_mode=QMode.NO_QUANTIZATION)
+    with pytest.raises(ValueError, match="TensorField: expected a tensor_stride of 1 or 2 "
+                                         "values"):
+        ME.TensorField(f, pts, tensor_stride=[1, 2, 3])
+    with pytest.raises(ValueError, match="TensorField.sparse: expected a tensor_stride of 1 or 2"):
+        ME.TensorField(f, pts).sparse(tensor_stride=[1, 2, 3])
+    with pytest.raises(ValueError, match="TensorField: expected integer or real coordinates, "
+                                         "got torch.bool"):
+        ME.TensorField(f, torch.zeros(2, 3, dtype=torch.bool))
+
+
+def test_points_past_2_24_keep_their_digits_in_a_slice():
+    # float32 rounded 16777217 to 16777216 (another voxel) in slice's points
+    # and in a field's registered coordinates.
+    c = torch.tensor([[0, 16777217, 0], [0, 16777219, 0]], dtype=torch.int32)
+    x = ME.SparseTensor(torch.tensor([[1.0], [2.0]]), c)
+    field = x.slice(x)
+    assert field.C[:, 1].tolist() == [16777217, 16777219]
+    assert torch.equal(field.sparse().C, x.C)
+    small = ME.SparseTensor(torch.ones(1, 1), torch.tensor([[0, 3, 4]], dtype=torch.int32))
+    assert small.slice(small).C.dtype == torch.float32  # the reference's, where exact
+    mgr = x.coordinate_manager
+    key = mgr.insert_field(c, [1, 1])
+    assert mgr.get_coordinate_field(key)[:, 1].tolist() == [16777217, 16777219]

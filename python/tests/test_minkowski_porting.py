@@ -312,9 +312,12 @@ def test_slice_and_cat_slice_take_a_coarser_map_through_each_points_parent():
                             tensor_stride=3, coordinate_manager=tf.coordinate_manager)
     with pytest.raises(ValueError, match="every input row's parent"):
         other.slice(tf)
+    # A field never quantized in the tensor's manager is looked up by its
+    # points' voxels, as one of another manager (it was refused).
     fresh = ME.TensorField(tf.F, points, coordinate_manager=tf.coordinate_manager)
+    assert torch.equal(y2.slice(fresh).F, y2.slice(tf).F)
     with pytest.raises(ValueError, match="no quantization onto the map .* no finer one"):
-        y2.slice(fresh)
+        fresh.inverse_mapping(y2.coordinate_map_key)
 
 
 # -- modules copy and pickle (EMA and teacher models, torch.save, spawn) ---------------

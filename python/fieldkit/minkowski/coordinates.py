@@ -326,7 +326,8 @@ class CoordinateManager(_mk.CoordinateManager):
     # -- coordinate fields (the reference's float point sets) ------------------
     def insert_field(self, coordinates, tensor_stride, string_id=""):
         """Registers N x (1+D) real points (batch index first) as a coordinate
-        field and returns its key; integer points become float32. Fields have
+        field and returns its key; integer points become float32 (float64
+        past 2^24, where float32 would round them). Fields have
         their own keys, apart from the maps' (as in the reference)."""
         where = "CoordinateManager.insert_field"
         c = torch.as_tensor(coordinates).detach()
@@ -339,7 +340,7 @@ class CoordinateManager(_mk.CoordinateManager):
             while key in self._fields:
                 n += 1
                 key = _mk.MapKey(ts, f"{string_id}~{n}")
-            self._fields[key] = c if c.is_floating_point() else c.float()
+            self._fields[key] = exact_float(c)
         return key
 
     def get_coordinate_field(self, field_map_key):
@@ -486,6 +487,15 @@ def positive_stride(tensor_stride, where):
     if not ts or min(ts) < 1:
         raise ValueError(f"{where}: expected a tensor stride of ints >= 1, got {tensor_stride!r}")
     return ts
+
+
+def exact_float(points):
+    """Integer points as real ones: float32 (the reference's) where it holds
+    them all exactly (|c| <= 2^24), else float64 (16777217 became 16777216)."""
+    if points.is_floating_point():
+        return points
+    big = len(points) and int(points.abs().max()) > 2 ** 24
+    return points.to(torch.float64 if big else torch.float32)
 
 
 def quantize_points(points, tensor_stride):

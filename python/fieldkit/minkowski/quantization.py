@@ -100,9 +100,9 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
     or torch's promotion of the points and the size), so each point lands in
     the reference's voxel. Narrow integer
     inputs (uint8 colours, int16 coordinates or labels) are widened for the
-    C++ quantizer: features come back in their dtype (int32 for a sum or a
-    mean, which would wrap), labels too where it holds ignore_label (int64
-    otherwise)."""
+    C++ quantizer: features come back in their dtype (a narrow integer sum
+    as int32, which would wrap; a mean of integers as float32, never
+    truncated), labels too where it holds ignore_label (int64 otherwise)."""
     as_numpy = isinstance(coordinates, np.ndarray)
     dev = _quantize_device(device)
     if return_inverse and not return_index and not return_maps_only:
@@ -137,10 +137,13 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
         if f_in.requires_grad:  # the same rows and reduction, recorded by torch
             qf = _reduce_duplicates(f_in, unique.to(f_in.device), inverse.to(f_in.device),
                                     QMode(quantization_mode))
-        # A narrow integer sum or mean stays int32 (uint8 200 + 200 wrapped
-        # to 144); the modes that pick a row give the features' own dtype.
-        if f_in.dtype not in _NARROW or QMode(quantization_mode) not in (
-                QMode.UNWEIGHTED_SUM, QMode.UNWEIGHTED_AVERAGE):
+        # A narrow integer sum stays int32 (uint8 200 + 200 wrapped to 144),
+        # a mean of integers float32 (int32 200 and 201 truncated to 200);
+        # the modes that pick a row give the features' own dtype.
+        mode = QMode(quantization_mode)
+        integral = not (f_in.is_floating_point() or f_in.is_complex())
+        if not ((f_in.dtype in _NARROW and mode == QMode.UNWEIGHTED_SUM) or
+                (integral and mode == QMode.UNWEIGHTED_AVERAGE)):
             qf = qf.to(f_in.dtype)
     if lab is not None and lab_in.dtype != lab.dtype and \
             torch.iinfo(lab_in.dtype).min <= ignore_label <= torch.iinfo(lab_in.dtype).max:
@@ -206,7 +209,9 @@ def _reference_floor(coordinates, quantization_size, as_numpy):
         return None
     if as_numpy:  # the scalar as given: numpy's promotion reads its type
         return np.floor(coordinates / q)
-    return torch.floor(coordinates / (q.item() if hasattr(q, "item") else q))
+    scaled = coordinates / (q.item() if hasattr(q, "item") else q)
+    # torch has no CPU floor for f16; in f32 it is the same (f32 holds every f16)
+    return torch.floor(scaled.float() if scaled.dtype == torch.float16 else scaled)
 
 
 def _per_axis(quantization_size):

@@ -9,6 +9,7 @@ from .quantization import _reduce_duplicates, _reduce_onto
 from .coordinates import (
     SparseTensorQuantizationMode as QMode,
     default_manager,
+    exact_float,
     positive_stride,
     quantize_points,
     _axes,
@@ -58,6 +59,9 @@ class SparseTensor(_Tensor):
             # The manager hands its row indices back on the host; they index
             # the features, on the features' device.
             unique, inverse = unique.to(features.device), inverse.to(features.device)
+            # Without repeats the features are the caller's tensor itself, as
+            # the reference's (x.F.grad of a leaf given is its gradient; an
+            # in-place op on either changes both).
             if unique.numel() != features.shape[0]:
                 features = _reduce_duplicates(features, unique, inverse, self.quantization_mode)
             self.unique_index, self.inverse_mapping = unique, inverse
@@ -303,14 +307,18 @@ class SparseTensor(_Tensor):
         quantization where X's manager holds the map, else each point's voxel
         looked up by coordinate (a key names rows of its manager only: another
         manager's map under the same key once gave its rows silently)."""
-        if X.coordinate_manager is self._manager:
-            return X.inverse_mapping(self._key)
+        same = X.coordinate_manager is self._manager
+        if same:
+            try:
+                return X.inverse_mapping(self._key)
+            except _NotQuantized:  # never quantized here: looked up as another manager's
+                pass
         rows = _rows_in_map(self.C, X._voxels(self._key.tensor_stride))
         off = int((rows < 0).sum())
         if off:
             raise ValueError(f"{where}: expected every point of the field on a coordinate of this "
-                             f"tensor's map (of another coordinate manager), got {off} of "
-                             f"{len(rows)} points off it")
+                             f"tensor's map" + ("" if same else " (of another coordinate manager)")
+                             + f", got {off} of {len(rows)} points off it")
         return rows.to(self._F.device)
 
     def cat_slice(self, X):
@@ -339,7 +347,7 @@ class SparseTensor(_Tensor):
         """features (one row per input row of X) as a TensorField on each
         input row's voxel coordinates, in this tensor's manager."""
         inverse = X.inverse_mapping
-        points = self.C[inverse.to(self.C.device)].to(features.device, torch.float32)
+        points = exact_float(self.C[inverse.to(self.C.device)]).to(features.device)
         return TensorField(features, points, coordinate_manager=self._manager,
                            quantization_mode=X.quantization_mode)
 
@@ -373,6 +381,13 @@ class TensorField(_Tensor):
                 coordinates.shape[0] != features.shape[0]:
             raise ValueError("TensorField: expected N x C features and N x (1+D) coordinates, "
                              f"got {tuple(features.shape)} and {tuple(coordinates.shape)}")
+        if coordinates.dtype == torch.bool or coordinates.is_complex():
+            raise ValueError("TensorField: expected integer or real coordinates, got "
+                             f"{coordinates.dtype}")
+        d = coordinates.shape[1] - 1
+        if len(_axes(tensor_stride)) not in (1, d):
+            raise ValueError(f"TensorField: expected a tensor_stride of 1 or {d} values (one per "
+                             f"axis), got {_axes(tensor_stride)}")
         if device is not None:
             features, coordinates = features.to(device), coordinates.to(device)
         if requires_grad is not None:
@@ -381,7 +396,7 @@ class TensorField(_Tensor):
         self._tensor_stride = _axes(tensor_stride)
         self._manager = coordinate_manager or default_manager(
             coordinates.shape[1] - 1, coordinates, allocator_type, minkowski_algorithm)
-        self.quantization_mode = QMode(quantization_mode)
+        self.quantization_mode = _field_mode(quantization_mode, "TensorField")
         self._inverse = {}
         # One cell shared with the fields _with derives from this one, so a key
         # registered through any of them is theirs all (the reference's slice
@@ -438,7 +453,11 @@ class TensorField(_Tensor):
         onto that existing map of the field's manager instead (on its tensor
         stride; every point must land on one of its coordinates, rows no point
         lands on get zeros). SPLAT_LINEAR_INTERPOLATION runs splat()."""
-        mode = QMode(self.quantization_mode if quantization_mode is None else quantization_mode)
+        mode = _field_mode(self.quantization_mode if quantization_mode is None
+                           else quantization_mode, "TensorField.sparse")
+        if len(_axes(tensor_stride)) not in (1, self.D):
+            raise ValueError(f"TensorField.sparse: expected a tensor_stride of 1 or {self.D} "
+                             f"values (one per axis), got {_axes(tensor_stride)}")
         if mode == QMode.SPLAT_LINEAR_INTERPOLATION:
             if coordinate_map_key is not None:
                 raise ValueError("TensorField.sparse: expected no coordinate_map_key with "
@@ -504,8 +523,24 @@ class TensorField(_Tensor):
                 rows = parent.to(self._inverse[fine].device)[self._inverse[fine]]
                 self._inverse[key] = rows
                 return rows
-        raise ValueError(f"TensorField: no quantization onto the map {key} and no finer one it "
-                         f"strides (call sparse())")
+        raise _NotQuantized(f"TensorField: no quantization onto the map {key} and no finer one "
+                            f"it strides (call sparse())")
+
+
+class _NotQuantized(ValueError):
+    """A field with no quantization onto (or toward) a map of its manager."""
+
+
+def _field_mode(mode, where):
+    """A field's quantization mode: one that reduces the points of a voxel
+    (NO_QUANTIZATION kept the first of them without a word; the reference
+    refuses it)."""
+    mode = QMode(mode)
+    if mode == QMode.NO_QUANTIZATION:
+        raise ValueError(f"{where}: expected a quantization mode that reduces the points of a "
+                         "voxel (UNWEIGHTED_AVERAGE, UNWEIGHTED_SUM, RANDOM_SUBSAMPLE, MAX_POOL or "
+                         "SPLAT_LINEAR_INTERPOLATION), got NO_QUANTIZATION")
+    return mode
 
 
 def layer_input(x, where, dimension=None, fields=False):
