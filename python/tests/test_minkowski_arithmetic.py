@@ -106,3 +106,21 @@ def test_to_sparse_tensor_removes_zeros_as_the_references_code_does():
         ME.to_sparse_all(dense, coords[:5])
     with pytest.raises(ValueError, match="expected a TensorField or a dense torch.Tensor"):
         ME.MinkowskiToSparseTensor()([1.0])
+
+
+def test_arithmetic_with_a_field_or_a_non_tensor_says_what_it_takes():
+    x = ME.SparseTensor(torch.ones(2, 1), torch.tensor([[0, 0, 0], [0, 1, 0]], dtype=torch.int32))
+    field = ME.TensorField(torch.ones(2, 1), torch.tensor([[0, 0.5, 0.5], [0, 1.5, 0.5]]))
+    with pytest.raises(TypeError, match="expected a SparseTensor, a torch.Tensor or a number, "
+                                        "got TensorField \\(its sparse\\(\\)"):
+        x + field
+    with pytest.raises(TypeError, match="got str"):
+        x * "2"
+    assert torch.equal((x * 2).F, 2 * x.F)
+
+
+def test_to_sparse_wants_a_spatial_axis():
+    for where, fn in (("to_sparse", ME.to_sparse), ("to_sparse_all", ME.to_sparse_all)):
+        with pytest.raises(ValueError, match=f"{where}: expected a dense B x C x s_1..s_D tensor "
+                                             "\\(at least one spatial axis\\), got shape \\(2, 3\\)"):
+            fn(torch.ones(2, 3))

@@ -154,7 +154,8 @@ def test_dense_equals_the_engine(min_coordinate, contract):
     d, lo, ts = x.dense(min_coordinate=min_coordinate, contract_stride=contract)
     f, elo, ets = _mk.engine_dense(x.coordinate_manager, x.coordinate_map_key, x.F,
                                    min_coordinate, contract)
-    assert torch.equal(f, d) and elo == lo.tolist() and ets == ts.tolist()
+    assert torch.equal(f, d) and [elo] == lo.tolist() and ets == ts.tolist()
+    assert lo.dtype == torch.int32  # 1 x D, as the reference's
 
 
 @pytest.mark.parametrize("remove_zeros", [True, False])

@@ -376,10 +376,10 @@ def test_dense_takes_the_channels_from_the_features_and_a_1_by_d_min_coordinate(
     coords = torch.tensor([[0, 0, 0], [0, 1, 2], [0, 2, 1]], dtype=torch.int32)
     x = ME.SparseTensor(torch.rand(3, 3), coords)
     d, lo, _ = x.dense(shape=torch.Size([1, 1, 4, 4]))  # a mask's shape: C = 1
-    assert d.shape == (1, 3, 4, 4) and lo.tolist() == [0, 0]
+    assert d.shape == (1, 3, 4, 4) and lo.tolist() == [[0, 0]] and lo.dtype == torch.int32
     for i, (b, u, v) in enumerate(coords.tolist()):
         assert torch.equal(d[b, :, u, v], x.F[i])
-    d2, _, _ = x.dense(min_coordinate=lo[None])  # (1, D), as the reference passes it back
+    d2, _, _ = x.dense(min_coordinate=lo)  # (1, D), as the reference passes it back
     assert torch.equal(d2, d[:, :, :3, :3])
     assert ME.MinkowskiToDenseTensor(torch.Size([1, 1, 4, 4]))(x).shape == (1, 3, 4, 4)
     with pytest.raises(ValueError, match="a shape of B, C and 2 spatial sizes"):

@@ -198,6 +198,15 @@ def _channels_second(dense, format):
     return dense.permute(f.index("B"), f.index("C"), *spatial)
 
 
+def _spatial_dense(where, dense):
+    """A dense tensor with a batch, a channel and at least one spatial axis."""
+    if not isinstance(dense, torch.Tensor):
+        raise TypeError(f"{where}: expected a torch.Tensor, got {type(dense).__name__}")
+    if dense.dim() < 3:
+        raise ValueError(f"{where}: expected a dense B x C x s_1..s_D tensor (at least one spatial "
+                         f"axis), got shape {tuple(dense.shape)}")
+
+
 def to_sparse(dense, format=None, coordinates=None, device=None, coordinate_manager=None,
               remove_zeros=True):
     """A dense tensor (B x C x s_1..s_D, or the layout `format` names) as a
@@ -205,6 +214,7 @@ def to_sparse(dense, format=None, coordinates=None, device=None, coordinate_mana
     remove_zeros), row-major; the features are indexed from `dense`
     (differentiable). `coordinates` is unused (as in the reference); `device`
     moves the result's features."""
+    _spatial_dense("to_sparse", dense)
     dense = _channels_second(dense, format)
     spatial = dense.shape[2:]
     keep = dense.detach().abs().sum(1) != 0 if remove_zeros else \
@@ -227,6 +237,7 @@ def to_sparse_all(dense, coordinates=None):
     """Every cell of a dense B x C x s_1..s_D tensor as a row, zeros included.
     With ``coordinates`` (one row per cell, in dense_coordinates' order, as
     the reference pairs them) the rows take those coordinates instead."""
+    _spatial_dense("to_sparse_all", dense)
     if coordinates is None:
         return to_sparse(dense, remove_zeros=False)
     features = dense.movedim(1, -1).reshape(-1, dense.shape[1])
@@ -234,7 +245,8 @@ def to_sparse_all(dense, coordinates=None):
     if coordinates.dim() != 2 or coordinates.shape[0] != features.shape[0]:
         raise ValueError(f"to_sparse_all: expected coordinates of {features.shape[0]} rows (one "
                          f"per cell), got shape {tuple(coordinates.shape)}")
-    return SparseTensor(features, coordinates)
+    # the coordinates go where the features are (the reference's device=)
+    return SparseTensor(features, coordinates, device=features.device)
 
 
 class MinkowskiToSparseTensor(torch.nn.Module):

@@ -1,5 +1,7 @@
 """SparseTensor and TensorField: torch features on the coordinates of a C++
 CoordinateManager map. Row i of the features is row i of the map."""
+import numbers
+
 import torch
 
 from .._core import minkowski as _mk
@@ -134,6 +136,11 @@ class SparseTensor(_Tensor):
         rows of self alone keep self's features (whatever op is), rows of
         other alone get op(0, other), shared rows op(self, other)."""
         if not isinstance(other, SparseTensor):
+            if not isinstance(other, (torch.Tensor, numbers.Number)):
+                raise TypeError("SparseTensor arithmetic: expected a SparseTensor, a torch.Tensor "
+                                f"or a number, got {type(other).__name__}"
+                                + (" (its sparse() is a SparseTensor)"
+                                   if isinstance(other, TensorField) else ""))
             return self._with(op(self._F, other))
         self._same_manager(other)
         theirs = _aligned_features(self, other)
@@ -243,7 +250,9 @@ class SparseTensor(_Tensor):
         dense = self._F.new_zeros([shape[0], *shape[2:], shape[1]])
         rows = (batch, *cell.unbind(1))  # host coordinates index the features' device
         dense = dense.index_put(tuple(r.to(self._F.device) for r in rows), self._F)
-        return dense.movedim(-1, 1), lo, torch.IntTensor(self.tensor_stride)
+        # min_coordinate as the reference gives it: an int32 1 x D tensor
+        return dense.movedim(-1, 1), lo.to(torch.int32).reshape(1, self.D), \
+            torch.IntTensor(self.tensor_stride)
 
     def sparse(self, min_coords=None, max_coords=None, contract_coords=True):
         """(torch sparse COO tensor B x s_1..s_D x C (the features a dense last
