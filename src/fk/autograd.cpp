@@ -225,6 +225,7 @@ struct Engine {
       for (auto& g : in) any = any || g.defined();
       std::vector<Tensor> out;
       if (any && !(captures && !runs[vi])) {
+        std::lock_guard<std::mutex> lock(n->run_mutex_);
         FK_CHECK(!n->released(), std::string("backward through ") + n->name(),
                  "a graph that still holds its saved tensors (pass retain_graph=true to "
                  "backward more than once)",

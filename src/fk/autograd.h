@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -60,7 +61,11 @@ class Node : public std::enable_shared_from_this<Node> {
 
  private:
   friend struct Engine;
-  bool released_ = false;
+  std::atomic<bool> released_{false};
+  // Held by a pass while it runs this node (apply, then release): passes on
+  // several threads through one graph take turns here, and the second one
+  // after a release gets the freed-graph error, not freed tensors.
+  std::mutex run_mutex_;
   // Where the pass that last reached this node keeps its scratch: a hint a
   // pass checks against its own records (a nested pass or another thread's
   // may have written it since), so a pass needs no hash map.
@@ -125,8 +130,10 @@ inline void record(const std::shared_ptr<Node>& node, const std::vector<Tensor>&
 // --- running --------------------------------------------------------------
 // A pass keeps its dependency counts and gradient buffers to itself, so a node's
 // backward may run autograd::grad (a nested pass through shared leaves), and
-// graphs sharing leaves may run on several threads at once (a leaf's
-// accumulation is locked); one graph must not be run by two threads at once.
+// passes may run on several threads at once: a leaf's accumulation is locked,
+// and each node runs under its own lock, so two threads may run backward
+// through one graph (with retain_graph; without, the one that comes second
+// to a node finds it freed and gets an fk::Error, as torch).
 //
 // Computes gradients of `roots` (seeded by `grads`) and accumulates them into
 // the .grad of the leaves that require grad.

@@ -1,5 +1,6 @@
 #include "fk/autograd.h"
 
+#include <atomic>
 #include <cmath>
 #include <string>
 #include <thread>
@@ -225,6 +226,36 @@ TEST(Autograd, PassesOnSeveralThreadsShareALeaf) {
   for (int t = 0; t < 4; ++t) threads.emplace_back(work);
   for (auto& t : threads) t.join();
   test::expect_close(p.grad(), {4 * kRuns, 8 * kRuns, 12 * kRuns, 16 * kRuns}, 0.0);
+}
+
+// Threads running backward through one graph take turns at each node: with
+// retain_graph every pass adds its gradients; without it exactly one pass
+// runs and the others are told the graph was freed (they read freed saved
+// tensors before).
+TEST(Autograd, PassesOnSeveralThreadsThroughOneGraph) {
+  for (bool retain : {true, false}) {
+    Tensor p = from_vector(std::vector<double>{1, 2, 3}).set_requires_grad(true);
+    Tensor y = p;
+    for (int i = 0; i < 200; ++i) y = mul(y, exp(mul(p, 0.0)));  // saves p and its exp
+    Tensor loss = sum(mul(y, y));
+    std::atomic<int> ran{0}, refused{0};
+    auto work = [&] {
+      try {
+        loss.backward(Tensor(), retain);
+        ++ran;
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("freed"), std::string::npos) << e.what();
+        ++refused;
+      }
+    };
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) threads.emplace_back(work);
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(ran.load(), retain ? 4 : 1);
+    EXPECT_EQ(refused.load(), retain ? 0 : 3);
+    const double runs = ran.load();
+    test::expect_close(p.grad(), {2 * runs, 4 * runs, 6 * runs}, 1e-12);
+  }
 }
 
 // A graph of 200k chained ops is freed without recursing once per node (the

@@ -10,8 +10,8 @@
 //
 // Dims: an empty `dims` reduces over every dimension; negative dims count from
 // the end; a repeated dim is an error. Reducing over no elements gives 0 (sum),
-// 1 (prod), NaN (mean, var, std: 0 / 0, as torch) and an error for
-// amax/amin/max/min/argmax/argmin.
+// 1 (prod), NaN (mean, var, std: 0 / 0, as torch), 0 (the finite p-norms)
+// and an error for amax/amin/max/min/argmax/argmin and the inf norm.
 //
 // Dtypes: i32/i64/bool inputs give i64 from sum and prod, f32 from mean, var,
 // std, norm, logsumexp and softmax (computed in f64 and rounded once, so

@@ -212,7 +212,7 @@ Box legend_box(Figure& f, const AxesSpec& a, const std::vector<Series>& series, 
     }
   if (n == 0) return {};
   const double bw = w + 40, bh = n * 16 + 8;
-  return {left ? a.box.x + 8 : a.box.x + a.box.w - bw - 8, a.box.y + 8, bw, bh};
+  return {left ? a.box.x + 8 : a.box.x + a.box.w - bw - 8, a.box.y + a.legend_top, bw, bh};
 }
 
 // Whether the top-left corner hides fewer drawn points than the top-right.

@@ -35,6 +35,8 @@ struct AxesSpec {
   bool grid = false;    // light lines at the ticks
   // Non-empty: x ticks at 0, 1, ... labelled by these (x.lo, x.hi around them).
   std::vector<std::string> x_categories = {};
+  // The legend's gap below the top edge (more where markers label that edge).
+  double legend_top = 8;
 };
 
 // Data -> pixel.

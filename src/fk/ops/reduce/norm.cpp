@@ -237,6 +237,11 @@ struct NormBackward : autograd::Node {
 
 Tensor norm(const Tensor& t, double p, const Dims& dims, bool keepdim) {
   FK_CHECK(p > 0, "norm", "p > 0 or inf", fk::to_text(p));
+  // The inf norm is a max: of nothing it is undefined (torch refuses it too;
+  // 0 passed for a norm of data).
+  FK_CHECK(!std::isinf(p) || plan_reduce(t, dims, keepdim, "norm").inner > 0, "norm",
+           "a non-empty reduction for the inf norm (the max of |x|)",
+           "shape " + t.shape().str() + " reduced over " + dims.str());
   if (auto r = in_inexact_type(t, [&](const Tensor& c) { return norm(c, p, dims, keepdim); }))
     return *r;
   Tensor out = norm_forward(t, p, dims, keepdim);

@@ -37,20 +37,27 @@ struct SumReducer {
         x, n, Acc(0), [](T v) { return static_cast<Acc>(v); }, kPlus);
   }
   void merge(Acc& a, const Acc& b) const { a += b; }
-  void finish(int64_t o, const Acc& a) const { out[o] = static_cast<T>(a); }
+  void finish(int64_t o, const Acc& a) const {
+    out[o] = divisor == 1 ? static_cast<T>(a) : static_cast<T>(a / divisor);
+  }
+  double divisor = 1;  // mean's count: divided before the one rounding to T
 };
 
-Tensor sum_forward(const Tensor& t_in, const Dims& dims, bool keepdim) {
-  profile::OpScope scope("sum");
+// The sum over `dims` divided by `divisor` (sum: 1; mean: the count), rounded
+// once to the input's dtype; integers are summed in i64, or in f64 where
+// `integers_in_f64` (mean: an i64 sum can wrap).
+Tensor sum_forward(const Tensor& t_in, const Dims& dims, bool keepdim, double divisor = 1,
+                   bool integers_in_f64 = false) {
+  profile::OpScope scope(divisor == 1 ? "sum" : "mean");
   if (t_in.device().is_cuda()) return reduce_cuda(t_in, dims, keepdim, cuda::kReduceSum, "sum");
   check_cpu(t_in, "sum");
-  DType rt = is_integral(t_in.dtype()) ? DType::I64 : t_in.dtype();
+  DType rt = is_integral(t_in.dtype()) ? (integers_in_f64 ? DType::F64 : DType::I64) : t_in.dtype();
   DType ct = compute_type(rt);
   Reduction r = prepare(t_in.detach().to(ct), dims, keepdim, "sum");
   Tensor out = r.alloc(ct);
   cpu::visit_numeric(ct, "sum", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    reduce_block(r.src.data<T>(), r.A, r.R, r.C, SumReducer<T>{out.data<T>()});
+    reduce_block(r.src.data<T>(), r.A, r.R, r.C, SumReducer<T>{out.data<T>(), divisor});
   });
   out = r.result(out);
   return out.dtype() == rt ? out : out.to(rt);
@@ -62,6 +69,15 @@ struct SumBackward : autograd::Node {
     return {g[0].reshape(keep_shape).expand(in_shape).contiguous()};
   }
   const char* name() const override { return "SumBackward"; }
+};
+
+struct MeanBackward : autograd::Node {
+  Dims in_shape, dims;
+  bool keepdim = false;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    return {mean_backward(g[0], in_shape, dims, keepdim)};
+  }
+  const char* name() const override { return "MeanBackward"; }
 };
 
 }  // namespace
@@ -78,13 +94,28 @@ Tensor sum(const Tensor& t, const Dims& dims, bool keepdim) {
 }
 
 // The mean of no elements is NaN (0 / 0), as torch's: 0 would pass for data.
-// Integers are summed exactly in i64 and divided in f64, one rounding to f32.
+// On the CPU the f64 (f32: f64-accumulated) sum is divided before its one
+// rounding, so an f32 mean of values near the f32 maximum does not overflow;
+// integers are summed in f64 (an i64 sum of 2^62 + 2^62 wrapped negative)
+// and rounded once to f32.
 Tensor mean(const Tensor& t, const Dims& dims, bool keepdim) {
   if (is_half(t.dtype())) return mean(t.to(DType::F32), dims, keepdim).to(t.dtype());
   ReducePlan p = plan_reduce(t, dims, keepdim, "mean");
   const double n = static_cast<double>(p.inner);
-  if (is_integral(t.dtype())) return div(sum(t, dims, keepdim).to(DType::F64), n).to(DType::F32);
-  return div(sum(t, dims, keepdim), n);
+  if (t.device().is_cuda()) {
+    if (is_integral(t.dtype())) return div(sum(t, dims, keepdim).to(DType::F64), n).to(DType::F32);
+    return div(sum(t, dims, keepdim), n);
+  }
+  if (is_integral(t.dtype())) return sum_forward(t, dims, keepdim, n, true).to(DType::F32);
+  Tensor out = sum_forward(t, dims, keepdim, n);
+  if (autograd::needs_grad(t)) {
+    auto node = std::make_shared<MeanBackward>();
+    node->in_shape = t.shape();
+    node->dims = dims;
+    node->keepdim = keepdim;
+    autograd::record(node, {t}, out);
+  }
+  return out;
 }
 
 Tensor sum_backward(const Tensor& g, const Dims& in_shape, const Dims& dims, bool keepdim) {

@@ -68,12 +68,17 @@ struct VarReducer {
     a.s2 += real_dot(d, d);
     a.n += 1;
   }
-  // Real runs: the same shifted sums (K = x[0]), each over 8 partial sums.
+  // Real runs, three passes over 8 partial sums each: K = the run's mean
+  // (scaled before the sum: 1e308s do not overflow), then the shifted sums
+  // from it, whose s1 corrects K's round-off. K = x[0] cancelled when x[0]
+  // was far from the rest (0 among 1e8 + N(0, 1): 3e-11 relative error).
   Acc fold_row(const T* x, int64_t n) const requires(!kIsComplex<T>) {
     Acc a;
     if (n == 0) return a;
-    const double k = static_cast<double>(x[0]);
     a.n = static_cast<double>(n);
+    const double inv = 1 / a.n;
+    const double k = cpu::fold_lanes(
+        x, n, 0.0, [inv](T v) { return static_cast<double>(v) * inv; }, kPlus);
     a.shift = k;
     a.s1 = cpu::fold_lanes(
         x, n, 0.0, [k](T v) { return static_cast<double>(v) - k; }, kPlus);

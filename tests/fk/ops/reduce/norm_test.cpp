@@ -24,6 +24,15 @@ TEST(Norm, NormGradientAtZeroIsFinite) {
   EXPECT_TRUE(std::isfinite(g[1]));
 }
 
+// Over nothing the finite p-norms are 0 and the inf norm (a max) is
+// refused, as torch's (it gave 0).
+TEST(Norm, TheInfNormOfNothingIsRefused) {
+  test::expect_close(norm(zeros({2, 0}, {DType::F64}), 2.0, {1}), {0, 0}, 0);
+  EXPECT_THROW(norm(zeros({2, 0}, {DType::F64}), INFINITY, {1}), Error);
+  EXPECT_THROW(norm(zeros({0}, {DType::F32}), INFINITY), Error);
+  test::expect_close(norm(from_vector(std::vector<double>{-3, 2}), INFINITY), {3}, 0);
+}
+
 TEST(Norm, PureBackwardMatchesAutograd) {
   Tensor x = test::random_tensor({3, 4}, DType::F64, -1, 1, 88);
   Tensor z = test::random_complex({3, 4}, 89);

@@ -87,5 +87,31 @@ TEST(Sum, PureBackwardMatchesAutogradAndBroadcast) {
   }
 }
 
+// mean divides the f64-accumulated sum before its one rounding: an f32 mean
+// of values near the f32 maximum is theirs (the f32 sum was inf), the mean
+// of 2^24, 1, 0, 0, 0 rounds once; integers are summed in f64 (an i64 sum of
+// 2^62 + 2^62 wrapped to a negative mean).
+TEST(Sum, MeanRoundsOnceAndDoesNotWrap) {
+  const float big = 3e38f;
+  Tensor f = from_vector(std::vector<float>{big, big});
+  EXPECT_EQ(mean(f).item(), static_cast<double>(big));
+  const double exact = (16777216.0 + 1) / 5;
+  EXPECT_EQ(mean(from_vector(std::vector<float>{16777216.0f, 1, 0, 0, 0})).item(),
+            static_cast<double>(static_cast<float>(exact)));
+  Tensor i = from_vector(std::vector<int64_t>{int64_t{1} << 62, int64_t{1} << 62});
+  EXPECT_EQ(mean(i).dtype(), DType::F32);
+  EXPECT_EQ(mean(i).item(), 0x1p62);
+  // Per row and over a leading dim, with the gradient 1/n.
+  Tensor x = test::random_tensor({3, 5}, DType::F64, -1, 1, 7).set_requires_grad(true);
+  const std::vector<double> v = x.to_vector<double>();
+  std::vector<double> cols(5, 0.0);
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 5; ++c) cols[c] += v[r * 5 + c] / 3;
+  test::expect_close(mean(x, {0}), cols, 1e-15);
+  sum(mean(x, {1})).backward();
+  test::expect_close(x.grad(), std::vector<double>(15, 0.2), 0);
+  EXPECT_TRUE(std::isnan(mean(zeros({0}, {DType::F32})).item()));
+}
+
 }  // namespace
 }  // namespace fk
