@@ -198,3 +198,19 @@ def test_unpooling_onto_new_cells_reaches_the_parents_cells_where_the_kernel_is_
         c, f = x.coordinate_manager.get_coordinates(key).tolist(), out.flatten().tolist()
     got = {tuple(r): v for r, v in zip(c, f)}
     assert got == {(0, i, j): 1.0 if i < 3 else 2.0 for i in range(6) for j in range(3)}
+
+
+def test_global_pools_of_two_strides_and_other_items_unite():
+    # A stage whose batch item 1 was pruned away: its pool has rows for items
+    # 0 only, at another stride; + and MinkowskiUnion were refused for the
+    # strides (the reference keeps every pool on its one origin map).
+    x = random_sparse(n=50, extent=8)
+    y = ME.MinkowskiSumPooling(kernel_size=2, stride=2, dimension=2)(x)
+    y = ME.MinkowskiPruning()(y, y.C[:, 0] == 0)
+    gx, gy = ME.MinkowskiGlobalSumPooling()(x), ME.MinkowskiGlobalMaxPooling()(y)
+    assert gx.C[:, 0].tolist() == [0, 1] and gy.C[:, 0].tolist() == [0]
+    for out in (gx + gy, ME.MinkowskiUnion()(gx, gy)):
+        assert out.C[:, 0].tolist() == [0, 1]
+        assert torch.allclose(out.F, torch.stack([gx.F[0] + gy.F[0], gx.F[1]]))
+        assert out.coordinate_map_key.tag.endswith("@origin")
+    assert torch.allclose((gx + gy + gx).F, torch.stack([2 * gx.F[0] + gy.F[0], 2 * gx.F[1]]))

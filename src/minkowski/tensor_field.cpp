@@ -1,5 +1,6 @@
 #include "minkowski/tensor_field.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -154,12 +155,19 @@ std::vector<int64_t> TensorField::inverse_mapping(const SparseTensor& s) const {
       c[a + 1] = static_cast<int32_t>(x - ((x % t) + t) % t);
     }
     row_of[r] = other->find(c.data());
-    FK_CHECK(row_of[r] >= 0, where,
-             "a sparse tensor holding every voxel of the field (at its stride), e.g. the field's "
-             "quantized map " +
-                 key_.str() + " or a map strided from it",
-             "the map " + s.key().str() + " with " + fk::to_text(s.size()) +
-                 " rows, which lacks the voxel of field row " + fk::to_text(r));
+    if (row_of[r] < 0) {
+      // r is a voxel of the field's map; the message names a point in it.
+      const auto point = std::find(inverse_.begin(), inverse_.end(), r) - inverse_.begin();
+      std::string voxel;
+      for (int32_t e : c) voxel += (voxel.empty() ? "" : ", ") + fk::to_text(e);
+      throw fk::Error(where,
+                      "a sparse tensor holding every voxel of the field (at its stride), e.g. "
+                      "the field's quantized map " +
+                          key_.str() + " or a map strided from it",
+                      "the map " + s.key().str() + " with " + fk::to_text(s.size()) +
+                          " rows, which lacks the voxel (" + voxel + ") of field point " +
+                          fk::to_text(point));
+    }
   }
   std::vector<int64_t> inv(inverse_.size());
   for (size_t i = 0; i < inverse_.size(); ++i) inv[i] = row_of[inverse_[i]];

@@ -12,13 +12,26 @@ namespace minkowski {
 
 UnionMap union_map(const std::vector<SparseTensor>& xs, const char* where) {
   FK_CHECK(xs.size() >= 2, where, "at least 2 sparse tensors", fk::to_text(xs.size()));
+  // Global pools (maps tagged "@origin": one row (b, 0, .., 0) per batch
+  // item) keep their input's stride where the reference puts every one on
+  // its one stride-0 origin map; any two of them unite, onto an "@origin"
+  // map at the first's stride (pools of two stages whose batch items differ,
+  // a pruned item, were refused).
+  bool origins = true;
+  for (const auto& x : xs) origins = origins && x.key().tag.ends_with("@origin");
   for (size_t i = 1; i < xs.size(); ++i) {
     check_same_manager(xs[0], xs[i], where);
-    FK_CHECK(xs[i].tensor_stride() == xs[0].tensor_stride(), where,
+    FK_CHECK(origins || xs[i].tensor_stride() == xs[0].tensor_stride(), where,
              "tensors of one tensor stride (input 0 is " + xs[0].key().str() + ")",
              "input " + fk::to_text(i) + " at " + xs[i].key().str());
   }
   auto& mgr = xs[0].manager();
+  std::string tag = "union";
+  if (origins) {  // a free tag keeps its "@origin" ending (a taken one gets "~n" appended)
+    tag = "union@origin";
+    for (int i = 1; mgr->has(MapKey{xs[0].tensor_stride(), tag}); ++i)
+      tag = "union" + std::to_string(i) + "@origin";
+  }
   const int w = mgr->dimension() + 1;
   std::vector<int32_t> coords;
   for (const auto& x : xs) {
@@ -26,7 +39,7 @@ UnionMap union_map(const std::vector<SparseTensor>& xs, const char* where) {
     coords.insert(coords.end(), c.begin(), c.end());
   }
   const int64_t n = static_cast<int64_t>(coords.size()) / w;
-  auto ins = mgr->insert_rows(coords.data(), n, xs[0].tensor_stride(), "union");
+  auto ins = mgr->insert_rows(coords.data(), n, xs[0].tensor_stride(), tag);
   UnionMap u;
   u.key = ins.key;
   u.size = static_cast<int64_t>(ins.unique_rows.size());

@@ -5,6 +5,8 @@
 // The union is a NEW map of the inputs' manager with their tensor stride: the
 // first input's rows in its order, then each further input's rows not seen
 // before, in its order (first occurrence over the inputs concatenated).
+// Global pools (maps tagged "@origin") of any strides unite onto an
+// "@origin" map at the first's stride, as on the reference's one origin map.
 // Inputs: at least 2 SparseTensors of one manager, one tensor stride, one
 // channel count, one feature dtype (f64, f32, f16, bf16) and one device (the
 // CPU or a CUDA device, where the result lands).
