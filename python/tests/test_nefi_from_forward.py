@@ -496,3 +496,23 @@ def test_estimate_noise_reads_white_noise_off_a_smooth_signal():
         nefi.estimate_noise(y, mask=-np.ones((64, 64)))
     torch_y = torch.tensor(y, requires_grad=True)
     assert nefi.estimate_noise(torch_y) == nefi.estimate_noise(y)
+
+
+def test_an_estimate_calling_most_of_the_data_noise_is_refused_naming_both_causes():
+    # Random projections of a smooth field look like noise to the estimate,
+    # and so does a weak signal under its noise: both refused, the message
+    # naming both (it blamed smoothness alone), and noise= goes on.
+    rng = np.random.default_rng(0)
+    n = 64
+    x = np.sin(np.linspace(0, 3, n))
+    a = rng.standard_normal((n, n)) / np.sqrt(n)
+    flat = np.full(n, 0.5) + 0.01 * rng.standard_normal(n)  # no contrast: noise alone
+    for op, y in ((a, a @ x), (np.eye(n), flat)):
+        with pytest.raises(fieldkit.Error, match=r"noise: expected for the automatic estimate, "
+                                                 r"data whose spread .* mostly signal.*not smooth "
+                                                 r"on that scale, or a signal weak against its "
+                                                 r"noise"):
+            nefi.from_forward(op, y, prior="unconstrained", representation="grid")
+    p = nefi.from_forward(np.eye(n), flat, noise=0.01, prior="unconstrained",
+                          representation="grid")
+    assert not p.noise_estimated

@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "fk/error.h"
 #include "nefi/bench/json_io.h"
@@ -20,12 +21,20 @@ using json = nlohmann::json;
 
 // The first top-level protocol key on which two protocols differ, a key only
 // one of them writes (max_total_steps, batch_device) included.
-std::string first_difference(const json& a, const json& b) {
+// The protocol keys two protocols differ in, quoted: the options given
+// first, then "fidelity", which follows from them (shards of other
+// --methods were named by it alone, as its key sorts first).
+std::string differences(const json& a, const json& b) {
+  std::vector<std::string> keys;
   for (const auto& [k, v] : a.items())
-    if (!b.contains(k) || b.at(k) != v) return k;
+    if (!b.contains(k) || b.at(k) != v) keys.push_back(k);
   for (const auto& [k, v] : b.items())
-    if (!a.contains(k)) return k;
-  return "?";
+    if (!a.contains(k)) keys.push_back(k);
+  std::stable_partition(keys.begin(), keys.end(),
+                        [](const std::string& k) { return k != "fidelity"; });
+  std::string out;
+  for (const std::string& k : keys) out += (out.empty() ? "'" : ", '") + k + "'";
+  return out.empty() ? "'?'" : out;
 }
 
 }  // namespace
@@ -145,8 +154,8 @@ MergedCampaign merge_shard_files(const std::vector<ShardFile>& shards, bool allo
              "shards of one count (" + fk::to_text(m.n_shards) + ")", name);
     const json pj = to_json(s.protocol);
     FK_CHECK(pj == ref, "bench-merge", "shards from one protocol",
-             name + " differs from " + shard_filename(shards.front().shard) + " in '" +
-                 first_difference(ref, pj) + "'");
+             name + " differs from " + shard_filename(shards.front().shard) + " in " +
+                 differences(ref, pj));
     FK_CHECK(seen.insert(s.shard.index).second, "bench-merge", "each shard once", name + " twice");
     for (const Row& r : s.rows) {
       FK_CHECK(runs.insert({r.unit, r.method}).second, "bench-merge", "each run once",

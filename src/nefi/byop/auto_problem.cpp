@@ -436,13 +436,17 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
   // The estimate assumes a smooth signal sampled on a grid; data that are
   // not (random projections, shuffled samples) look like noise to it. An
   // estimate that would call a quarter or more of the data's spread about
-  // the best constant noise is refused rather than used.
+  // the best constant noise is refused rather than used. Data of a weak
+  // signal under its noise (a low-contrast object) look the same from the
+  // data alone, so the message names both.
   FK_CHECK(!ap.noise_estimated || ap.noise_std * ap.noise_std <= 0.25 * l0, "noise",
-           "data smooth on the scale of a few cells for the automatic estimate (else pass the "
-           "noise sigma, or 0 for noise-free data)",
+           "for the automatic estimate, data whose spread about the best constant field is "
+           "mostly signal, smooth on the scale of a few cells (else pass noise= with the sigma, "
+           "or 0 for noise-free data)",
            "an estimate of " + num(ap.noise_std) + ", " +
                num(100 * ap.noise_std * ap.noise_std / std::max(l0, 1e-300)) +
-               " % of the data's variance about the best constant field");
+               " % of the data's variance about the best constant field: data not smooth on "
+               "that scale, or a signal weak against its noise");
   const double data_weight = l0 > 0 ? 1.0 / l0 : 1.0;
   prob.losses.add(mse_loss(), data_weight);
   decide("data_weight", num(data_weight), "1 / misfit of the constant field: the loss starts at 1");

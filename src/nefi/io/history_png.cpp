@@ -76,6 +76,7 @@ void method_row(fk::plot::Figure& f, double y, const HistoryPlot& run) {
                        run.method + ": total and its terms (each unweighted)" +
                            (unplotted.empty() ? "" : "; below 0, not drawn: " + unplotted)};
   a.grid = true;
+  a.legend_top = kMarkerBand + 6;  // below the stage markers' labels (the first sat on it)
   fk::plot::draw_lines(f, a, losses);
   stage_markers(f, a, *run.result, step, stage);
   std::vector<fk::plot::Series> rate{

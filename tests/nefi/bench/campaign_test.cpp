@@ -254,6 +254,18 @@ TEST(BenchCampaign, ADeviceBatchIsItsOwnProtocol) {
     EXPECT_NE(e.find("shards from one protocol"), std::string::npos) << e;
     EXPECT_NE(e.find("'batch_device'"), std::string::npos) << e;
   }
+  // Shards of other --methods differ in the fidelity that follows from them
+  // too: the option is named first (fidelity alone was).
+  Protocol fewer = cpu;
+  fewer.methods.pop_back();
+  fewer.fidelity["extra"] = "tag";
+  try {
+    merge_shard_files({{cpu, {0, 2}, {}}, {fewer, {1, 2}, {}}});
+    ADD_FAILURE() << "merged";
+  } catch (const fk::Error& err) {
+    EXPECT_NE(std::string(err.what()).find("in 'methods', 'fidelity'"), std::string::npos)
+        << err.what();
+  }
 }
 
 // Options must batch where the protocol says its batches train (its hash

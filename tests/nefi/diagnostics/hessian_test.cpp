@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "fk/error.h"
 #include "fk/factory.h"
@@ -18,18 +19,27 @@
 namespace nefi::diagnostics {
 namespace {
 
-TEST(Hessian, AGridFieldThroughGainsHasTheDataTermsCurvature) {
-  const int64_t n = 24;
-  std::vector<double> g(n), y(n);
-  for (int64_t i = 0; i < n; ++i) g[i] = 0.5 + 0.1 * i, y[i] = std::sin(0.3 * i);
+// A grid field of g's size seen through the gains g, its loss w mean (g x - y)^2.
+InverseProblem gains_problem(const std::vector<double>& g, double w) {
+  const auto n = static_cast<int64_t>(g.size());
+  std::vector<double> y(g.size());
+  for (int64_t i = 0; i < n; ++i) y[i] = std::sin(0.3 * static_cast<double>(i));
   InverseProblem p;
   p.domain = Domain(fk::Dims{n}, {1.0});
   p.field = std::make_shared<GridField>(fk::Dims{n}, std::vector<HeadPtr>{identity_head("x")});
   p.field->reset_parameters(0);
   p.op = std::make_shared<PointwiseOperator>(fk::from_vector(g, {n}));
-  const double w = 3.0;
   p.losses.add(mse_loss(), w);
   p.measurement.data = fk::from_vector(y, {n}).to(fk::DType::F32);
+  return p;
+}
+
+TEST(Hessian, AGridFieldThroughGainsHasTheDataTermsCurvature) {
+  const int64_t n = 24;
+  std::vector<double> g(n);
+  for (int64_t i = 0; i < n; ++i) g[i] = 0.5 + 0.1 * static_cast<double>(i);
+  const double w = 3.0;
+  InverseProblem p = gains_problem(g, w);
   const std::vector<double> before = p.field->params().flat().to_vector<double>();
   const HessianSpectrum s = hessian_spectrum(p, 2, n, 5);
   EXPECT_EQ(s.parameters, n);
@@ -41,6 +51,17 @@ TEST(Hessian, AGridFieldThroughGainsHasTheDataTermsCurvature) {
   EXPECT_THROW(hessian_spectrum(p, 3, 2, 5), fk::Error);
   EXPECT_THROW(hessian_spectrum(p, 2, 5000, 5), fk::Error);
   EXPECT_EQ(p.field->params().flat().to_vector<double>(), before);
+}
+
+// A smallest curvature within the products' error of 0 (below 1e-4 of the
+// largest) has no condition number: inf, as documented (its ratio was given).
+TEST(Hessian, AnUnresolvedSmallestCurvatureHasNoCondition) {
+  std::vector<double> g(16, 1.0);
+  g[0] = 0.002;  // curvature 4e-6 of the others'
+  InverseProblem p = gains_problem(g, 1.0);
+  const HessianSpectrum s = hessian_spectrum(p, 1, 16, 5);
+  EXPECT_LT(std::abs(s.eigenvalues.smallest[0]), 1e-4 * s.eigenvalues.largest[0]);
+  EXPECT_TRUE(std::isinf(s.condition)) << s.condition;
 }
 
 }  // namespace
