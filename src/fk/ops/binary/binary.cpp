@@ -47,6 +47,11 @@ bool is_complex_op(BinaryOp op) {
 
 // The dtype of `a op b` and the dtype it is computed in.
 std::pair<DType, DType> result_types(BinaryOp op, DType a, DType b) {
+  // As torch: a bool operand has no - (x - mask took the mask as 0/1; to
+  // invert a mask, logical_not).
+  FK_CHECK(op != BinaryOp::Sub || (a != DType::Bool && b != DType::Bool), "sub",
+           "numeric operands (- of a bool tensor is undefined: logical_not inverts a mask)",
+           std::string(name(a)) + " - " + name(b));
   DType rt = promote(a, b);
   if (is_comparison(op)) {
     DType ct = rt == DType::Bool ? DType::I32 : compute_type(rt);
@@ -54,9 +59,7 @@ std::pair<DType, DType> result_types(BinaryOp op, DType a, DType b) {
   }
   if (rt == DType::Bool) {
     // NumPy's and torch's: + and maximum are or, * and minimum are and (the
-    // result of an i64 computation read as bool); - has no bool meaning.
-    FK_CHECK(op != BinaryOp::Sub, "sub", "numeric operands (- of two bools is undefined: use ne)",
-             "two bool tensors");
+    // result of an i64 computation read as bool); - was refused above.
     if (op == BinaryOp::Add || op == BinaryOp::Mul || op == BinaryOp::Maximum ||
         op == BinaryOp::Minimum)
       return {DType::Bool, DType::I64};

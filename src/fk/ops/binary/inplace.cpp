@@ -87,6 +87,9 @@ Tensor& add_(Tensor& self, const Tensor& other, double alpha) {
 }
 Tensor& sub_(Tensor& self, const Tensor& other, double alpha) {
   check_inplace("sub_", {&self, &other});
+  FK_CHECK(self.dtype() != DType::Bool && other.dtype() != DType::Bool, "sub_",
+           "numeric operands (- of a bool tensor is undefined: logical_not inverts a mask)",
+           std::string(name(self.dtype())) + " - " + name(other.dtype()));
   return add_(self, other, -alpha);
 }
 Tensor& mul_(Tensor& self, const Tensor& other) {

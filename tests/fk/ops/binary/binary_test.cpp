@@ -149,6 +149,13 @@ TEST(Binary, BoolArithmeticStaysBool) {
   EXPECT_THROW(sub_(c, b), Error);
   EXPECT_EQ(add(a, from_vector(std::vector<int32_t>{1, 1, 1, 1})).dtype(), DType::I32);
   EXPECT_EQ(div(a, b).dtype(), DType::F32);
+  // As torch: - with one bool operand is refused too (x - mask took it as 0/1).
+  Tensor x = from_vector(std::vector<double>{5, 5, 5, 5});
+  EXPECT_THROW(sub(x, a), Error);
+  EXPECT_THROW(sub(a, x), Error);
+  EXPECT_THROW(sub(a, 1.0), Error);
+  EXPECT_THROW(sub_(x, a), Error);
+  EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{5, 5, 5, 5}));
 }
 
 // Integer powers are exact integers (they went through f32: 3^39 lost its
