@@ -131,9 +131,12 @@ nn::NamedTensors with_voxel(nn::NamedTensors tensors, double voxel) {
 // names): a resume under another one names both.
 constexpr const char* kOptimizers[] = {"sgd", "adam", "adamw"};
 constexpr const char* kRngOffset = "rng_offset";
+// The run's --seed (its data, augmentations and dropout stream): a resume
+// under another one went on as a hybrid of the two runs without a word.
+constexpr const char* kSeed = "seed";
 
 void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, const Progress& p,
-               double voxel, const std::string& optimizer) {
+               double voxel, const std::string& optimizer, uint64_t seed) {
   nn::NamedTensors all = with_voxel(prefixed(net.state(), "model."), voxel);
   const auto kind = std::find(std::begin(kOptimizers), std::end(kOptimizers), optimizer);
   all.emplace_back(
@@ -147,6 +150,8 @@ void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, con
       kRngOffset,
       fk::from_vector(std::vector<int64_t>{static_cast<int64_t>(fk::default_generator().offset())},
                       fk::Dims{}));
+  all.emplace_back(kSeed, fk::from_vector(std::vector<int64_t>{static_cast<int64_t>(seed)},
+                                          fk::Dims{}));  // the bits of the uint64
   all.emplace_back("best_miou", fk::full({}, p.best_miou, {fk::DType::F64}));
   if (p.loss_scale > 0) {
     all.emplace_back("loss_scale", fk::full({}, p.loss_scale, {fk::DType::F64}));
@@ -157,9 +162,15 @@ void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, con
 }
 
 Progress load_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, double voxel,
-                   const std::string& optimizer) {
+                   const std::string& optimizer, uint64_t seed) {
   const nn::NamedTensors all = nn::read_tensors(path);
   for (const auto& [n, t] : all) {
+    if (n == kSeed && t.dtype() == fk::DType::I64 && t.numel() == 1) {
+      const auto saved = static_cast<uint64_t>(t.to_vector<int64_t>()[0]);
+      FK_CHECK(saved == seed, "minkowski train --resume " + path,
+               fmt::format("--seed {} (the run being resumed)", saved),
+               fmt::format("--seed {}", seed));
+    }
     FK_CHECK(n != kVoxelTensor || t.item() == voxel, "minkowski train --resume " + path,
              fmt::format("--voxel {} (the run being resumed)", t.item()),
              fmt::format("--voxel {}", voxel));
@@ -321,7 +332,7 @@ int train(const TrainOptions& options) {
   net.to(device);
   auto opt = make_optimizer(o, net);
   Progress progress;
-  if (o.resume) progress = load_last(last, net, *opt, o.voxel, o.optimizer);
+  if (o.resume) progress = load_last(last, net, *opt, o.voxel, o.optimizer, o.seed);
   // fp16 gradients underflow without loss scaling; bf16 has f32's range.
   std::optional<fk::amp::GradScaler> scaler;
   if (precision == fk::DType::F16) {
@@ -404,7 +415,7 @@ int train(const TrainOptions& options) {
         << c.accuracy() << ',' << opt->lr() << ',' << points / secs << ',' << skipped << '\n';
     log.flush();
     FK_CHECK(!log.fail(), "minkowski train", "a successful write", "'" + o.out + "/log.csv'");
-    save_last(last, net, *opt, progress, o.voxel, o.optimizer);
+    save_last(last, net, *opt, progress, o.voxel, o.optimizer, o.seed);
     write_learning_curves(o.out + "/log.csv", o.out + "/curves.png",
                           "minkowski train: " + network_name(network_choice(o)) + ", " +
                               std::to_string(o.classes) + " classes, " + o.precision);

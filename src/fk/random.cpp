@@ -70,6 +70,11 @@ void check_floating(const char* op, const TensorOptions& o) {
   FK_CHECK(is_floating(o.dtype), op, "dtype f16, bf16, f32 or f64", name(o.dtype));
 }
 
+// By the op's name (empty() named itself for rand({-1})).
+void check_sizes(const char* op, const Dims& shape) {
+  for (int64_t d : shape) FK_CHECK(d >= 0, op, "non-negative sizes", shape.str());
+}
+
 // Finishes a tensor generated in f32/f64/i64 on the CPU: converts it to the
 // requested dtype, moves it to the requested device, marks it for grad.
 Tensor finish(Tensor t, const TensorOptions& o) {
@@ -84,6 +89,7 @@ Tensor uniform_impl(const char* op, const Dims& shape, double lo, double hi, con
                     Generator& gen) {
   profile::OpScope scope(op);
   check_floating(op, o);
+  check_sizes(op, shape);
   FK_CHECK(lo < hi && std::isfinite(lo) && std::isfinite(hi), op, "finite bounds lo < hi",
            fmt::format("[{}, {})", lo, hi));
   // hi - lo is the scale: past the range it is inf, and every draw came out
@@ -130,8 +136,17 @@ Tensor normal_impl(const char* op, const Dims& shape, double mean, double std,
                    const TensorOptions& o, Generator& gen) {
   profile::OpScope scope(op);
   check_floating(op, o);
+  check_sizes(op, shape);
   FK_CHECK(std >= 0 && std::isfinite(std) && std::isfinite(mean), op,
            "a finite mean and a finite std >= 0", fmt::format("mean {}, std {}", mean, std));
+  // As uniform's bounds: a mean or std past the output dtype's range gave
+  // inf draws (f32 draws their product with a unit normal: its range too).
+  const double largest = o.dtype == DType::F64   ? std::numeric_limits<double>::max()
+                         : o.dtype == DType::F16 ? 65504.0
+                                                 : std::numeric_limits<float>::max();
+  FK_CHECK(std::abs(mean) <= largest && std <= largest, op,
+           fmt::format("a mean and std within {}'s range", name(o.dtype)),
+           fmt::format("mean {}, std {}", mean, std));
   if (o.dtype == DType::F64) {
     Tensor t = empty(shape, {DType::F64});
     // One block: two 64-bit uniforms -> one Box–Muller pair.
@@ -211,11 +226,21 @@ Tensor randint(int64_t lo, int64_t hi, const Dims& shape, TensorOptions options,
   const DType dt = options.dtype;
   FK_CHECK(dt == DType::I32 || dt == DType::I64 || is_floating(dt), "randint",
            "dtype i32, i64, f16, bf16, f32 or f64", name(dt));
+  check_sizes("randint", shape);
   FK_CHECK(lo < hi, "randint", "bounds lo < hi",
            "[" + fk::to_text(lo) + ", " + fk::to_text(hi) + ")");
   if (dt == DType::I32) {
     FK_CHECK(lo >= INT32_MIN && hi - 1 <= INT32_MAX, "randint", "bounds that fit i32",
              "[" + fk::to_text(lo) + ", " + fk::to_text(hi) + ")");
+  } else if (dt != DType::I64) {
+    // Whole numbers a float dtype holds exactly: past them draws rounded to
+    // the excluded hi, or to inf in f16 (torch refuses f16's, warns for the rest).
+    const int digits = dt == DType::F16 ? 11 : dt == DType::BF16 ? 8 : dt == DType::F32 ? 24 : 53;
+    const int64_t exact = int64_t{1} << digits;
+    FK_CHECK(
+        lo >= -exact && hi - 1 <= exact, "randint",
+        fmt::format("bounds within +-2^{} (the whole numbers {} holds exactly)", digits, name(dt)),
+        "[" + fk::to_text(lo) + ", " + fk::to_text(hi) + ")");
   }
   Tensor t = empty(shape, {DType::I64});
   const uint64_t range = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);

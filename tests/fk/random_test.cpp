@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <string>
 
 #include "fk/thread_count.h"
 #include "test_util.h"
@@ -124,6 +125,25 @@ TEST(Random, DistributionMoments) {
   for (int c : counts) EXPECT_NEAR(c, 10000, 500);
   EXPECT_EQ(randint(0, 3, {4}, {DType::I32}, &g).dtype(), DType::I32);
   EXPECT_EQ(randint(0, 3, {4}, {DType::F32}, &g).dtype(), DType::F32);
+  // A float dtype takes bounds it holds exactly: past them draws rounded to
+  // the excluded hi (bf16 [0, 300) gave 300) or to inf (f16 [0, 100000)).
+  EXPECT_THROW(randint(0, 100000, {4}, {DType::F16}, &g), Error);
+  EXPECT_THROW(randint(0, 300, {4}, {DType::BF16}, &g), Error);
+  EXPECT_THROW(randint(33553432, 33554432, {4}, {DType::F32}, &g), Error);
+  EXPECT_THROW(randint(-(int64_t{1} << 24) - 1, 0, {4}, {DType::F32}, &g), Error);
+  const auto edge = randint(0, 257, {2000}, {DType::BF16}, &g).to_vector<double>();
+  EXPECT_LE(*std::max_element(edge.begin(), edge.end()), 256.0);
+  EXPECT_EQ(randint(0, 2049, {4}, {DType::F16}, &g).dtype(), DType::F16);
+  // normal's mean and std within the dtype's range, as uniform's bounds
+  EXPECT_THROW(normal({4}, 0.0, 1e39, {DType::F32}, &g), Error);
+  EXPECT_THROW(normal({4}, 1e5, 1.0, {DType::F16}, &g), Error);
+  // a negative size is named by the op (empty() named itself)
+  try {
+    (void)rand({-1}, {}, &g);
+    ADD_FAILURE();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("rand:", 0), 0u) << e.what();
+  }
   // Full-width ranges do not overflow.
   auto wide = randint(INT64_MIN, INT64_MAX, {1000}, {DType::I64}, &g).to_vector<int64_t>();
   EXPECT_TRUE(std::any_of(wide.begin(), wide.end(), [](int64_t v) { return v < 0; }));

@@ -204,6 +204,17 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   EXPECT_NE(r.err.find("expected --optimizer adam (the run being resumed), got --optimizer sgd"),
             std::string::npos)
       << r.err;
+  // ... and under another seed (its data and dropout stream went on as a
+  // hybrid of the two runs).
+  r = fieldkit_test::run_cli(bin,
+                             "train --epochs 2 --steps-per-epoch 1 --batch 1 --voxel 1 "
+                             "--variant 14A --seed 7 --threads 1 --resume --classes 3 --data " +
+                                 (dir / "points").string() + " --out " + (dir / "run2").string(),
+                             dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("expected --seed 0 (the run being resumed), got --seed 7"),
+            std::string::npos)
+      << r.err;
   // A resume of a run that is not there says so and makes no folder for it.
   r = fieldkit_test::run_cli(bin, "train --resume --out " + (dir / "no_run").string(), dir);
   EXPECT_EQ(r.status, 1);
