@@ -272,8 +272,9 @@ class EnsembleResult:
 
 
 def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, device=None):
-    """`method` (default the instance's own solver; a config's run.methods is
-    refused: method= names the one method) on the measurement of data
+    """`method` (default the instance's own solver; method= names the one
+    method: run.methods in a dict of overrides is refused, a config file's is
+    not used) on the measurement of data
     seed `seed` (default the config's), once per initialisation seed in
     `seeds` (run.init_seed): an EnsembleResult whose std maps where the data
     leave the field undetermined. `device` is where the field trains (default

@@ -124,3 +124,15 @@ def test_to_sparse_wants_a_spatial_axis():
         with pytest.raises(ValueError, match=f"{where}: expected a dense B x C x s_1..s_D tensor "
                                              "\\(at least one spatial axis\\), got shape \\(2, 3\\)"):
             fn(torch.ones(2, 3))
+
+
+def test_other_numbers_are_the_numbers_they_are():
+    from fractions import Fraction
+
+    import numpy as np
+
+    x = ME.SparseTensor(torch.ones(2, 1, dtype=torch.float64),
+                        torch.tensor([[0, 0, 0], [0, 1, 0]], dtype=torch.int32))
+    assert torch.equal((x + Fraction(1, 2)).F, x.F + 0.5)
+    ints = ME.SparseTensor(torch.ones(2, 1, dtype=torch.int64), x.C)
+    assert (ints * np.int64(3)).F.dtype == torch.int64

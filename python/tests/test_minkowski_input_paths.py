@@ -118,6 +118,13 @@ def test_narrow_integer_inputs_are_widened():
         qm = ME.utils.sparse_quantize(pts, colours.to(dtype),
                                       quantization_mode=QMode.UNWEIGHTED_AVERAGE)[1]
         assert qm.dtype == torch.float32 and qm.tolist() == [[131, 4, 6], [1, 1, 1]], dtype
+        # ... as a SparseTensor's mean of the same rows (int32/int64 truncated)
+        st = ME.SparseTensor(colours.to(dtype), torch.cat([torch.zeros(3, 1), pts], 1).int(),
+                             quantization_mode=QMode.UNWEIGHTED_AVERAGE)
+        assert st.F.dtype == torch.float32 and st.F.tolist() == [[131, 4, 6], [1, 1, 1]], dtype
+        ss = ME.SparseTensor(colours.to(dtype), st.C.new_tensor([[0, 0, 0], [0, 0, 0], [0, 3, 1]]),
+                             quantization_mode=QMode.UNWEIGHTED_SUM)  # uint8 255 + 7 wrapped
+        assert ss.F.tolist() == [[262, 8, 12], [1, 1, 1]], dtype
     assert ql.dtype == torch.int16 and ql.tolist() == [4, 9]
     for bad in (torch.ones(3, 2, dtype=torch.bool), torch.ones(3, 2, dtype=torch.cfloat)):
         with pytest.raises(ValueError, match="integer or real coordinates"):

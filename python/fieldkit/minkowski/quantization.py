@@ -236,12 +236,18 @@ def _reduce_duplicates(features, unique, inverse, mode):
     if mode == QMode.MAX_POOL:  # the reference's direct max pooling (one arg-max row)
         rows = torch.arange(features.shape[0], device=features.device)
         return MinkowskiDirectMaxPoolingFunction.apply(rows, inverse, features, m)
-    wide = widened(features)
+    floating = features.is_floating_point() or features.is_complex()
+    # Integers add in int64 (uint8 255 + 7 wrapped to 6).
+    wide = widened(features) if floating else features.to(torch.int64)
     total = wide.new_zeros(m, c).index_add(0, inverse, wide)
     if mode == QMode.UNWEIGHTED_SUM:
-        return total.to(features.dtype)
+        # as sparse_quantize's: a narrow integer sum is int32
+        return total.to(torch.int32 if features.dtype in _NARROW else features.dtype)
     counts = torch.bincount(inverse, minlength=m).to(total.dtype)
-    return (total / counts[:, None]).to(features.dtype)
+    mean = total / counts[:, None]
+    # A mean of integers is float32, as sparse_quantize's (200, 201 -> 200.5;
+    # it was truncated back to the features' dtype)
+    return mean.to(features.dtype if floating else torch.float32)
 
 
 def _reduce_onto(features, rows, m, mode):
@@ -254,4 +260,4 @@ def _reduce_onto(features, rows, m, mode):
     counts = torch.bincount(compact, minlength=len(present))
     first = order[torch.cumsum(counts, 0) - counts]
     reduced = _reduce_duplicates(features, first, compact, mode)
-    return features.new_zeros(m, features.shape[1]).index_copy(0, present, reduced)
+    return reduced.new_zeros(m, features.shape[1]).index_copy(0, present, reduced)

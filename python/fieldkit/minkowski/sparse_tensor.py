@@ -141,6 +141,11 @@ class SparseTensor(_Tensor):
                                 f"or a number, got {type(other).__name__}"
                                 + (" (its sparse() is a SparseTensor)"
                                    if isinstance(other, TensorField) else ""))
+            if isinstance(other, numbers.Number) and not isinstance(other, (int, float, complex)):
+                # a Fraction, Decimal or numpy scalar as the Python number it
+                # is (torch takes no Fraction or Decimal)
+                other = int(other) if isinstance(other, numbers.Integral) else \
+                    float(other) if isinstance(other, numbers.Real) else complex(other)
             return self._with(op(self._F, other))
         self._same_manager(other)
         theirs = _aligned_features(self, other)

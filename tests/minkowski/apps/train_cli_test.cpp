@@ -514,6 +514,16 @@ TEST(TrainCli, AResumedClassifierContinuesTheUninterruptedRun) {
   EXPECT_EQ(full[1][lr], "0.1");
   EXPECT_EQ(full[2][lr], "0.05");
   EXPECT_EQ(full[3][lr], "0.025");
+  // The basic-block classifier predicts one class for a generated shape.
+  const std::string labels = (dir / "shape.npy").string();
+  r = fieldkit_test::run_cli(bin,
+                             "predict --model resnet14 --planes 4,4,4,4 --threads 1 --checkpoint " +
+                                 (dir / "full" / "last.ckpt").string() + " --labels " + labels,
+                             dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const std::vector<int64_t> got = fk::read_npy(labels).to_vector<int64_t>();
+  ASSERT_FALSE(got.empty());
+  EXPECT_TRUE(std::all_of(got.begin(), got.end(), [&](int64_t l) { return l == got[0]; }));
   fs::remove_all(dir);
 }
 

@@ -4,11 +4,14 @@
 
 #include "fk/autograd.h"
 #include "fk/cuda/kernels.h"
+#include "fk/factory.h"
 #include "fk/ops/binary.h"
+#include "fk/ops/binary/ternary.h"
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/fold_lanes.h"
 #include "fk/ops/cpu/reduce_block.h"
 #include "fk/ops/reduce/plan.h"
+#include "fk/ops/unary.h"
 #include "fk/profile.h"
 
 namespace fk {
@@ -44,14 +47,13 @@ struct SumReducer {
 };
 
 // The sum over `dims` divided by `divisor` (sum: 1; mean: the count), rounded
-// once to the input's dtype; integers are summed in i64, or in f64 where
-// `integers_in_f64` (mean: an i64 sum can wrap).
+// once to the input's dtype (integers: i64). `op` names it in profiles.
 Tensor sum_forward(const Tensor& t_in, const Dims& dims, bool keepdim, double divisor = 1,
-                   bool integers_in_f64 = false) {
-  profile::OpScope scope(divisor == 1 ? "sum" : "mean");
+                   const char* op = "sum") {
+  profile::OpScope scope(op);
   if (t_in.device().is_cuda()) return reduce_cuda(t_in, dims, keepdim, cuda::kReduceSum, "sum");
   check_cpu(t_in, "sum");
-  DType rt = is_integral(t_in.dtype()) ? (integers_in_f64 ? DType::F64 : DType::I64) : t_in.dtype();
+  DType rt = is_integral(t_in.dtype()) ? DType::I64 : t_in.dtype();
   DType ct = compute_type(rt);
   Reduction r = prepare(t_in.detach().to(ct), dims, keepdim, "sum");
   Tensor out = r.alloc(ct);
@@ -94,20 +96,25 @@ Tensor sum(const Tensor& t, const Dims& dims, bool keepdim) {
 }
 
 // The mean of no elements is NaN (0 / 0), as torch's: 0 would pass for data.
-// On the CPU the f64 (f32: f64-accumulated) sum is divided before its one
-// rounding, so an f32 mean of values near the f32 maximum does not overflow;
-// integers are summed in f64 (an i64 sum of 2^62 + 2^62 wrapped negative)
-// and rounded once to f32.
+// Integers: the exact i64 sum divided in f64 and rounded once to f32, or for
+// i64 the f64 sum where the i64 one may have wrapped (2^62 + 2^62 gave a
+// negative mean). On the CPU a float sum (f32's accumulated in f64) is
+// divided before its one rounding, so an f32 mean of values near the f32
+// maximum does not overflow; on CUDA f32 sums in f32 (fk/ops/reduce.h).
 Tensor mean(const Tensor& t, const Dims& dims, bool keepdim) {
   if (is_half(t.dtype())) return mean(t.to(DType::F32), dims, keepdim).to(t.dtype());
   ReducePlan p = plan_reduce(t, dims, keepdim, "mean");
   const double n = static_cast<double>(p.inner);
-  if (t.device().is_cuda()) {
-    if (is_integral(t.dtype())) return div(sum(t, dims, keepdim).to(DType::F64), n).to(DType::F32);
-    return div(sum(t, dims, keepdim), n);
+  if (is_integral(t.dtype())) {
+    Tensor s = sum(t, dims, keepdim).to(DType::F64);
+    if (t.dtype() == DType::I64) {
+      const Tensor wide = sum(t.to(DType::F64), dims, keepdim);
+      s = where(lt(abs(wide), full({}, 0x1p62, {DType::F64, wide.device()})), s, wide);
+    }
+    return div(s, n).to(DType::F32);
   }
-  if (is_integral(t.dtype())) return sum_forward(t, dims, keepdim, n, true).to(DType::F32);
-  Tensor out = sum_forward(t, dims, keepdim, n);
+  if (t.device().is_cuda()) return div(sum(t, dims, keepdim), n);
+  Tensor out = sum_forward(t, dims, keepdim, n, "mean");
   if (autograd::needs_grad(t)) {
     auto node = std::make_shared<MeanBackward>();
     node->in_shape = t.shape();

@@ -39,7 +39,8 @@ double real_dot(const M& d, const M& e) {
   }
 }
 
-// Shifted sums: each lane keeps K = its first value, sum(x - K) and
+// Shifted sums: each lane keeps K = its first value (a contiguous real run:
+// its mean; 0 where var_forward centred the input first), sum(x - K) and
 // sum |x - K|^2, so the update is two adds (no division) and the deviations
 // stay small whatever the offset of the data; m2 = s2 - |s1|^2 / n. Blocks are
 // combined with Chan et al.'s pairwise formula. Complex T gives real variances.
@@ -59,19 +60,21 @@ struct VarReducer {
   };
   R* out;
   double correction;
+  bool centred = false;  // the input minus its mean: no shift (K = 0)
   Acc init() const { return Acc{}; }
   void step(Acc& a, T v, int64_t) const {
     M x = static_cast<M>(v);
-    if (a.n == 0) a.shift = x;
+    if (a.n == 0 && !centred) a.shift = x;
     M d = x - a.shift;
     a.s1 += d;
     a.s2 += real_dot(d, d);
     a.n += 1;
   }
-  // Real runs, three passes over 8 partial sums each: K = the run's mean
+  // Real runs, two passes over 8 partial sums each: K = the run's mean
   // (scaled before the sum: 1e308s do not overflow), then the shifted sums
-  // from it, whose s1 corrects K's round-off. K = x[0] cancelled when x[0]
-  // was far from the rest (0 among 1e8 + N(0, 1): 3e-11 relative error).
+  // s1, s2 from it together, s1 correcting K's round-off. K = x[0]
+  // cancelled when x[0] was far from the rest (0 among 1e8 + N(0, 1): 3e-11
+  // relative error; now a few ulp).
   Acc fold_row(const T* x, int64_t n) const requires(!kIsComplex<T>) {
     Acc a;
     if (n == 0) return a;
@@ -79,16 +82,21 @@ struct VarReducer {
     const double inv = 1 / a.n;
     const double k = cpu::fold_lanes(
         x, n, 0.0, [inv](T v) { return static_cast<double>(v) * inv; }, kPlus);
-    a.shift = k;
-    a.s1 = cpu::fold_lanes(
-        x, n, 0.0, [k](T v) { return static_cast<double>(v) - k; }, kPlus);
-    a.s2 = cpu::fold_lanes(
-        x, n, 0.0,
+    struct Sums {
+      double s1, s2;
+    };
+    const Sums sums = cpu::fold_lanes(
+        x, n, Sums{0, 0},
         [k](T v) {
-          double d = static_cast<double>(v) - k;
-          return d * d;
+          const double d = static_cast<double>(v) - k;
+          return Sums{d, d * d};
         },
-        kPlus);
+        [](const Sums& p, const Sums& q) {
+          return Sums{p.s1 + q.s1, p.s2 + q.s2};
+        });
+    a.shift = k;
+    a.s1 = sums.s1;
+    a.s2 = sums.s2;
     return a;
   }
   void merge(Acc& a, const Acc& b) const {
@@ -120,12 +128,21 @@ Tensor var_forward(const Tensor& t, const Dims& dims, int64_t correction, bool k
     return div(sum(sq, dims, keepdim), divisor);
   }
   Reduction r = prepare(t, dims, keepdim, "var");
+  // Lanes over a leading dim and complex runs would shift by their first
+  // value, which cancels when it lies far from the rest: they read the input
+  // centred by its mean instead (a copy), unshifted; contiguous real runs
+  // shift by their own mean.
+  const bool centred = r.C > 1 || is_complex(t.dtype());
+  if (centred) {
+    const Tensor x = t.detach();
+    r = prepare(sub(x, mean(x, dims, true)), dims, keepdim, "var");
+  }
   Tensor out = r.alloc(real_type(t.dtype()));
   cpu::visit_inexact(t.dtype(), "var", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using R = typename RealOf<T>::type;
     reduce_block(r.src.data<T>(), r.A, r.R, r.C,
-                 VarReducer<T>{out.data<R>(), static_cast<double>(correction)});
+                 VarReducer<T>{out.data<R>(), static_cast<double>(correction), centred});
   });
   return r.result(out);
 }

@@ -101,6 +101,10 @@ TEST(Sum, MeanRoundsOnceAndDoesNotWrap) {
   Tensor i = from_vector(std::vector<int64_t>{int64_t{1} << 62, int64_t{1} << 62});
   EXPECT_EQ(mean(i).dtype(), DType::F32);
   EXPECT_EQ(mean(i).item(), 0x1p62);
+  // ... and exact where the i64 sum holds it (f64 addition rounded 2^60 + 7)
+  EXPECT_EQ(
+      mean(from_vector(std::vector<int64_t>{(int64_t{1} << 60) + 7, -(int64_t{1} << 60)})).item(),
+      3.5);
   // Per row and over a leading dim, with the gradient 1/n.
   Tensor x = test::random_tensor({3, 5}, DType::F64, -1, 1, 7).set_requires_grad(true);
   const std::vector<double> v = x.to_vector<double>();

@@ -4,6 +4,7 @@
 
 #include "../../test_util.h"
 #include "../backward_check.h"
+#include "fk/ops/join.h"
 #include "reference.h"
 
 namespace fk {
@@ -36,7 +37,12 @@ TEST(Var, VarIsAccurateWhenTheFirstValueIsAnOutlier) {
     v[0] = 0;
     const Group g(v.begin(), v.end());
     const double want = ref_var(g, 1);
-    EXPECT_NEAR(var(from_vector(v)).item(), want, 1e-14 * want) << n;
+    const Tensor row = from_vector(v);
+    EXPECT_NEAR(var(row).item(), want, 1e-14 * want) << n;
+    // over a leading dim (lanes side by side) and as complex values
+    const std::vector<double> both = var(stack({row, row}, 1), {0}).to_vector<double>();
+    EXPECT_NEAR(both[0], want, 1e-14 * want) << n;
+    EXPECT_NEAR(var(row.to(DType::C128)).item(), want, 1e-14 * want) << n;
   }
   EXPECT_EQ(var(from_vector(std::vector<double>{1e308, 1e308, 1e308})).item(), 0.0);
 }
