@@ -38,10 +38,16 @@ struct RealOf<std::complex<T>> {
   using type = T;
 };
 
-// Accumulator type: f32 and c64 accumulate in double precision.
+// Accumulator type: f32 and c64 accumulate in double precision; i64 in
+// uint64, whose sums and products wrap as torch's and NumPy's do without a
+// signed overflow (undefined behaviour, which UBSan reported).
 template <typename T>
 struct SumAcc {
   using type = T;
+};
+template <>
+struct SumAcc<int64_t> {
+  using type = uint64_t;
 };
 template <>
 struct SumAcc<float> {

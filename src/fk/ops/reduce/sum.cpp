@@ -1,6 +1,7 @@
 #include "fk/ops/reduce/sum.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "fk/autograd.h"
 #include "fk/cuda/kernels.h"
@@ -41,7 +42,10 @@ struct SumReducer {
   }
   void merge(Acc& a, const Acc& b) const { a += b; }
   void finish(int64_t o, const Acc& a) const {
-    out[o] = divisor == 1 ? static_cast<T>(a) : static_cast<T>(a / divisor);
+    if constexpr (std::is_integral_v<Acc>)
+      out[o] = static_cast<T>(a);  // integers are only summed (mean divides their sum itself)
+    else
+      out[o] = divisor == 1 ? static_cast<T>(a) : static_cast<T>(a / divisor);
   }
   double divisor = 1;  // mean's count: divided before the one rounding to T
 };
