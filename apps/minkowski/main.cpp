@@ -55,7 +55,8 @@ Commands add_bench_commands(CLI::App& bench, Options& opt, Commands c) {
   conv->add_option("--scene", o.scene, "N x 4 int32 .npy scene (batch, x, y, z)");
   conv->add_option("--json", o.json, "also write the results as JSON to this file");
   CLI::App* ops = bench.add_subcommand(
-      "ops", "pooling, unpooling, global pooling, broadcast, relu, batch and instance norm, prune, "
+      "ops",
+      "pooling, unpooling, global pooling, broadcast, relu, batch and instance norm, prune, "
       "union, interpolate and spmm: bytes/s vs a stream triad");
   ops->add_option("--scene", oo.scene,
                   "N x 4 int32 .npy scene (batch, x, y, z); default "
