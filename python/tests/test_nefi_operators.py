@@ -308,6 +308,15 @@ def test_a_flow_is_found_from_puffs_it_carries():
     assert got.shape == (2, n, n)
     assert got[0].mean() > 0.25 and got[1].mean() < -0.1, (got[0].mean(), got[1].mean())
     assert r["data_fit"]["data_psnr"] > 55
+    # The component axis is no space: plain symmetric mirrors the space axes
+    # only (it averaged vx with vy), a listed component axis is refused.
+    p = nefi.from_forward(op, data, prior="bounded(-1, 1) + symmetric", representation="grid",
+                          noise=1e-4, budget=2)
+    assert "symmetric(1, 2)" in p.prior, p.prior
+    for prior, what in (("bounded(-1, 1) + symmetric(0)", "symmetric axes of space"),
+                        ("bounded(-1, 1) + increasing(0, 1)", "a monotone axis of space")):
+        with pytest.raises(fieldkit.Error, match=what):
+            nefi.from_forward(op, data, prior=prior, representation="grid", noise=1e-4)
     with pytest.raises(fieldkit.Error, match="no velocity option with the unknown velocity"):
         ops.advection_diffusion((n, n), [0.1], unknown="velocity", release=release,
                                 velocity=(0.1, 0.1))

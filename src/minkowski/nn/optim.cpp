@@ -225,6 +225,8 @@ double squared_norm(const std::vector<fk::Tensor>& params) {
 }  // namespace
 
 double clip_grad_norm(const std::vector<fk::Tensor>& params, double max_norm) {
+  // A negative bound flipped every gradient's sign, a NaN one turned clipping off.
+  FK_CHECK(max_norm >= 0, "nn::clip_grad_norm", "max_norm >= 0", fk::to_text(max_norm));
   const double total = std::sqrt(squared_norm(params));
   if (std::isfinite(total) && total > max_norm) {
     const double scale = max_norm / (total + 1e-6);

@@ -81,7 +81,7 @@ struct DarcyConfig {
     c.field = neural_field_config_from(p);
     c.neural_curriculum = elliptic_curriculum(p, c.n, "lr");
     c.grid_curriculum = elliptic_curriculum(p, c.n, "grid_lr");
-    c.tv.eps = p.d("tv_eps");
+    c.tv.eps = tv_eps_key(p);
     c.tv.use_spacing = true;
     c.tv_weight = weight_key(p, "tv");
     return c;

@@ -243,7 +243,7 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   c.splat_primitives = p.i("splat_primitives");
   FK_CHECK(c.splat_primitives >= 1 && c.splat_primitives <= 4096, "config key 'splat_primitives'",
            "a count in [1, 4096]", fk::to_text(c.splat_primitives));
-  c.tv.eps = p.d("tv_eps");
+  c.tv.eps = tv_eps_key(p);
   c.tv.use_spacing = true;  // gradients per unit length: the weight holds at every stage
   c.tv_weight = weight_key(p, "tv");
   c.l1 = weight_key(p, "l1");

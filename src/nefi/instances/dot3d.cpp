@@ -99,7 +99,7 @@ struct Dot3dConfig {
     c.grid_curriculum = curriculum_from(p, c.shape, "grid_lr");
     c.dd_curriculum = curriculum_from(p, c.shape, "dd_lr");
     check_deep_decoder_keys(p);
-    c.tv.eps = p.d("tv_eps");
+    c.tv.eps = tv_eps_key(p);
     c.tv.use_spacing = true;
     c.tv_weight = weight_key(p, "tv");
     FK_CHECK(c.tv_weight >= 0, "config key 'tv'", ">= 0", Params::render(c.tv_weight));

@@ -102,7 +102,7 @@ struct EitConfig {
              Params::render(floor));
     for (Curriculum* cur : {&c.neural_curriculum, &c.grid_curriculum})
       for (Stage& s : cur->stages) s.lr_min_ratio = floor;
-    c.tv.eps = p.d("tv_eps");
+    c.tv.eps = tv_eps_key(p);
     c.tv.use_spacing = true;
     c.tv_weight = weight_key(p, "tv");
     c.tv_mirrored = p.choice("tv_of", {"sigma", "mirrored"}) == "mirrored";

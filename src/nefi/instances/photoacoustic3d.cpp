@@ -82,7 +82,7 @@ struct PhotoacousticConfig {
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, c.shape, "lr");
     c.grid_curriculum = curriculum_from(p, c.shape, "grid_lr");
-    c.tv.eps = p.d("tv_eps");
+    c.tv.eps = tv_eps_key(p);
     c.tv_weight = weight_key(p, "tv");
     c.l1 = weight_key(p, "l1");
     c.refine = p.b("refine");

@@ -131,7 +131,7 @@ struct ReactionDiffusionConfig {
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
     c.grid_curriculum = scaled_curriculum_from(p, {c.n, c.n}, "lr", "grid_lr_mult");
-    c.tv.eps = p.d("tv_eps");
+    c.tv.eps = tv_eps_key(p);
     c.tv.use_spacing = true;
     c.tv_weight = weight_key(p, "tv");
     return c;

@@ -20,11 +20,16 @@ double noise_std_key(const Params& p) {
   return sigma;
 }
 
+double tv_eps_key(const Params& p) {
+  const double eps = p.d("tv_eps");
+  FK_CHECK(std::isfinite(eps) && eps > 0, "config key 'tv_eps'", "a smoothing > 0",
+           Params::render(eps));
+  return eps;
+}
+
 TVOptions tv_options_from(const Params& p) {
   TVOptions tv;
-  tv.eps = p.d("tv_eps");
-  FK_CHECK(std::isfinite(tv.eps) && tv.eps > 0, "config key 'tv_eps'", "a smoothing > 0",
-           Params::render(tv.eps));
+  tv.eps = tv_eps_key(p);
   tv.use_spacing = true;
   return tv;
 }

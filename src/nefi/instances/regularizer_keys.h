@@ -14,8 +14,10 @@ namespace nefi {
 double weight_key(const Params& p, const std::string& key);
 // The finite noise_std >= 0 (the measurement's noise; 0: noise-free).
 double noise_std_key(const Params& p);
-// Isotropic TV per unit length with the smoothing under tv_eps (finite, > 0:
-// at 0 the gradient is 0/0 on every flat patch).
+// The smoothing under tv_eps (finite, > 0: at 0 TV's gradient is 0/0 on
+// every flat patch).
+double tv_eps_key(const Params& p);
+// Isotropic TV per unit length with that smoothing.
 TVOptions tv_options_from(const Params& p);
 
 }  // namespace nefi

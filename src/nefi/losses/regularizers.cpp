@@ -211,8 +211,9 @@ struct TVLoss : FieldLoss {
         x, spacing_for(nullptr, &c, grid, opt.use_spacing, opt.component_axes), opt);
   }
   std::string signature() const override {
+    // eps exactly: to_string's 6 decimals made 1e-7 and 1e-9 one loss to a batch
     std::string s = "tv:" + name() + ":" + field + (opt.isotropic ? ":iso" : ":aniso") + ":" +
-                    std::to_string(opt.eps) + (opt.use_spacing ? ":spacing" : "");
+                    fmt_exact(opt.eps) + (opt.use_spacing ? ":spacing" : "");
     for (int a : opt.periodic_axes) s += ":p" + std::to_string(a);
     for (int a : opt.component_axes) s += ":c" + std::to_string(a);
     return s;
@@ -251,14 +252,22 @@ struct LaplacianLoss : FieldLoss {
         use_spacing(sp),
         periodic(std::move(p)),
         components(std::move(comp)) {}
+  // As TV's: an axis past the grid was taken as no periodic axis at all.
+  void check_periodic(int64_t grid_dims) const {
+    for (int a : periodic)
+      FK_CHECK(a >= 0 && a < grid_dims, "nefi::laplacian_loss",
+               "periodic axes in [0, " + fk::to_text(grid_dims) + ")", fk::to_text(a));
+  }
   fk::Tensor forward(const LossContext& c) const override {
     const fk::Tensor& x = c.field(field);
+    check_periodic(x.dim());
     const std::vector<double> h = spacing_for(&c, nullptr, x.shape(), use_spacing, components);
     if (on_device(x)) return laplacian_loss_device(x, h, false, periodic);
     return fk::mean(fk::square(laplacian(x, h, 0, periodic)));
   }
   fk::Tensor forward_rows(const BatchLossContext& c) const override {
     const fk::Tensor& x = c.field(field);
+    check_periodic(x.dim() - 1);
     const fk::Dims grid(std::vector<int64_t>(x.shape().begin() + 1, x.shape().end()));
     const std::vector<double> h = spacing_for(nullptr, &c, grid, use_spacing, components);
     if (on_device(x)) return laplacian_loss_device(x, h, true, periodic);
@@ -421,6 +430,9 @@ LossPtr l1_loss(std::string f, std::string n) {
   return std::make_shared<L1Loss>(std::move(n), std::move(f));
 }
 LossPtr tv_loss(std::string f, TVOptions o, std::string n) {
+  // |grad x| + eps: at eps 0 a flat region's gradient is 0 / 0 (NaN)
+  FK_CHECK(std::isfinite(o.eps) && o.eps > 0, "nefi::tv_loss", "a smoothing eps > 0",
+           fk::to_text(o.eps));
   return std::make_shared<TVLoss>(std::move(n), std::move(f), std::move(o));
 }
 LossPtr laplacian_loss(std::string f, bool use_spacing, std::string n,

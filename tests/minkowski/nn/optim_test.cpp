@@ -205,6 +205,9 @@ TEST(NnOptim, ClipGradNormScalesAllGradientsTogether) {
   b.set_grad(fk::from_vector(std::vector<double>{1e200, 1e200, 1}, {3}));
   EXPECT_EQ(clip_grad_norm({b}, 1.0), inf);
   EXPECT_EQ(b.grad().to_vector<double>(), (std::vector<double>{1e200, 1e200, 1}));
+  // A bound below 0 (it flipped every sign) or NaN (it turned clipping off)
+  EXPECT_THROW(clip_grad_norm({b}, -1.0), fk::Error);
+  EXPECT_THROW(clip_grad_norm({b}, std::nan("")), fk::Error);
 }
 
 // state() is a snapshot: a later step moves the optimizer, not the copy.

@@ -264,7 +264,8 @@ TEST(NefiAutoProblem, AnEstimatedNoiseThatExplainsTheDataIsRefused) {
   nefi::Measurement meas;
   meas.data = fk::from_vector(y, {m});
   const std::string e = fk::test::error_of([&] { (void)auto_problem(op, {n}, meas, {}); });
-  EXPECT_NE(e.find("pass the noise sigma"), std::string::npos) << e;
+  EXPECT_NE(e.find("pass noise= with the sigma"), std::string::npos) << e;
+  EXPECT_NE(e.find("or a signal weak against its noise"), std::string::npos) << e;
   AutoOptions o;
   o.noise_std = 0.001;
   EXPECT_NO_THROW((void)auto_problem(op, {n}, meas, o));
