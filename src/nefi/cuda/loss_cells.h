@@ -19,6 +19,14 @@ namespace nefi::cuda {
 NEFI_HOST_DEVICE inline double relu(double v) {
   return v > 0 ? v : 0.0;
 }
+// Poisson NLL p - y log(p + eps) holds for counts p >= 0; below 0 it goes
+// on as its second-order expansion at 0 with curvature (relu(y) + eps) /
+// eps^2 (y / eps^2 there, + 1 / eps so that y = 0 has its minimum at -eps):
+// smooth and bounded below, where relu(p) in the log made the term fall
+// without bound as p went negative (slope +1 whatever y).
+NEFI_HOST_DEVICE inline double poisson_nll_curvature(double y, double eps) {
+  return (relu(y) + eps) / (eps * eps);
+}
 // 0 at 0: the derivative fk's |.| backward gives there.
 NEFI_HOST_DEVICE inline double sign(double v) {
   return v > 0 ? 1.0 : (v < 0 ? -1.0 : 0.0);
@@ -43,8 +51,10 @@ NEFI_HOST_DEVICE inline double cell_value(const CellwiseTerm& t, double p, doubl
       const double r = fabs(p - y);
       return r < t.a ? 0.5 * r * r : t.a * (r - 0.5 * t.a);
     }
-    case kCellPoissonNll:
-      return p - y * log(relu(p) + t.a);
+    case kCellPoissonNll:  // a quadratic below 0 (poisson_nll_curvature)
+      return p >= 0
+                 ? p - y * log(p + t.a)
+                 : -y * log(t.a) + (1 - y / t.a) * p + 0.5 * poisson_nll_curvature(y, t.a) * p * p;
     case kCellLogError: {
       const double r = log(relu(p) * t.a + t.b) - log(relu(y) * t.a + t.b);
       return r * r;
@@ -72,7 +82,7 @@ NEFI_HOST_DEVICE inline double cell_derivative(const CellwiseTerm& t, double p, 
       return fabs(r) < t.a ? r : t.a * sign(r);
     }
     case kCellPoissonNll:
-      return p > 0 ? 1 - y / (p + t.a) : 1.0;
+      return p >= 0 ? 1 - y / (p + t.a) : 1 - y / t.a + poisson_nll_curvature(y, t.a) * p;
     case kCellLogError: {
       if (!(p > 0)) return 0.0;
       const double q = p * t.a + t.b;

@@ -22,7 +22,7 @@ enum CellwiseKind : int {
   kCellRange = 3,           // relu(a - p)^2 + relu(p - b)^2
   kCellSquaredError = 4,    // (a p - b y)^2               (MSE: a = b = 1)
   kCellHuber = 5,           // r = |p - y|: r < a ? r^2 / 2 : a (r - a / 2)
-  kCellPoissonNll = 6,      // p - y log(relu(p) + a)
+  kCellPoissonNll = 6,      // p - y log(p + a), a quadratic below 0 (loss_cells.h)
   kCellLogError = 7,        // (log(relu(p) a + b) - log(relu(y) a + b))^2
   kCellResidualTimesP = 8,  // (a p - b y) p (NormalizedMSE's gradient through mean p)
 };

@@ -392,16 +392,31 @@ struct PoissonNllLoss : Loss {
     if (on_device(c.pred))
       return device_mean({CellTerm::PoissonNll, eps}, c.pred, c.obs->data, c.obs->mask, false);
     const fk::Tensor y = c.obs->data.to(c.pred.dtype());
-    fk::Tensor nll = fk::sub(c.pred, fk::mul(y, fk::log(fk::add(fk::relu(c.pred), eps))));
-    return wmean(nll, c.obs->mask.defined() ? c.obs->mask.to(c.pred.dtype()) : fk::Tensor());
+    return wmean(cells(c.pred, y),
+                 c.obs->mask.defined() ? c.obs->mask.to(c.pred.dtype()) : fk::Tensor());
   }
   fk::Tensor forward_rows(const BatchLossContext& c) const override {
     if (on_device(c.pred))
       return device_mean({CellTerm::PoissonNll, eps}, c.pred, c.obs, c.mask, true);
     const fk::Tensor y = c.obs.to(c.pred.dtype());
-    return wmean_rows(fk::sub(c.pred, fk::mul(y, fk::log(fk::add(fk::relu(c.pred), eps)))), c.mask);
+    return wmean_rows(cells(c.pred, y), c.mask);
   }
   std::string signature() const override { return "poisson_nll:" + name() + ":" + fmt_exact(eps); }
+  // Each cell's term: p - y log(p + eps) for p >= 0, below 0 its quadratic
+  // continuation (nefi/cuda/loss_cells.h: bounded below, where relu(p) in
+  // the log let the term fall without bound).
+  fk::Tensor cells(const fk::Tensor& p, const fk::Tensor& y) const {
+    // p where >= 0, else 0: the log stays finite, and at p = 0 the slope is
+    // the log's 1 - y / eps (relu's backward gave 0 there).
+    const fk::Tensor zero = fk::scalar_like(p, 0.0), in_range = fk::ge(p, zero);
+    const fk::Tensor above =
+        fk::sub(p, fk::mul(y, fk::log(fk::add(fk::where(in_range, p, zero), eps))));
+    const fk::Tensor curvature = fk::mul(fk::add(fk::relu(y), eps), 1 / (eps * eps));
+    const fk::Tensor below =
+        fk::add(fk::add(fk::mul(y, -std::log(eps)), fk::mul(fk::add(fk::mul(y, -1 / eps), 1.0), p)),
+                fk::mul(fk::mul(curvature, 0.5), fk::square(p)));
+    return fk::where(in_range, above, below);
+  }
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 //   NormalizedMSE       mean w (p/mean p - y/mean y)^2             (NeTMY R_nm)
 //   Huber(delta)        mean w huber_delta(p - y)
 //   PoissonNLL          mean w (p - y log(p + eps)), p the expected counts
+//                       (below 0 a quadratic: bounded, pushing p back up)
 // What a term derives from the observations alone (RelativeMSE's energy,
 // LogMSE's s and log-data, NormalizedMSE's y / mean y) is made once per
 // observation (observation_constants.h), bitwise what the step computed.

@@ -1,8 +1,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "fk/factory.h"
 #include "fk/ops/binary.h"
@@ -159,6 +160,45 @@ TEST(NefiLosses, ComponentAxesAreNotDifferenced) {
               1e-12 * want);
   EXPECT_NE(nefi::laplacian_loss("x", true, "smooth", {}, {0})->signature(),
             nefi::laplacian_loss("x")->signature());
+}
+
+// Poisson NLL below 0 goes on as its quadratic expansion at 0: continuous
+// with its slope there, bounded below, and pushing p back up where counts
+// were seen (relu(p) in the log made it fall without bound, slope +1).
+TEST(NefiLosses, PoissonNllBelowZeroIsItsExpansion) {
+  const double eps = 0.1;
+  auto value_and_slope = [&](double p, double y) {
+    const fk::Tensor x = fk::from_vector(std::vector<double>{p}).set_requires_grad(true);
+    nefi::FieldMap f{{"x", x}};
+    nefi::Measurement m;
+    m.data = fk::from_vector(std::vector<double>{y});
+    nefi::Domain d(fk::Dims{1}, {1.0});
+    nefi::LossContext c{&f, x, &m, &d, nullptr, 0, 0, 1.0};
+    const fk::Tensor v = nefi::poisson_nll_loss(eps)->forward(c);
+    v.backward();
+    return std::pair{v.item(), x.grad().item()};
+  };
+  for (double y : {0.0, 1.0, 3.0}) {
+    const double curvature = (y + eps) / (eps * eps);
+    for (double p : {-2.0, -0.05, -1e-9}) {
+      const auto [v, g] = value_and_slope(p, y);
+      EXPECT_NEAR(v, -y * std::log(eps) + (1 - y / eps) * p + 0.5 * curvature * p * p,
+                  1e-12 * (1 + std::abs(v)))
+          << p << " " << y;
+      EXPECT_NEAR(g, 1 - y / eps + curvature * p, 1e-9 * (1 + std::abs(g))) << p << " " << y;
+      if (y > 0) {
+        EXPECT_LT(g, 0) << "pushes p up at " << p;
+      }
+    }
+    // continuous at 0 in value and slope
+    const auto [v0, g0] = value_and_slope(0.0, y);
+    const auto [vm, gm] = value_and_slope(-1e-9, y);
+    EXPECT_NEAR(v0, vm, 1e-6);
+    EXPECT_NEAR(g0, gm, 1e-6 * (1 + std::abs(g0)));
+  }
+  // y = 0: the minimum near -eps, never below -eps / 2
+  EXPECT_GT(value_and_slope(-1e3, 0.0).first, 0);
+  EXPECT_NEAR(value_and_slope(-eps, 0.0).first, -eps / 2, 1e-12);
 }
 
 // TV's smoothing is > 0 and named exactly in its signature (6 decimals made
