@@ -489,7 +489,8 @@ def diagnose(instance, config=None, seed=None, method=None, *, solve=False, at=N
     parameters at the same point, its ``hessian`` largest and smallest
     eigenvalues by ``hessian_iter`` Lanczos steps (default max(30, hessian))
     and their ``condition``
-    (inf where not positive definite, as hessian_spectrum's; null in the
+    (inf where not positive definite or the smallest is within 1e-4 of the
+    largest, as hessian_spectrum's; null in the
     .json; ``nefi diagnose --hessian K``; with ``solve`` the method's own problem
     is trained in this process, on the config's run.device, the field back
     on the CPU after, so that its parameters are at hand).

@@ -134,5 +134,8 @@ def test_other_numbers_are_the_numbers_they_are():
     x = ME.SparseTensor(torch.ones(2, 1, dtype=torch.float64),
                         torch.tensor([[0, 0, 0], [0, 1, 0]], dtype=torch.int32))
     assert torch.equal((x + Fraction(1, 2)).F, x.F + 0.5)
+    from decimal import Decimal
+
+    assert torch.equal((x + Decimal("0.5")).F, x.F + 0.5)  # real, not complex
     ints = ME.SparseTensor(torch.ones(2, 1, dtype=torch.int64), x.C)
     assert (ints * np.int64(3)).F.dtype == torch.int64

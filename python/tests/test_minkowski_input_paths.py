@@ -125,6 +125,17 @@ def test_narrow_integer_inputs_are_widened():
         ss = ME.SparseTensor(colours.to(dtype), st.C.new_tensor([[0, 0, 0], [0, 0, 0], [0, 3, 1]]),
                              quantization_mode=QMode.UNWEIGHTED_SUM)  # uint8 255 + 7 wrapped
         assert ss.F.tolist() == [[262, 8, 12], [1, 1, 1]], dtype
+        # ... whether or not a voxel holds two rows (the dtype followed the data)
+        distinct = pts.new_tensor([[0, 0], [1, 0], [3, 1]])
+        for mode, want in ((QMode.UNWEIGHTED_AVERAGE, torch.float32),
+                           (QMode.UNWEIGHTED_SUM, torch.int32 if dtype in (torch.uint8, torch.int16)
+                            else dtype)):
+            assert ME.utils.sparse_quantize(distinct, colours.to(dtype),
+                                            quantization_mode=mode)[1].dtype == want, (dtype, mode)
+            one_each = ME.SparseTensor(colours.to(dtype),
+                                       torch.cat([torch.zeros(3, 1), distinct], 1).int(),
+                                       quantization_mode=mode)
+            assert one_each.F.dtype == want, (dtype, mode)
     assert ql.dtype == torch.int16 and ql.tolist() == [4, 9]
     for bad in (torch.ones(3, 2, dtype=torch.bool), torch.ones(3, 2, dtype=torch.cfloat)):
         with pytest.raises(ValueError, match="integer or real coordinates"):

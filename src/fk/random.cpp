@@ -141,9 +141,10 @@ Tensor normal_impl(const char* op, const Dims& shape, double mean, double std,
            "a finite mean and a finite std >= 0", fmt::format("mean {}, std {}", mean, std));
   // As uniform's bounds: a mean or std past the output dtype's range gave
   // inf draws (f32 draws their product with a unit normal: its range too).
-  const double largest = o.dtype == DType::F64   ? std::numeric_limits<double>::max()
-                         : o.dtype == DType::F16 ? 65504.0
-                                                 : std::numeric_limits<float>::max();
+  const double largest = o.dtype == DType::F64    ? std::numeric_limits<double>::max()
+                         : o.dtype == DType::F16  ? 65504.0
+                         : o.dtype == DType::BF16 ? 3.3895313892515355e38
+                                                  : std::numeric_limits<float>::max();
   FK_CHECK(std::abs(mean) <= largest && std <= largest, op,
            fmt::format("a mean and std within {}'s range", name(o.dtype)),
            fmt::format("mean {}, std {}", mean, std));

@@ -137,14 +137,7 @@ def sparse_quantize(coordinates, features=None, labels=None, ignore_label=-100,
         if f_in.requires_grad:  # the same rows and reduction, recorded by torch
             qf = _reduce_duplicates(f_in, unique.to(f_in.device), inverse.to(f_in.device),
                                     QMode(quantization_mode))
-        # A narrow integer sum stays int32 (uint8 200 + 200 wrapped to 144),
-        # a mean of integers float32 (int32 200 and 201 truncated to 200);
-        # the modes that pick a row give the features' own dtype.
-        mode = QMode(quantization_mode)
-        integral = not (f_in.is_floating_point() or f_in.is_complex())
-        if not ((f_in.dtype in _NARROW and mode == QMode.UNWEIGHTED_SUM) or
-                (integral and mode == QMode.UNWEIGHTED_AVERAGE)):
-            qf = qf.to(f_in.dtype)
+        qf = qf.to(reduced_dtype(f_in.dtype, QMode(quantization_mode)))
     if lab is not None and lab_in.dtype != lab.dtype and \
             torch.iinfo(lab_in.dtype).min <= ignore_label <= torch.iinfo(lab_in.dtype).max:
         ql = ql.to(lab_in.dtype)
@@ -222,6 +215,19 @@ def _per_axis(quantization_size):
     return np.ndim(quantization_size) > 0
 
 
+def reduced_dtype(dtype, mode):
+    """The dtype of features reduced per voxel by `mode`, whether or not any
+    voxel held two rows: a mean of integers is float32 (int32 200 and 201
+    truncated to 200), a sum of uint8/int8/int16 int32 (uint8 200 + 200
+    wrapped to 144); otherwise the features' own."""
+    integral = not (dtype.is_floating_point or dtype.is_complex)
+    if integral and mode == QMode.UNWEIGHTED_AVERAGE:
+        return torch.float32
+    if dtype in _NARROW and mode == QMode.UNWEIGHTED_SUM:
+        return torch.int32
+    return dtype
+
+
 def _reduce_duplicates(features, unique, inverse, mode):
     """The features of a map's rows from those of the input rows (torch ops,
     so torch differentiates them). unique: the first input row of each map
@@ -241,13 +247,9 @@ def _reduce_duplicates(features, unique, inverse, mode):
     wide = widened(features) if floating else features.to(torch.int64)
     total = wide.new_zeros(m, c).index_add(0, inverse, wide)
     if mode == QMode.UNWEIGHTED_SUM:
-        # as sparse_quantize's: a narrow integer sum is int32
-        return total.to(torch.int32 if features.dtype in _NARROW else features.dtype)
+        return total.to(reduced_dtype(features.dtype, mode))
     counts = torch.bincount(inverse, minlength=m).to(total.dtype)
-    mean = total / counts[:, None]
-    # A mean of integers is float32, as sparse_quantize's (200, 201 -> 200.5;
-    # it was truncated back to the features' dtype)
-    return mean.to(features.dtype if floating else torch.float32)
+    return (total / counts[:, None]).to(reduced_dtype(features.dtype, mode))
 
 
 def _reduce_onto(features, rows, m, mode):

@@ -7,7 +7,7 @@ import torch
 from .._core import minkowski as _mk
 from .functional import SplatFunction, run, widened
 from .map_rows import _aligned_features, _features_on, _rows_in_map
-from .quantization import _reduce_duplicates, _reduce_onto
+from .quantization import _reduce_duplicates, _reduce_onto, reduced_dtype
 from .coordinates import (
     SparseTensorQuantizationMode as QMode,
     default_manager,
@@ -63,9 +63,12 @@ class SparseTensor(_Tensor):
             unique, inverse = unique.to(features.device), inverse.to(features.device)
             # Without repeats the features are the caller's tensor itself, as
             # the reference's (x.F.grad of a leaf given is its gradient; an
-            # in-place op on either changes both).
+            # in-place op on either changes both), unless the mode's reduction
+            # has another dtype (integers' mean): that holds without repeats too.
             if unique.numel() != features.shape[0]:
                 features = _reduce_duplicates(features, unique, inverse, self.quantization_mode)
+            else:
+                features = features.to(reduced_dtype(features.dtype, self.quantization_mode))
             self.unique_index, self.inverse_mapping = unique, inverse
         elif coordinate_map_key is not None and coordinate_manager is not None:
             mgr, key = coordinate_manager, coordinate_map_key
@@ -143,9 +146,11 @@ class SparseTensor(_Tensor):
                                    if isinstance(other, TensorField) else ""))
             if isinstance(other, numbers.Number) and not isinstance(other, (int, float, complex)):
                 # a Fraction, Decimal or numpy scalar as the Python number it
-                # is (torch takes no Fraction or Decimal)
+                # is (torch takes no Fraction or Decimal; a Decimal is no
+                # numbers.Real, but a real number all the same)
                 other = int(other) if isinstance(other, numbers.Integral) else \
-                    float(other) if isinstance(other, numbers.Real) else complex(other)
+                    complex(other) if isinstance(other, numbers.Complex) and \
+                    not isinstance(other, numbers.Real) else float(other)
             return self._with(op(self._F, other))
         self._same_manager(other)
         theirs = _aligned_features(self, other)

@@ -19,9 +19,8 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-// The first top-level protocol key on which two protocols differ, a key only
-// one of them writes (max_total_steps, batch_device) included.
-// The protocol keys two protocols differ in, quoted: the options given
+// The top-level protocol keys two protocols differ in (a key only one of them
+// writes, max_total_steps or batch_device, included), quoted: the options given
 // first, then "fidelity", which follows from them (shards of other
 // --methods were named by it alone, as its key sorts first).
 std::string differences(const json& a, const json& b) {

@@ -30,14 +30,15 @@
 //                      field scaled to it; implies nonnegative when no head
 //                      term is given)
 //   symmetric(a, ...)  mirror-symmetric about the middle of each axis listed
-//                      (none listed: every axis)
+//                      (none listed: every axis of space, not one that
+//                      indexes the model's components)
 //   known_support      zero outside a support mask given beside the prior
 //                      (the head's low bound for a bounded field that
 //                      excludes 0); giving the mask implies the term
 //   scale(v)           the field's expected magnitude: the head spans v
 //                      instead of the best constant's magnitude
 //   periodic(a, ...)   the domain's length is a period along each axis
-//                      listed (none listed: every axis): the neural field's
+//                      listed (none listed: every axis of space): the neural field's
 //                      features are periodic there, tv and smooth wrap
 // and terms registered by name (custom_prior.h: register_prior), each a
 // penalty of strength s:

@@ -102,7 +102,7 @@ struct WaveFwiConfig {
         }
       }
     }
-    c.tv.eps = p.d("tv_eps");
+    c.tv.eps = tv_eps_key(p);
     c.tv_weight = weight_key(p, "tv");
     return c;
   }

@@ -405,17 +405,21 @@ struct PoissonNllLoss : Loss {
   // Each cell's term: p - y log(p + eps) for p >= 0, below 0 its quadratic
   // continuation (nefi/cuda/loss_cells.h: bounded below, where relu(p) in
   // the log let the term fall without bound).
-  fk::Tensor cells(const fk::Tensor& p, const fk::Tensor& y) const {
-    // p where >= 0, else 0: the log stays finite, and at p = 0 the slope is
-    // the log's 1 - y / eps (relu's backward gave 0 there).
+  fk::Tensor cells(const fk::Tensor& p_in, const fk::Tensor& y_in) const {
+    // In f64: the curvature (y + eps) / eps^2 passes f32's range for small
+    // eps. Each branch sees p only on its own side (else 0), so the log stays
+    // finite, the unselected branch's zero gradient meets finite factors (an
+    // inf curvature times 0 was NaN everywhere), and at p = 0 the slope is the
+    // log's 1 - y / eps (relu's backward gave 0 there).
+    const fk::Tensor p = p_in.to(fk::DType::F64), y = y_in.to(fk::DType::F64);
     const fk::Tensor zero = fk::scalar_like(p, 0.0), in_range = fk::ge(p, zero);
-    const fk::Tensor above =
-        fk::sub(p, fk::mul(y, fk::log(fk::add(fk::where(in_range, p, zero), eps))));
+    const fk::Tensor up = fk::where(in_range, p, zero), down = fk::where(in_range, zero, p);
+    const fk::Tensor above = fk::sub(up, fk::mul(y, fk::log(fk::add(up, eps))));
     const fk::Tensor curvature = fk::mul(fk::add(fk::relu(y), eps), 1 / (eps * eps));
-    const fk::Tensor below =
-        fk::add(fk::add(fk::mul(y, -std::log(eps)), fk::mul(fk::add(fk::mul(y, -1 / eps), 1.0), p)),
-                fk::mul(fk::mul(curvature, 0.5), fk::square(p)));
-    return fk::where(in_range, above, below);
+    const fk::Tensor below = fk::add(
+        fk::add(fk::mul(y, -std::log(eps)), fk::mul(fk::add(fk::mul(y, -1 / eps), 1.0), down)),
+        fk::mul(fk::mul(curvature, 0.5), fk::square(down)));
+    return fk::where(in_range, above, below).to(p_in.dtype());
   }
 };
 
@@ -544,6 +548,9 @@ LossPtr huber_loss(double d, std::string n) {
   return std::make_shared<HuberLoss>(std::move(n), d);
 }
 LossPtr poisson_nll_loss(double e, std::string n) {
+  // > 0, and at least 1e-150, so that the curvature 1 / eps^2 is finite
+  FK_CHECK(std::isfinite(e) && e >= 1e-150, "nefi::poisson_nll_loss", "an eps in [1e-150, inf)",
+           fk::to_text(e));
   return std::make_shared<PoissonNllLoss>(std::move(n), e);
 }
 

@@ -75,9 +75,11 @@ fk::Tensor huber_before(const fk::Tensor& pred, const nefi::Measurement& m, doub
   return wmean_before(h, mask_in(m, pred.dtype()));
 }
 
+// The cells in f64 (the continuation below 0 needs its range), positive
+// predictions here, rounded once to the prediction's dtype.
 fk::Tensor poisson_before(const fk::Tensor& pred, const nefi::Measurement& m, double eps) {
-  const fk::Tensor y = m.data.to(pred.dtype());
-  fk::Tensor nll = fk::sub(pred, fk::mul(y, fk::log(fk::add(fk::relu(pred), eps))));
+  const fk::Tensor p = pred.to(fk::DType::F64), y = m.data.to(pred.dtype()).to(fk::DType::F64);
+  fk::Tensor nll = fk::sub(p, fk::mul(y, fk::log(fk::add(p, eps)))).to(pred.dtype());
   return wmean_before(nll, mask_in(m, pred.dtype()));
 }
 

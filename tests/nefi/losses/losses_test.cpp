@@ -199,6 +199,25 @@ TEST(NefiLosses, PoissonNllBelowZeroIsItsExpansion) {
   // y = 0: the minimum near -eps, never below -eps / 2
   EXPECT_GT(value_and_slope(-1e3, 0.0).first, 0);
   EXPECT_NEAR(value_and_slope(-eps, 0.0).first, -eps / 2, 1e-12);
+  // An f32 prediction with a tiny eps (1 / eps^2 past f32): finite slopes
+  // on both sides (an inf curvature times the unselected branch's 0 was NaN).
+  for (const auto& [p, want] : {std::pair{1.0, 1.0 - 2.0 / (1.0 + 1e-20)}, {-1e-25, 0.0}}) {
+    const fk::Tensor x =
+        fk::from_vector(std::vector<float>{static_cast<float>(p)}).set_requires_grad(true);
+    nefi::FieldMap f{{"x", x}};
+    nefi::Measurement m;
+    m.data = fk::from_vector(std::vector<double>{2.0});
+    nefi::Domain d(fk::Dims{1}, {1.0});
+    nefi::LossContext c{&f, x, &m, &d, nullptr, 0, 0, 1.0};
+    nefi::poisson_nll_loss(1e-20)->forward(c).backward();
+    const double g = x.grad().item();
+    EXPECT_TRUE(std::isfinite(g)) << p;
+    if (p > 0) {
+      EXPECT_NEAR(g, want, 1e-6);
+    }
+  }
+  EXPECT_THROW(nefi::poisson_nll_loss(0.0), fk::Error);
+  EXPECT_THROW(nefi::poisson_nll_loss(1e-200), fk::Error);
 }
 
 // TV's smoothing is > 0 and named exactly in its signature (6 decimals made

@@ -134,8 +134,11 @@ Tensor var_forward(const Tensor& t, const Dims& dims, int64_t correction, bool k
   // shift by their own mean.
   const bool centred = r.C > 1 || is_complex(t.dtype());
   if (centred) {
+    // The mean of values scaled first (mean() sums first: 1.5e308s overflowed);
+    // K need only lie near the mean, s1 corrects the rest.
     const Tensor x = t.detach();
-    r = prepare(sub(x, mean(x, dims, true)), dims, keepdim, "var");
+    const double n = static_cast<double>(plan_reduce(t, dims, keepdim, "var").inner);
+    r = prepare(sub(x, sum(mul(x, 1 / std::max(n, 1.0)), dims, true)), dims, keepdim, "var");
   }
   Tensor out = r.alloc(real_type(t.dtype()));
   cpu::visit_inexact(t.dtype(), "var", [&](auto tag) {
