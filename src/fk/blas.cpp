@@ -101,8 +101,14 @@ void gemm(DType dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double
   }
   // Fixed row blocks, whatever the thread count: each block is always the same
   // single-threaded call, so the result does not depend on how many threads run.
+  // At one fk thread parallel_for runs the blocks inline, outside any region,
+  // where OpenBLAS would size a team from the caller's OpenMP setting (a
+  // std::thread's is the environment's): pinned to one for the call, as above.
   size_t es = itemsize(dtype);
   int64_t blocks = (m + kMinRowsPerThread - 1) / kMinRowsPerThread;
+  const int prev = omp_get_max_threads();
+  const bool pin = !omp_in_parallel() && prev != 1;
+  if (pin) omp_set_num_threads(1);
   parallel_for(0, blocks, 1, [&](int64_t lo, int64_t hi) {
     for (int64_t blk = lo; blk < hi; ++blk) {
       int64_t r0 = blk * kMinRowsPerThread, r1 = std::min(m, r0 + kMinRowsPerThread);
@@ -110,6 +116,7 @@ void gemm(DType dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k, double
                   lda, b, ldb, beta, static_cast<char*>(c) + r0 * ldc * es, ldc);
     }
   });
+  if (pin) omp_set_num_threads(prev);
 }
 
 void gemm_on(Device device, DType dtype, bool ta, bool tb, int64_t m, int64_t n, int64_t k,

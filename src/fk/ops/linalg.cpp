@@ -327,6 +327,13 @@ Tensor linear_forward(const Tensor& x, const Tensor& weight, const Tensor& bias)
   // the other device)
   check_devices("linear_forward", x, weight);
   if (bias.defined()) check_devices("linear_forward", x, bias);
+  // ... and one dtype and fitting shapes (an f32 weight under f64 x was read
+  // past its end)
+  FK_CHECK(weight.dtype() == x.dtype() && weight.dim() == 2 && x.dim() >= 1 &&
+               x.shape()[x.dim() - 1] == weight.shape()[1],
+           "linear_forward", "x (..., in) and a weight (out, in) of x's dtype",
+           x.shape().str() + " " + name(x.dtype()) + " and " + weight.shape().str() + " " +
+               name(weight.dtype()));
   const DType dt = x.dtype();
   const int64_t out_f = weight.shape()[0], in_f = weight.shape()[1];
   Dims lead(x.shape().data(), x.dim() - 1);

@@ -3,6 +3,10 @@
 #include <cmath>
 #include <complex>
 #include <optional>
+#include <thread>
+#include <vector>
+
+#include <omp.h>
 
 #include "../test_util.h"
 #include "backward_check.h"
@@ -187,6 +191,23 @@ TEST(Matmul, RepeatableForAThreadCountAndCloseAcrossThem) {
   }
 }
 
+// A skinny product on a thread that never set fk's count (its OpenMP setting
+// is the environment's) gives the calling thread's bits: the row blocks run
+// inline there and OpenBLAS sized a team from that setting.
+TEST(Matmul, SkinnyProductsGiveOneResultOnEveryThread) {
+  Tensor a = test::random_tensor({6000, 200}, DType::F64, -1, 1, 31);
+  Tensor w = test::random_tensor({200, 250}, DType::F64, -1, 1, 32);
+  const test::ThreadCount threads(1);
+  const std::vector<double> here = matmul(a, w).to_vector<double>();
+  std::vector<double> there;
+  std::thread t([&] {
+    omp_set_num_threads(4);  // what an environment of OMP_NUM_THREADS=4 gives a new thread
+    there = matmul(a, w).to_vector<double>();
+  });
+  t.join();
+  EXPECT_EQ(here, there);
+}
+
 TEST(Matmul, ComplexAndPromotion) {
   Tensor a = test::random_complex({3, 4}, 21);
   Tensor b = test::random_complex({4, 2}, 23);
@@ -352,6 +373,10 @@ TEST(Linear, Errors) {
         << e.what();
   }
   EXPECT_THROW(linear(ones({2, 4}, {DType::I64}), ones({5, 4}, {DType::I64})), Error);
+  // The pure forward checks its operands too (an f32 weight under f64 x was
+  // read past its end; a shape mismatch gave numbers).
+  EXPECT_THROW(linear_forward(ones({2, 4}, {DType::F64}), ones({3, 4}), {}), Error);
+  EXPECT_THROW(linear_forward(ones({2, 4}), ones({3, 5}), {}), Error);
   try {
     linear(scalar_tensor(1.0), ones({4, 1}));
     FAIL();
