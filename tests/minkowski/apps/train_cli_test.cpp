@@ -182,39 +182,23 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
     ASSERT_EQ(r.status, 0) << c << ": " << r.err;
     EXPECT_NE(r.err.find("--voxel 0.5, the net was trained at 1"), std::string::npos) << r.err;
   }
-  // A resume at another voxel size is refused, naming the run's.
-  r = fieldkit_test::run_cli(bin,
-                             "train --epochs 2 --steps-per-epoch 1 --batch 1 --voxel 0.5 "
-                             "--threads 1 --resume --classes 3 --data " +
-                                 (dir / "points").string() + " --out " + (dir / "run2").string(),
-                             dir);
-  EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("expected --voxel 1 (the run being resumed), got --voxel 0.5"),
-            std::string::npos)
-      << r.err;
-  // A resume under another optimizer is refused naming both (its state once
-  // read as another architecture's).
-  r = fieldkit_test::run_cli(
-      bin,
-      "train --epochs 2 --steps-per-epoch 1 --batch 1 --voxel 1 "
-      "--variant 14A --optimizer sgd --threads 1 --resume --classes 3 --data " +
-          (dir / "points").string() + " --out " + (dir / "run2").string(),
-      dir);
-  EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("expected --optimizer adam (the run being resumed), got --optimizer sgd"),
-            std::string::npos)
-      << r.err;
-  // ... and under another seed (its data and dropout stream went on as a
-  // hybrid of the two runs).
-  r = fieldkit_test::run_cli(bin,
-                             "train --epochs 2 --steps-per-epoch 1 --batch 1 --voxel 1 "
-                             "--variant 14A --seed 7 --threads 1 --resume --classes 3 --data " +
-                                 (dir / "points").string() + " --out " + (dir / "run2").string(),
-                             dir);
-  EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("expected --seed 0 (the run being resumed), got --seed 7"),
-            std::string::npos)
-      << r.err;
+  // A resume under another voxel size, optimizer (its state once read as
+  // another architecture's) or seed (its data and dropout stream went on as
+  // a hybrid of two runs) is refused, naming the run's.
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--voxel 0.5", "expected --voxel 1 (the run being resumed), got --voxel 0.5"},
+           {"--voxel 1 --variant 14A --optimizer sgd",
+            "expected --optimizer adam (the run being resumed), got --optimizer sgd"},
+           {"--voxel 1 --variant 14A --seed 7",
+            "expected --seed 0 (the run being resumed), got --seed 7"}}) {
+    r = fieldkit_test::run_cli(bin,
+                               "train --epochs 2 --steps-per-epoch 1 --batch 1 " + args +
+                                   " --threads 1 --resume --classes 3 --data " +
+                                   (dir / "points").string() + " --out " + (dir / "run2").string(),
+                               dir);
+    EXPECT_EQ(r.status, 1) << args;
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
   // A resume of a run that is not there says so and makes no folder for it.
   r = fieldkit_test::run_cli(bin, "train --resume --out " + (dir / "no_run").string(), dir);
   EXPECT_EQ(r.status, 1);
