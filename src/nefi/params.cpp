@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <sstream>
 
 #include <yaml-cpp/yaml.h>
@@ -28,6 +29,25 @@ std::string Params::keys() const {
   return out;
 }
 
+namespace {
+
+// No key means anything by NaN or an infinity (a threshold of NaN scored a
+// perfect IoU, an infinite pixel size hung the solve), and counts are int in
+// the instances' configs (2^32 + 1 iterations ran as 1): a value past them is
+// refused by the key's name. Seeds keep int64's range.
+void check_range(const std::string& key, const ParamValue& v) {
+  const std::string where = "config key '" + key + "'";
+  if (const auto* d = std::get_if<double>(&v))
+    FK_CHECK(std::isfinite(*d), where, "a finite number", Params::render(v));
+  if (const auto* l = std::get_if<std::vector<double>>(&v))
+    for (double x : *l) FK_CHECK(std::isfinite(x), where, "finite numbers", Params::render(v));
+  if (const auto* i = std::get_if<int64_t>(&v); i && !key.ends_with("seed"))
+    FK_CHECK(*i >= std::numeric_limits<int32_t>::min() && *i <= std::numeric_limits<int32_t>::max(),
+             where, "a whole number within +-(2^31 - 1)", Params::render(v));
+}
+
+}  // namespace
+
 const Params::Entry& Params::get(const std::string& key) const {
   for (const auto& e : entries_)
     if (e.key == key) return e;
@@ -45,6 +65,7 @@ void Params::set_value(const std::string& key, ParamValue value) {
     value = static_cast<double>(std::get<int64_t>(value));
   FK_CHECK(e.value.index() == value.index(), "config key '" + key + "'",
            "a value like " + render(e.value), render(value));
+  check_range(key, value);
   e.value = std::move(value);
 }
 
@@ -79,6 +100,7 @@ void Params::set(const std::string& key, const std::string& text) {
   } catch (const YAML::Exception&) {
     throw fk::Error(where, "a value like " + render(e.value), "'" + text + "'");
   }
+  check_range(key, e.value);
 }
 
 bool Params::b(const std::string& key) const {

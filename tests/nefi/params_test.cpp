@@ -85,6 +85,24 @@ TEST(NefiParams, ErrorsNameTheKey) {
     EXPECT_NE(m.find(std::string("'") + key + "'"), std::string::npos) << m;
     EXPECT_EQ(m.find('\n'), std::string::npos) << m;
   }
+  // NaN and the infinities mean nothing to a key (a NaN threshold scored a
+  // perfect IoU, an infinite pixel hung the solve); counts are 32-bit
+  // (2^32 + 1 iterations ran as 1); a seed keeps int64's range.
+  p.declare("init_seed", int64_t{0}, "a seed");
+  for (const auto& [key, text] : {std::pair{"sigma", ".nan"},
+                                  {"sigma", ".inf"},
+                                  {"sigma", "-.inf"},
+                                  {"grid", "[1, .nan]"},
+                                  {"n", "4294967297"},
+                                  {"n", "-3000000000"}}) {
+    const std::string m = error_of([&] { p.set(key, text); });
+    EXPECT_NE(m.find(std::string("config key '") + key + "'"), std::string::npos) << m;
+  }
+  EXPECT_THROW(p.set_value("sigma", std::numeric_limits<double>::quiet_NaN()), fk::Error);
+  p.set("init_seed", "9007199254740993");
+  EXPECT_EQ(p.i("init_seed"), 9007199254740993);
+  p.set("sigma", "1e300");  // finite: the key's own check judges it
+  EXPECT_EQ(p.d("sigma"), 1e300);
   const std::string typed = error_of([&] { p.set_value("n", std::string("x")); });
   EXPECT_NE(typed.find("'n'"), std::string::npos) << typed;
   EXPECT_THROW(p.declare("n", int64_t{1}, "twice"), fk::Error);

@@ -113,6 +113,14 @@ struct Dot3dConfig {
     FK_CHECK(absorber > c.mua_background && absorber < c.mua_max,
              "config key 'refine_absorber_mua'", "a value between mua_background and mua_max",
              Params::render(absorber));
+    // Its phases are known, background and absorber: 0 (auto) is those two,
+    // another count is refused by the key (the refinement refused the two
+    // start levels, naming its own option).
+    FK_CHECK(c.refine_options.levels == 0 || c.refine_options.levels == 2,
+             "config key 'refine_levels'",
+             "0 or 2 (dot3d refines to its two phases: background and absorber)",
+             fk::to_text(c.refine_options.levels));
+    c.refine_options.levels = 2;
     c.refine_options.start_levels = {c.mua_background, absorber};
     return c;
   }

@@ -3,7 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "fk/error.h"
 #include "nefi/instances/instance.h"
@@ -290,7 +294,14 @@ void read_field_and_optimisation(const Params& p, TomographyConfig& c) {
   for (double s : k.stage_steps)
     FK_CHECK(s >= 1 && s <= kMaxSteps && s == std::floor(s), "config key 'stage_steps'",
              "positive integers", Params::render(k.stage_steps));
+  // (one stage ran `steps` and dropped a list of other counts without a word)
+  FK_CHECK(k.stage_steps.empty() || static_cast<int64_t>(k.stage_steps.size()) == k.n_stages,
+           "config key 'stage_steps'",
+           "[] or one entry per stage (n_stages " + fk::to_text(k.n_stages) + ")",
+           Params::render(k.stage_steps));
   k.stage_lr_decay = p.d("stage_lr_decay");
+  FK_CHECK(k.stage_lr_decay > 0, "config key 'stage_lr_decay'", "a factor > 0",
+           Params::render(k.stage_lr_decay));
   k.lr_schedule = p.choice("lr_schedule", {"step", "cosine", "warmup_cosine", "constant"});
   k.lr_warmup = step_count(p, "lr_warmup", 0);
   k.lr_min_ratio = p.d("lr_min_ratio");
@@ -358,18 +369,26 @@ void read_evaluation_and_baselines(const Params& p, TomographyConfig& c) {
   VolumeMetricOptions& m = c.metrics;
   m.alpha_min = c.alpha_min;
   m.alpha_max = c.alpha_max;
-  m.iou_tau = p.d("iou_tau");
-  m.edge_threshold = p.d("edge_threshold");
-  m.edge_dilate = static_cast<int>(p.i("edge_dilate"));
-  m.projection_k = p.d("projection_k");
+  // The metrics' own thresholds (unchecked, a NaN scored a perfect iou and
+  // edge_f1 and -1 passed for a count).
+  auto in = [&](const char* key, double lo, bool lo_open, double hi) {
+    const double v = p.d(key);
+    FK_CHECK((lo_open ? v > lo : v >= lo) && v <= hi, std::string("config key '") + key + "'",
+             fmt::format("a value in {}{}, {}]", lo_open ? "(" : "[", lo, hi), Params::render(v));
+    return v;
+  };
+  m.iou_tau = in("iou_tau", 0, true, std::numeric_limits<double>::max());
+  m.edge_threshold = in("edge_threshold", 0, true, 1);
+  m.edge_dilate = static_cast<int>(in("edge_dilate", 0, false, 64));
+  m.projection_k = in("projection_k", 0, true, std::numeric_limits<double>::max());
   m.thickness = thickness;
-  c.tsr.window = p.d("tsr_window");
+  c.tsr.window = in("tsr_window", 0, true, std::numeric_limits<double>::max());
   c.tsr.thickness = thickness;
   c.tsr.k = m.projection_k;
   const auto& ab = c.scene.alpha_base_range;
   c.ppt.alpha = 0.5 * (ab[0] + ab[1]);
-  c.ppt.c1 = p.d("ppt_c1");
-  c.ppt.min_contrast = p.d("ppt_min_contrast");
+  c.ppt.c1 = in("ppt_c1", 0, true, std::numeric_limits<double>::max());
+  c.ppt.min_contrast = in("ppt_min_contrast", 0, false, std::numeric_limits<double>::max());
   c.ppt.k = m.projection_k;
   c.ppt.thickness = thickness;
   const HeatConfig& h = c.heat;
