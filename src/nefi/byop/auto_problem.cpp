@@ -272,30 +272,7 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
         FK_CHECK(a < shape.size(), where,
                  std::string(term) + " axes of the " + fk::to_text(shape.size()) + "-D field",
                  "axis " + fk::to_text(a));
-    // Axes that index the model's components (a velocity's vx, vy) are no
-    // space: a mirror, a period or a trend across them mixed the components
-    // (plain symmetric averaged vx with vy). Unlisted, symmetric and periodic
-    // take the space axes; listed, a component axis is refused.
-    const std::vector<int> comp = op->component_axes();
-    auto is_component = [&](int a) { return std::find(comp.begin(), comp.end(), a) != comp.end(); };
-    for (std::vector<int>* axes : {&pr.symmetric, &pr.periodic})
-      if (!comp.empty() && *axes == std::vector<int>{-1}) {
-        axes->clear();
-        for (int a = 0; a < static_cast<int>(shape.size()); ++a)
-          if (!is_component(a)) axes->push_back(a);
-      }
-    for (const auto& [term, axes] :
-         {std::pair{"symmetric", &pr.symmetric}, {"periodic", &pr.periodic}})
-      for (int a : resolved_axes(*axes, static_cast<int>(shape.size())))
-        FK_CHECK(!is_component(a), where,
-                 std::string(term) + " axes of space (" + op->kind() +
-                     "'s field indexes its components along axis " + fk::to_text(a) + ")",
-                 "axis " + fk::to_text(a));
-    for (const PriorPenalty& pen : pr.penalties)
-      FK_CHECK(pen.kind != "monotone" || !is_component(pen.axis), where,
-               "a monotone axis of space (" + op->kind() +
-                   "'s field indexes its components along axis " + fk::to_text(pen.axis) + ")",
-               "axis " + fk::to_text(pen.axis));
+    keep_to_space_axes(pr, op->component_axes(), static_cast<int>(shape.size()), op->kind(), where);
     if (k.support[i].defined())
       for (int a : resolved_axes(pr.symmetric, static_cast<int>(shape.size())))
         FK_CHECK(k.support[i].to_vector<double>() ==

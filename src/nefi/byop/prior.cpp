@@ -274,4 +274,31 @@ std::string PriorSpec::str() const {
   return o.str();
 }
 
+// Axes that index a model's components are no space: a mirror, a period or
+// a trend across them mixed the components (plain symmetric averaged vx
+// with vy).
+void keep_to_space_axes(PriorSpec& prior, const std::vector<int>& components, int ndim,
+                        const std::string& model, const std::string& where) {
+  if (components.empty()) return;
+  auto is_component = [&](int a) {
+    return std::find(components.begin(), components.end(), a) != components.end();
+  };
+  for (std::vector<int>* axes : {&prior.symmetric, &prior.periodic})
+    if (*axes == std::vector<int>{-1}) {  // unlisted: every axis of space
+      axes->clear();
+      for (int a = 0; a < ndim; ++a)
+        if (!is_component(a)) axes->push_back(a);
+    }
+  auto refuse = [&](int a, const std::string& what) {
+    FK_CHECK(!is_component(a), where,
+             what + " of space (" + model + "'s field indexes its components along axis " +
+                 fk::to_text(a) + ")",
+             "axis " + fk::to_text(a));
+  };
+  for (int a : prior.symmetric) refuse(a, "symmetric axes");
+  for (int a : prior.periodic) refuse(a, "periodic axes");
+  for (const PriorPenalty& pen : prior.penalties)
+    if (pen.kind == "monotone") refuse(pen.axis, "a monotone axis");
+}
+
 }  // namespace nefi

@@ -85,4 +85,11 @@ PriorSpec parse_prior(const std::string& text);
 // Whether `name` is one of the terms above (a registered term may not take it).
 bool is_builtin_prior_term(const std::string& name);
 
+// `prior` on an ndim-D field whose axes `components` index a model's
+// components (a velocity's vx, vy; `model` names it): unlisted symmetric and
+// periodic axes become the space axes; a listed component axis, or one a
+// monotone term runs along, is an fk::Error naming `where`.
+void keep_to_space_axes(PriorSpec& prior, const std::vector<int>& components, int ndim,
+                        const std::string& model, const std::string& where);
+
 }  // namespace nefi
