@@ -212,10 +212,18 @@ NeuralFieldConfig neural_field_config_from(const Params& p) {
            fk::to_text(octaves));
   fc.hidden = static_cast<int>(hidden);
   fc.depth = static_cast<int>(depth);
-  fc.skip_at = static_cast<int>(std::clamp<int64_t>(p.i("skip_at"), -1, depth));
+  // 0 (none) or a layer of the network (a value past it was clamped to one
+  // without a word)
+  const int64_t skip = p.i("skip_at");
+  FK_CHECK(skip >= 0 && skip <= depth, "config key 'skip_at'",
+           "0 (none) or a layer in [1, depth " + fk::to_text(depth) + "]", fk::to_text(skip));
+  fc.skip_at = static_cast<int>(skip);
   fc.activation = p.choice("activation", {"tanh", "relu", "gelu", "silu", "softplus", "sine"});
   fc.n_octaves = static_cast<int>(octaves);
   fc.out_init_scale = p.d("out_init_scale");
+  // (a scale <= 0 was refused by the weights' uniform draw, by its name)
+  FK_CHECK(fc.out_init_scale > 0, "config key 'out_init_scale'", "a weight scale > 0",
+           Params::render(fc.out_init_scale));
   if (p.has("autocast")) fc.autocast = autocast_from(p);
   if (p.has("include_input")) fc.include_input = p.b("include_input");
   return fc;
@@ -244,8 +252,13 @@ Curriculum curriculum_from(const Params& p, const fk::Dims& shape, const std::st
   const int64_t factor = p.i("coarse_factor");
   FK_CHECK(factor >= 2 && factor <= 16, "config key 'coarse_factor'", "an integer in [2, 16]",
            fk::to_text(factor));
-  Curriculum c =
-      Curriculum::multiscale(shape, steps, lr, p.d("lr_decay"), p.i("min_coarse"), factor);
+  // (checked here, by key: the stages refused a decay's lr, the domain a coarse grid of 0)
+  const double decay = p.d("lr_decay");
+  FK_CHECK(decay > 0, "config key 'lr_decay'", "a factor > 0", Params::render(decay));
+  const int64_t min_coarse = p.i("min_coarse");
+  FK_CHECK(min_coarse >= 1, "config key 'min_coarse'", "a cell count >= 1",
+           fk::to_text(min_coarse));
+  Curriculum c = Curriculum::multiscale(shape, steps, lr, decay, min_coarse, factor);
   const bool reset = p.b("anneal_reset");
   for (Stage& s : c.stages) {
     s.anneal_fraction = anneal;
