@@ -212,12 +212,12 @@ NeuralFieldConfig neural_field_config_from(const Params& p) {
            fk::to_text(octaves));
   fc.hidden = static_cast<int>(hidden);
   fc.depth = static_cast<int>(depth);
-  // 0 (none) or a layer of the network (a value past it was clamped to one
-  // without a word)
+  // A layer, or none: 0 or from depth on (a preset's default outlives a
+  // shallower --set depth); a negative value was taken as none without a word.
   const int64_t skip = p.i("skip_at");
-  FK_CHECK(skip >= 0 && skip <= depth, "config key 'skip_at'",
-           "0 (none) or a layer in [1, depth " + fk::to_text(depth) + "]", fk::to_text(skip));
-  fc.skip_at = static_cast<int>(skip);
+  FK_CHECK(skip >= 0, "config key 'skip_at'", "0 or a layer >= 1 (0 or >= depth: none)",
+           fk::to_text(skip));
+  fc.skip_at = static_cast<int>(std::min(skip, depth));
   fc.activation = p.choice("activation", {"tanh", "relu", "gelu", "silu", "softplus", "sine"});
   fc.n_octaves = static_cast<int>(octaves);
   fc.out_init_scale = p.d("out_init_scale");
