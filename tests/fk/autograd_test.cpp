@@ -1,7 +1,9 @@
 #include "fk/autograd.h"
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -228,18 +230,40 @@ TEST(Autograd, PassesOnSeveralThreadsShareALeaf) {
   test::expect_close(p.grad(), {4 * kRuns, 8 * kRuns, 12 * kRuns, 16 * kRuns}, 0.0);
 }
 
+// sum(x^2) whose backward takes a while (a solve's, say), so that passes on
+// several threads meet inside it: d/dx = 2 x g.
+struct SlowSumOfSquares : autograd::Node {
+  autograd::SavedTensor x;
+  std::vector<Tensor> apply(std::vector<Tensor>&& g) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    return {mul(mul(x.unpack(name()), 2.0), g[0])};
+  }
+  const char* name() const override { return "SlowSumOfSquares"; }
+  void for_each_saved(const std::function<void(autograd::SavedTensor&)>& fn) override { fn(x); }
+};
+
 // Threads running backward through one graph take turns at each node: with
 // retain_graph every pass adds its gradients; without it exactly one pass
-// runs and the others are told the graph was freed (they read freed saved
-// tensors before).
+// runs and the others are told the graph was freed (they ran the node at once
+// and read its saved tensors as they were freed).
 TEST(Autograd, PassesOnSeveralThreadsThroughOneGraph) {
+  constexpr int kThreads = 4;
   for (bool retain : {true, false}) {
-    Tensor p = from_vector(std::vector<double>{1, 2, 3}).set_requires_grad(true);
+    const Tensor p = from_vector(std::vector<double>{1, 2, 3}).set_requires_grad(true);
     Tensor y = p;
-    for (int i = 0; i < 200; ++i) y = mul(y, exp(mul(p, 0.0)));  // saves p and its exp
-    Tensor loss = sum(mul(y, y));
-    std::atomic<int> ran{0}, refused{0};
+    for (int i = 0; i < 50; ++i) y = mul(y, exp(mul(p, 0.0)));  // saves p and its exp
+    Tensor loss;
+    {
+      autograd::NoGradGuard no_grad;
+      loss = sum(mul(y, y));
+    }
+    auto node = std::make_shared<SlowSumOfSquares>();
+    node->x = y;
+    autograd::record(node, {y}, loss);
+    std::atomic<int> ready{0}, ran{0}, refused{0};
     auto work = [&] {
+      ++ready;  // all start together, so the passes meet in the slow node
+      while (ready.load() < kThreads) std::this_thread::yield();
       try {
         loss.backward(Tensor(), retain);
         ++ran;
@@ -249,10 +273,10 @@ TEST(Autograd, PassesOnSeveralThreadsThroughOneGraph) {
       }
     };
     std::vector<std::thread> threads;
-    for (int t = 0; t < 4; ++t) threads.emplace_back(work);
+    for (int t = 0; t < kThreads; ++t) threads.emplace_back(work);
     for (auto& t : threads) t.join();
-    EXPECT_EQ(ran.load(), retain ? 4 : 1);
-    EXPECT_EQ(refused.load(), retain ? 0 : 3);
+    EXPECT_EQ(ran.load(), retain ? kThreads : 1);
+    EXPECT_EQ(refused.load(), retain ? 0 : kThreads - 1);
     const double runs = ran.load();
     test::expect_close(p.grad(), {2 * runs, 4 * runs, 6 * runs}, 1e-12);
   }
