@@ -434,12 +434,10 @@ AutoProblem auto_problem(OperatorPtr op, const fk::Dims& shape, Measurement m,
 
   // Losses: the data term starts at 1.
   const double l0 = fit.misfit;
-  // The estimate assumes a smooth signal sampled on a grid; data that are
-  // not (random projections, shuffled samples) look like noise to it. An
-  // estimate that would call a quarter or more of the data's spread about
-  // the best constant noise is refused rather than used. Data of a weak
-  // signal under its noise (a low-contrast object) look the same from the
-  // data alone, so the message names both.
+  // The estimate assumes a smooth signal on a grid: one calling a quarter or
+  // more of the spread about the best constant noise is refused. Data that
+  // are not smooth (random projections) and a weak signal under its noise
+  // look alike from the data alone, so the message names both.
   FK_CHECK(!ap.noise_estimated || ap.noise_std * ap.noise_std <= 0.25 * l0, "noise",
            "for the automatic estimate, data whose spread about the best constant field is "
            "mostly signal, smooth on the scale of a few cells (else pass noise= with the sigma, "

@@ -371,24 +371,27 @@ void read_evaluation_and_baselines(const Params& p, TomographyConfig& c) {
   m.alpha_max = c.alpha_max;
   // The metrics' own thresholds (unchecked, a NaN scored a perfect iou and
   // edge_f1 and -1 passed for a count).
+  const double inf = std::numeric_limits<double>::infinity();
   auto in = [&](const char* key, double lo, bool lo_open, double hi) {
     const double v = p.d(key);
-    FK_CHECK((lo_open ? v > lo : v >= lo) && v <= hi, std::string("config key '") + key + "'",
-             fmt::format("a value in {}{}, {}]", lo_open ? "(" : "[", lo, hi), Params::render(v));
+    FK_CHECK(
+        (lo_open ? v > lo : v >= lo) && v <= hi, std::string("config key '") + key + "'",
+        fmt::format("a value in {}{}, {}{}", lo_open ? "(" : "[", lo, hi, hi == inf ? ")" : "]"),
+        Params::render(v));
     return v;
   };
-  m.iou_tau = in("iou_tau", 0, true, std::numeric_limits<double>::max());
+  m.iou_tau = in("iou_tau", 0, true, inf);
   m.edge_threshold = in("edge_threshold", 0, true, 1);
   m.edge_dilate = static_cast<int>(in("edge_dilate", 0, false, 64));
-  m.projection_k = in("projection_k", 0, true, std::numeric_limits<double>::max());
+  m.projection_k = in("projection_k", 0, true, inf);
   m.thickness = thickness;
-  c.tsr.window = in("tsr_window", 0, true, std::numeric_limits<double>::max());
+  c.tsr.window = in("tsr_window", 0, true, inf);
   c.tsr.thickness = thickness;
   c.tsr.k = m.projection_k;
   const auto& ab = c.scene.alpha_base_range;
   c.ppt.alpha = 0.5 * (ab[0] + ab[1]);
-  c.ppt.c1 = in("ppt_c1", 0, true, std::numeric_limits<double>::max());
-  c.ppt.min_contrast = in("ppt_min_contrast", 0, false, std::numeric_limits<double>::max());
+  c.ppt.c1 = in("ppt_c1", 0, true, inf);
+  c.ppt.min_contrast = in("ppt_min_contrast", 0, false, inf);
   c.ppt.k = m.projection_k;
   c.ppt.thickness = thickness;
   const HeatConfig& h = c.heat;
