@@ -1,13 +1,13 @@
 #pragma once
 // Files for nefi's tests: the repo's sources and configs, a per-process scratch
-// directory (test processes run in parallel under ctest) and whole-file reads.
-#include <gtest/gtest.h>
-#include <unistd.h>
+// directory (scratch_dir.h) and whole-file reads.
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+
+#include "scratch_dir.h"
 
 namespace nefi::test {
 
@@ -18,19 +18,9 @@ inline std::string config_path(const std::string& name) {
   return source_dir() + "/configs/" + name;
 }
 
-// The directory is removed when the test process exits, so runs leave nothing behind in /tmp.
+// The test process's scratch directory (removed when the process exits).
 inline std::filesystem::path scratch() {
-  struct Dir {
-    std::filesystem::path path;
-    ~Dir() {
-      std::error_code ignored;
-      std::filesystem::remove_all(path, ignored);
-    }
-  };
-  static const Dir dir{std::filesystem::path(testing::TempDir()) /
-                       ("nefi_tests_" + std::to_string(static_cast<long>(getpid())))};
-  std::filesystem::create_directories(dir.path);
-  return dir.path;
+  return fieldkit_test::scratch_dir();
 }
 
 // scratch()/name, removed if it exists.

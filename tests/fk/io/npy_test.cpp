@@ -1,7 +1,6 @@
 #include "fk/io/npy.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <complex>
@@ -14,16 +13,14 @@
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "fk/memory.h"
+#include "scratch_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
 fs::path scratch() {
-  const fs::path d = fs::path(testing::TempDir()) /
-                     ("fk_npy_tests_" + std::to_string(static_cast<long>(getpid())));
-  fs::create_directories(d);
-  return d;
+  return fieldkit_test::scratch_dir();
 }
 
 // A .npy file as NumPy lays it out: magic, version 1.0, header length, the

@@ -5,7 +5,6 @@
 // it has not been built.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -23,15 +22,14 @@
 #include "fk/device.h"
 #include "fk/factory.h"
 #include "fk/io/npy.h"
+#include "scratch_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
 fs::path scratch() {
-  fs::path d = fs::temp_directory_path() / ("minkowski_cli_" + std::to_string(getpid()));
-  fs::create_directories(d);
-  return d;
+  return fieldkit_test::scratch_dir();
 }
 
 // A .npy of int32 rows (N x cols).

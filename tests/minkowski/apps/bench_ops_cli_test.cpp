@@ -3,7 +3,6 @@
 // thread counts asked, a triad per thread count), and bad options print one
 // line and exit non-zero. Skipped when the CLI has not been built.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -15,15 +14,14 @@
 
 #include "cli_run.h"
 #include "minkowski/apps/npy_write.h"
+#include "scratch_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
 fs::path scratch() {
-  fs::path d = fs::temp_directory_path() / ("minkowski_ops_cli_" + std::to_string(getpid()));
-  fs::create_directories(d);
-  return d;
+  return fieldkit_test::scratch_dir();
 }
 
 // A 12 x 12 plane of voxels at z = 5, batch 0.

@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
@@ -18,14 +17,13 @@
 #include "fk/io/npy.h"
 #include "fk/test_util.h"
 #include "minkowski/data/batch.h"
+#include "scratch_dir.h"
 
 namespace minkowski::data {
 namespace {
 
 std::string write(const std::string& name, const std::string& bytes) {
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("mknn_io_" + std::to_string(getpid()) + "_" + name))
-                               .string();
+  const std::string path = (fieldkit_test::scratch_dir() / name).string();
   std::ofstream(path, std::ios::binary) << bytes;
   return path;
 }

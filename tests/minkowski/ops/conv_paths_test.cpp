@@ -16,6 +16,7 @@
 #include "minkowski/minkowski.h"
 #include "minkowski/ops/conv_kernel.h"
 #include "minkowski/ops/conv_reference.h"
+#include "scratch_dir.h"
 
 namespace minkowski {
 namespace {
@@ -166,8 +167,7 @@ TEST(MinkowskiConvPaths, Avx512OneByOneAndStrided) {
 
 TEST(MinkowskiConvPaths, AutoChoosesOnceKeepsItAndReadsTheCacheFile) {
   Knobs knobs;
-  const std::string file =
-      (std::filesystem::temp_directory_path() / "fk_conv_path_test.txt").string();
+  const std::string file = (fieldkit_test::scratch_dir() / "conv_path_choices.txt").string();
   std::remove(file.c_str());
   fk::mutable_knob("ME_CONV_PATH_CACHE").set_override(file);
   clear_conv_path_choices();
@@ -211,8 +211,7 @@ TEST(MinkowskiConvPaths, AutoChoosesOnceKeepsItAndReadsTheCacheFile) {
   std::remove(file.c_str());
   // A path that cannot keep the choices (a directory here) is refused by
   // name at the first measured pass, not ignored.
-  fk::mutable_knob("ME_CONV_PATH_CACHE")
-      .set_override(std::filesystem::temp_directory_path().string());
+  fk::mutable_knob("ME_CONV_PATH_CACHE").set_override(fieldkit_test::scratch_dir().string());
   clear_conv_path_choices();
   try {
     forward();

@@ -206,7 +206,7 @@ TEST(NefiNVRelaxometry, PhysicalUnitsScaleTheDataByG0Squared) {
 TEST(NefiNVRelaxometry, BundledConfigsLoadAndRoundTrip) {
   for (const char* f : {"nv_relaxometry_smoke.yaml", "nv_relaxometry_paper.yaml"}) {
     nefi::RunConfig c = nefi::load_run_config_file(config_path(f));
-    const std::string out = testing::TempDir() + "/nv_roundtrip.yaml";
+    const std::string out = (nefi::test::scratch() / "nv_roundtrip.yaml").string();
     std::ofstream(out) << nefi::to_yaml(c);
     nefi::RunConfig d = nefi::load_run_config_file(out);
     EXPECT_EQ(nefi::to_yaml(c), nefi::to_yaml(d)) << f;

@@ -16,6 +16,7 @@
 #include "nefi/io/panel_tiles.h"
 #include "nefi/io/png_panel.h"
 #include "nefi/io/png_volume_panel.h"
+#include "scratch_dir.h"
 
 namespace nefi {
 namespace {
@@ -56,7 +57,7 @@ Decoded decode(const std::string& path) {
 }
 
 std::string tmp(const std::string& name) {
-  const std::string p = testing::TempDir() + "/nefi_plot_" + name;
+  const std::string p = (fieldkit_test::scratch_dir() / name).string();
   std::filesystem::remove(p);
   return p;
 }
