@@ -91,8 +91,11 @@ int main(int argc, char** argv) {
   app.add_flag("--bench-overhead", overhead, "measure the dispatch overhead of a small op");
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::ParseError& e) {  // one line and status 2, as nefi's and minkowski's
+    std::fprintf(stderr, "fk-info: %s\n", e.what());
+    return 2;
   }
   try {
     for (const fk::Knob* k : fk::knobs()) k->validate();

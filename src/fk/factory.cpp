@@ -105,8 +105,8 @@ void fill_(Tensor& t, c128 value) {
   }
   t.bump_version();
   if (is_half(t.dtype())) {
-    uint16_t bits = t.dtype() == DType::F16 ? float_to_half(static_cast<float>(value.real())).bits
-                                            : float_to_bf16(static_cast<float>(value.real())).bits;
+    const float f = double_to_f32_odd(value.real());  // then correctly rounded (half.h)
+    uint16_t bits = t.dtype() == DType::F16 ? float_to_half(f).bits : float_to_bf16(f).bits;
     cpu::map1<uint16_t, uint16_t>(t, t, [bits](uint16_t) { return bits; });
     return;
   }

@@ -41,8 +41,8 @@ inline float half_to_float(Half h) {
       } while ((man & 0x400u) == 0);
       u = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (man & 0x3ffu) << 13;
     }
-  } else if (exp == 31) {
-    u = sign | 0x7f800000u | man << 13;
+  } else if (exp == 31) {  // a NaN quieted, as F16C's vcvtph2ps (the bulk path) does
+    u = sign | 0x7f800000u | man << 13 | (man != 0 ? 0x400000u : 0u);
   } else {
     u = sign | (exp + 127 - 15) << 23 | man << 13;
   }
@@ -91,5 +91,36 @@ void half_to_float(const Half* in, float* out, int64_t n);
 void float_to_half(const float* in, Half* out, int64_t n);
 void bf16_to_float(const BFloat16* in, float* out, int64_t n);
 void float_to_bf16(const float* in, BFloat16* out, int64_t n);
+
+// A double or an integer as an f32 rounded *to odd*: exact when it can be,
+// else the f32 neighbour whose last mantissa bit is set. f32 keeps at least
+// 13 more bits than f16 and 16 more than bf16, so that f32 rounded to nearest
+// even is the f16/bf16 correctly rounded from the source; two roundings to
+// nearest (f64 -> f32 -> f16) missed ties: 1 + 2^-11 + 2^-40 became 1.
+inline float double_to_f32_odd(double d) {
+  const float f = static_cast<float>(d);
+  if (d != d || static_cast<double>(f) == d || f - f != 0.0f) return f;  // NaN, exact, past f32
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if (u & 1u) return f;
+  // The other neighbour, toward d (an even one beside an inexact d is the nearer).
+  u = static_cast<double>(f) < d ? (f >= 0 ? u + 1 : u - 1) : (f > 0 ? u - 1 : u + 1);
+  if (f == 0) u = (d > 0 ? 0u : 0x80000000u) | 1u;
+  float g;
+  std::memcpy(&g, &u, 4);
+  return g;
+}
+
+inline float int_to_f32_odd(int64_t v) {
+  const uint64_t m = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  int bits = 0;  // m's bit length
+  while (bits < 64 && (m >> bits) != 0) ++bits;
+  const int shift = bits > 24 ? bits - 24 : 0;
+  uint64_t kept = m >> shift;
+  if (shift > 0 && (m & ((uint64_t{1} << shift) - 1)) != 0) kept |= 1;  // the sticky bit
+  float f = static_cast<float>(kept);                                   // exact: below 2^24
+  for (int i = 0; i < shift; ++i) f *= 2;
+  return v < 0 ? -f : f;
+}
 
 }  // namespace fk

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "fk/profile.h"
+
 namespace fk {
 
 // Threads fk's parallel loops use. Defaults to OMP_NUM_THREADS when set, else
@@ -20,6 +22,8 @@ int get_num_threads();
 // already inside a parallel region. Chunks are split by index only, so a
 // reduction that combines per-chunk results in chunk order is deterministic for
 // a given thread count; use a fixed chunk size for thread-count independence.
+// A parallel call counts one launch, and what its worker threads count joins
+// the calling thread's counters (profile.h's RegionCounts).
 template <typename F>
 void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
   int64_t n = end - begin;
@@ -29,8 +33,11 @@ void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
     f(begin, end);
     return;
   }
+  profile::count_launch();
+  profile::RegionCounts counts;
 #pragma omp parallel num_threads(static_cast <int>(chunks))
   {
+    const profile::RegionCounts::Worker worker(counts);
     int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
     int64_t lo = begin + n * t / nt, hi = begin + n * (t + 1) / nt;
     if (lo < hi) f(lo, hi);

@@ -61,6 +61,23 @@ Counters& counters() {
   return c;
 }
 
+RegionCounts::RegionCounts() : opener_(&counters()) {}
+RegionCounts::~RegionCounts() {
+  opener_->ops += ops_.load();
+  opener_->view_ops += view_ops_.load();
+  opener_->launches += launches_.load();
+  opener_->syncs += syncs_.load();
+}
+RegionCounts::Worker::Worker(RegionCounts& region) : region_(region), start_(counters()) {}
+RegionCounts::Worker::~Worker() {
+  const Counters& now = counters();
+  if (&now == region_.opener_) return;  // the opening thread counts in place
+  region_.ops_ += now.ops - start_.ops;
+  region_.view_ops_ += now.view_ops - start_.view_ops;
+  region_.launches_ += now.launches - start_.launches;
+  region_.syncs_ += now.syncs - start_.syncs;
+}
+
 bool tracing() {
   return g_tracing.load(std::memory_order_relaxed);
 }
@@ -76,7 +93,10 @@ int64_t now_ns() {
 
 void record_event(const char* name, int64_t start_ns, int64_t dur_ns) {
   auto& b = trace_buffer();
-  size_t tid = std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000;
+  // A number per thread in order of first event: a hash of the thread id
+  // modulo 1e5 could give two threads one tid (and nest their events).
+  static std::atomic<size_t> next_tid{0};
+  thread_local const size_t tid = next_tid++;
   std::lock_guard<std::mutex> lock(b.mu);
   b.events.push_back({name, start_ns, dur_ns, tid});
 }
@@ -92,12 +112,26 @@ void export_chrome_trace(const std::string& path) {
   std::lock_guard<std::mutex> lock(b.mu);
   std::ofstream f(path);
   if (!f) throw Error("export_chrome_trace", "a writable file path", "'" + path + "'");
+  // A name as a JSON string's contents: a quote or a backslash in one made
+  // the whole trace unreadable.
+  const auto escaped = [](const char* name) {
+    std::string out;
+    for (const char* c = name; *c; ++c) {
+      if (*c == '"' || *c == '\\')
+        out += std::string("\\") + *c;
+      else if (static_cast<unsigned char>(*c) < 0x20)
+        out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<unsigned char>(*c)));
+      else
+        out += *c;
+    }
+    return out;
+  };
   f << "{\"traceEvents\":[";
   for (size_t i = 0; i < b.events.size(); ++i) {
     const Event& e = b.events[i];
     f << (i ? ",\n" : "\n")
       << fmt::format(R"({{"name":"{}","ph":"X","pid":0,"tid":{},"ts":{:.3f},"dur":{:.3f}}})",
-                     e.name, e.tid, e.start_ns / 1e3, e.dur_ns / 1e3);
+                     escaped(e.name), e.tid, e.start_ns / 1e3, e.dur_ns / 1e3);
   }
   f << "\n],\"displayTimeUnit\":\"ns\"}\n";
   f.close();  // a full disk cut the trace at a buffer's length, unseen

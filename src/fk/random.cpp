@@ -57,7 +57,6 @@ template <int kPerBlock, typename T, typename F>
 void generate(T* out, int64_t n, Generator& gen, const F& fill) {
   const int64_t nblocks = (n + kPerBlock - 1) / kPerBlock;
   const uint64_t base = gen.reserve(static_cast<uint64_t>(nblocks));
-  if (nblocks > kGrainBlocks && get_num_threads() > 1) profile::count_launch();
   parallel_for(0, nblocks, kGrainBlocks, [&](int64_t lo, int64_t hi) {
     for (int64_t j = lo; j < hi; ++j) {
       int count = static_cast<int>(std::min<int64_t>(kPerBlock, n - j * kPerBlock));

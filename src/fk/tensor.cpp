@@ -156,6 +156,11 @@ Tensor Tensor::view(const Dims& s) const {
 Tensor Tensor::transpose(int64_t a, int64_t b) const {
   return fk::transpose(*this, a, b);
 }
+Tensor Tensor::t() const {
+  FK_CHECK(dim() <= 2, "t", "a tensor of at most 2 dims (transpose(d0, d1) for more)",
+           shape().str());
+  return dim() < 2 ? view(shape()) : transpose(0, 1);
+}
 Tensor Tensor::permute(const Dims& o) const {
   return fk::permute(*this, o);
 }

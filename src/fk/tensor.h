@@ -111,7 +111,9 @@ class Tensor {
   Tensor view(const Dims& shape) const;     // a view or an error
   Tensor flatten() const { return reshape({numel()}); }
   Tensor transpose(int64_t d0, int64_t d1) const;
-  Tensor t() const { return transpose(0, 1); }
+  // A matrix's transpose; a 0-D or 1-D tensor is its own (a view), as
+  // torch's; more dims are refused (transpose() names the two).
+  Tensor t() const;
   Tensor permute(const Dims& order) const;
   Tensor expand(const Dims& shape) const;
   Tensor squeeze() const;

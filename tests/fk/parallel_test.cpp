@@ -19,6 +19,7 @@
 
 #include "cli_run.h"
 #include "fk/blas.h"
+#include "scratch_dir.h"
 
 namespace fk {
 namespace {
@@ -119,7 +120,7 @@ TEST(Parallel, AGemmOnAnotherThreadRunsAtFksCount) {
 // fresh fk-info (which prints the count, and refuses a bad knob in one line).
 // OpenMP's list form ("3,1": one count per nesting level) gives fk the first.
 TEST(Parallel, OmpNumThreadsTakesACountOrTheFirstOfAList) {
-  const std::filesystem::path scratch = ::testing::TempDir();
+  const std::filesystem::path scratch = fieldkit_test::scratch_dir();
   const std::filesystem::path out = scratch / "fk_info_threads.txt";
   auto threads_line = [&](const std::string& value) {
     const std::string cmd = "OMP_NUM_THREADS='" + value + "' " +
@@ -150,6 +151,12 @@ TEST(Parallel, OmpNumThreadsTakesACountOrTheFirstOfAList) {
     EXPECT_EQ(lines, 1u) << r.err;
     EXPECT_EQ(std::filesystem::file_size(printed), 0u) << "refused before any line printed";
   }
+  // A bad option: one line naming the tool, status 2 (it printed CLI11's two
+  // lines without the tool's name and exited 109).
+  const auto bogus =
+      fieldkit_test::run_cli(fieldkit_test::sibling_binary("fk-info"), "--bogus", scratch);
+  EXPECT_EQ(bogus.status, 2);
+  EXPECT_EQ(bogus.err, "fk-info: The following argument was not expected: --bogus\n");
 }
 
 TEST(Parallel, RangeBelowTheGrainRunsOnTheCallingThread) {

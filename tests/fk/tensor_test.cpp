@@ -9,8 +9,11 @@
 #include "fk/autograd.h"
 #include "fk/half.h"
 #include "fk/ops/cpu/loops.h"
+#include "fk/parallel.h"
+#include "fk/profile.h"
 #include "fk/thread_count.h"
 
+#include "scratch_dir.h"
 #include "test_util.h"
 
 namespace fk {
@@ -39,6 +42,15 @@ TEST(Tensor, ViewsShareStorageAndVersion) {
   EXPECT_EQ(tt.shape(), (Dims{4, 3}));
   EXPECT_EQ(tt.contiguous().to_vector<float>(),
             (std::vector<float>{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}));
+  // t() of a vector or a scalar is itself, a view (as torch's); of more than
+  // two dims it is refused (it swapped dims 0 and 1; a vector's was an error).
+  Tensor v = arange(0, 3, 1, {DType::F32});
+  Tensor vt = v.t();
+  EXPECT_EQ(vt.shape(), (Dims{3}));
+  mul_(vt, 2.0);
+  EXPECT_EQ(v.to_vector<float>(), (std::vector<float>{0, 2, 4}));
+  EXPECT_EQ(full({}, 7.0).t().item(), 7.0);
+  EXPECT_THROW((void)zeros({2, 3, 4}).t(), Error);
   Tensor col = t.select(1, 2);
   EXPECT_EQ(col.to_vector<float>(), (std::vector<float>{2, 6, 10}));
   Tensor s = t.slice(1, 1, 4, 2);
@@ -442,6 +454,34 @@ TEST(Profile, CountsLaunches) {
   profile::ProfileScope scope;
   Tensor p = matmul(m, m);
   EXPECT_EQ(scope.report().counts.launches, 1);
+  // Above the grain but below two of it, the loop runs on one thread: no
+  // launch (one was counted).
+  Tensor mid = ones({cpu::kElementwiseGrain + cpu::kElementwiseGrain / 2});
+  const test::ThreadCount two(2);
+  profile::ProfileScope serial;
+  Tensor d = add(mid, mid);
+  EXPECT_EQ(serial.report().counts.launches, 0);
+}
+
+// What a parallel region's worker threads count joins the opening thread's:
+// each thread keeps its own counters, and ops and launches made on workers
+// were lost (eight ops in a two-thread region counted four).
+TEST(Profile, WorkerThreadsCountForTheCaller) {
+  std::vector<Tensor> small(8, ones({4, 4}));
+  std::vector<Tensor> out(8);
+  profile::Counters seen[2];
+  for (int threads : {1, 2}) {
+    const test::ThreadCount count(threads);
+    profile::ProfileScope scope;
+    parallel_for(0, 8, 1, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) out[i] = matmul(small[i], small[i]);
+    });
+    seen[threads - 1] = scope.report().counts;
+  }
+  EXPECT_GE(seen[0].ops, 8);
+  EXPECT_EQ(seen[1].ops, seen[0].ops);
+  EXPECT_GE(seen[0].launches, 8);                     // a GEMM each
+  EXPECT_EQ(seen[1].launches, seen[0].launches + 1);  // and the region
 }
 
 // The scope's peak is the most memory in use since it began: at least what was
@@ -548,8 +588,11 @@ TEST(Profile, ChromeTrace) {
   profile::clear_trace();
   profile::set_tracing(true);
   Tensor c = add(ones({4}), ones({4}));
+  // A name with a quote, a backslash and a tab is escaped (it ended the
+  // JSON string early: the trace was unreadable).
+  profile::record_event("quote\"back\\tab\t", profile::now_ns(), 1000);
   profile::set_tracing(false);
-  std::string path = ::testing::TempDir() + "/trace.json";
+  const std::string path = (fieldkit_test::scratch_dir() / "trace.json").string();
   profile::export_chrome_trace(path);
   FILE* f = std::fopen(path.c_str(), "r");
   ASSERT_TRUE(f);
@@ -558,6 +601,8 @@ TEST(Profile, ChromeTrace) {
   std::fclose(f);
   std::string s(buf, n);
   EXPECT_NE(s.find("\"name\":\"add\""), std::string::npos) << s;
+  EXPECT_NE(s.find("\"name\":\"quote\\\"back\\\\tab\\u0009\""), std::string::npos) << s;
+  profile::clear_trace();
   EXPECT_THROW(profile::export_chrome_trace("/nonexistent/dir/t.json"), Error);
 }
 

@@ -1,12 +1,14 @@
 // Strided copies with dtype conversion, and fills. One kernel per source dtype
 // with the destination dtype switched inside (9 kernels, not 81). Conversion
-// rules mirror src/fk/ops/copy.cpp: f16/bf16 always go through f32, complex ->
+// rules mirror src/fk/ops/copy.cpp: f16/bf16 always go through f32 (from a
+// wider source rounded to odd, so the half is correctly rounded), complex ->
 // real keeps the real part, everything else is a static_cast.
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
 #include "fk/cuda/common.cuh"
+#include "fk/half.h"
 
 namespace fk::cuda {
 namespace {
@@ -29,6 +31,29 @@ __device__ D to_integer(F v) {
   return v >= lo && v < -lo ? static_cast<D>(v) : lowest;
 }
 
+// half.h's double_to_f32_odd and int_to_f32_odd on the device: exact when it
+// can be, else the f32 neighbour whose last bit is set.
+__device__ inline float f32_odd(double d) {
+  const float f = static_cast<float>(d);
+  if (d != d || static_cast<double>(f) == d || f - f != 0.0f) return f;  // NaN, exact, past f32
+  int u = __float_as_int(f);
+  if (u & 1) return f;
+  if (f == 0.0f) return __int_as_float((d > 0 ? 0 : static_cast<int>(0x80000000u)) | 1);
+  // One step toward d: a step away from zero when d lies beyond f.
+  const bool toward_larger = static_cast<double>(f) < d;
+  return __int_as_float(u + (toward_larger == (f > 0) ? 1 : -1));
+}
+__device__ inline float f32_odd(long long v) {
+  const unsigned long long m =
+      v < 0 ? 0ull - static_cast<unsigned long long>(v) : static_cast<unsigned long long>(v);
+  const int bits = 64 - __clzll(static_cast<long long>(m));
+  const int shift = bits > 24 ? bits - 24 : 0;
+  unsigned long long kept = m >> shift;
+  if (shift > 0 && (m & ((1ull << shift) - 1)) != 0) kept |= 1;                  // the sticky bit
+  const float f = static_cast<float>(kept) * static_cast<float>(1ull << shift);  // exact
+  return v < 0 ? -f : f;
+}
+
 template <typename D, typename S>
 __device__ D convert(S v) {
   if constexpr (std::is_same_v<D, S>) {
@@ -36,7 +61,14 @@ __device__ D convert(S v) {
   } else if constexpr (kIsHalf<S>) {
     return convert<D, float>(Num<S>::load(v));
   } else if constexpr (kIsHalf<D>) {
-    return Num<D>::store(convert<float, S>(v));
+    if constexpr (std::is_same_v<S, double>)
+      return Num<D>::store(f32_odd(v));
+    else if constexpr (std::is_same_v<S, Cx<double>>)
+      return Num<D>::store(f32_odd(v.re));
+    else if constexpr (std::is_same_v<S, int64_t> || std::is_same_v<S, int32_t>)
+      return Num<D>::store(f32_odd(static_cast<long long>(v)));
+    else
+      return Num<D>::store(convert<float, S>(v));
   } else if constexpr (kIsCx<D>) {
     using R = decltype(D{}.re);
     if constexpr (kIsCx<S>) {
@@ -137,10 +169,10 @@ void encode(int dtype, double re, double im, unsigned char* bytes) {
       put(static_cast<int64_t>(re));
       break;
     case kF16:
-      put(__float2half_rn(static_cast<float>(re)));
+      put(__float2half_rn(fk::double_to_f32_odd(re)));
       break;
     case kBF16:
-      put(__float2bfloat16_rn(static_cast<float>(re)));
+      put(__float2bfloat16_rn(fk::double_to_f32_odd(re)));
       break;
     case kF32:
       put(static_cast<float>(re));

@@ -123,7 +123,6 @@ bool copy_tiled_transpose(Tensor& dst, const Tensor& src) {
   T* out = reinterpret_cast<T*>(L.base[0]);
   const T* in = reinterpret_cast<const T*>(L.base[1]);
   const int64_t tiles1 = (n1 + kStrip - 1) / kStrip;
-  if (L.numel > cpu::kElementwiseGrain && get_num_threads() > 1) profile::count_launch();
   parallel_for(0, nb * tiles1, std::max<int64_t>(1, cpu::kElementwiseGrain / (kStrip * n0)),
                [&](int64_t lo, int64_t hi) {
                  for (int64_t t = lo; t < hi; ++t) {
@@ -150,7 +149,6 @@ bool copy_flat(Tensor& dst, const Tensor& src) {
   const int64_t es = static_cast<int64_t>(dst.itemsize());
   char* o = static_cast<char*>(dst.data_ptr());
   const char* i = static_cast<const char*>(src.data_ptr());
-  if (dst.numel() > cpu::kElementwiseGrain && get_num_threads() > 1) profile::count_launch();
   parallel_for(0, dst.numel(), cpu::kElementwiseGrain, [&](int64_t lo, int64_t hi) {
     cpu::copy_bytes(o + lo * es, i + lo * es, (hi - lo) * es);
   });
@@ -191,9 +189,28 @@ void copy_half(Tensor& dst, const Tensor& src) {
       return cpu::map1<Half, float>(dst, src, [](float f) { return float_to_half(f); });
     return cpu::map1<BFloat16, float>(dst, src, [](float f) { return float_to_bf16(f); });
   }
-  // Anything else goes through f32.
+  // Anything else goes through f32: a source wider than f32 (f64, c128, i32,
+  // i64) rounded to odd on the way (half.h), so the half is correctly rounded.
   Tensor tmp = empty(dst.shape(), {DType::F32});
-  copy_(tmp, src);
+  const DType st = src.dtype();
+  if (is_half(dst.dtype()) &&
+      (st == DType::F64 || st == DType::C128 || st == DType::I32 || st == DType::I64)) {
+    cpu::visit_stored(st, "copy_", [&](auto tag) {
+      using From = typename decltype(tag)::type;
+      cpu::map1<float, From>(tmp, src, [](From v) {
+        if constexpr (std::is_same_v<From, double>)
+          return double_to_f32_odd(v);
+        else if constexpr (std::is_same_v<From, c128>)
+          return double_to_f32_odd(v.real());
+        else if constexpr (std::is_integral_v<From> && !std::is_same_v<From, bool>)
+          return int_to_f32_odd(v);
+        else
+          return convert<float, From>(v);
+      });
+    });
+  } else {
+    copy_(tmp, src);
+  }
   copy_(dst, tmp);
 }
 

@@ -122,7 +122,6 @@ void search_pairs(const SortedSides<Key>& s, int64_t n_in, int64_t n_out,
   const int32_t* ir = s.in_rows.data();
   const int32_t* orow = s.out_rows->data();
   uint64_t* mo = r.masks.data();
-  fk::profile::count_launch(2);
   for_blocks(r.chunks, 1, r.parallel, [&](auto&& each_chunk) {
     each_chunk([&](int64_t c) {
       // Counted in the thread's own array: neighbouring chunks' counters

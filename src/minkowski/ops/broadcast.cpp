@@ -63,7 +63,6 @@ template <typename T, BroadcastMode M>
 void forward_impl(const T* f, int64_t cf, const T* g, int64_t cg, const RowGroups& rg, T* out) {
   auto fn = fk::cpu_isa() >= fk::CpuIsa::Avx2 ? rows_avx2<T, M> : rows_generic<T, M>;
   const int64_t n = static_cast<int64_t>(rg.group.size());
-  fk::profile::count_launch();
   fk::parallel_for(0, n, std::max<int64_t>(1024, kParallelElements / std::max<int64_t>(cf + cg, 1)),
                    [&](int64_t lo, int64_t hi) { fn(f, cf, g, cg, rg.group.data(), lo, hi, out); });
 }

@@ -75,8 +75,10 @@ void run_gemms(fk::DType dt, const std::vector<Gemm>& jobs) {
     return;
   }
   fk::profile::count_launch();
+  fk::profile::RegionCounts counts;  // the GEMMs' launches on every thread
 #pragma omp parallel num_threads(nt)
   {
+    const fk::profile::RegionCounts::Worker worker(counts);
     int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
     // Contiguous ranges: neighbouring blocks share their weight slice.
     int64_t lo = nj * t / n, hi = nj * (t + 1) / n;
@@ -109,7 +111,6 @@ void gather_gemm_jobs(const KernelMap& m, int64_t k0, int64_t k1, int64_t base, 
       jobs.push_back({k, p, std::min(p + kPairBlock, m.offset_begin[k + 1])});
   int64_t nj = static_cast<int64_t>(jobs.size());
   double work = static_cast<double>(m.offset_begin[k1] - m.offset_begin[k0]) * rows_in * cols_out;
-  fk::profile::count_launch();
   fk::parallel_for(0, nj, work < 4.0 * kBlasSerialMnk ? nj : 1, [&](int64_t lo, int64_t hi) {
     for (int64_t j = lo; j < hi; ++j) {
       const Job& b = jobs[j];

@@ -30,7 +30,6 @@ void rows_times(const uint16_t* src, int64_t n, const uint32_t* wp, int64_t cin,
   constexpr int64_t kBlock = 1536;
   const int64_t blocks = (n + kBlock - 1) / kBlock;
   const double work = static_cast<double>(n) * cin * cout;
-  fk::profile::count_launch();
   fk::parallel_for(0, blocks, work < 4.0 * kBlasSerialMnk ? blocks : 1,
                    [&](int64_t lo, int64_t hi) {
                      for (int64_t b = lo; b < hi; ++b) {

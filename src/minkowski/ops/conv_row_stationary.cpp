@@ -61,7 +61,6 @@ void row_stationary(const RowBlocks& plan, const Src* src, const Mat* mats, int6
   const int64_t grab = std::max<int64_t>(1, kRowTilesPerGrab * kRowTile / block_rows);
   double work = static_cast<double>(pairs) * rows_in * cols_out;
   const bool wide = fk::cpu_isa() >= fk::CpuIsa::Avx512;
-  fk::profile::count_launch();
   for_blocks(blocks, grab, parallel_worth(work, blocks), [&](auto&& each_block) {
     // a bucket has at most one pair a row
     std::vector<const Src*> a(block_rows);

@@ -71,7 +71,6 @@ bool weight_grad_by_rows(const Src* F, const Src* G, int64_t cin, int64_t cout, 
   std::vector<char> touched(static_cast<size_t>(chunks * K), 0);
   const int64_t block_rows = weight_grad_block_rows(cin, cout);
   double work = static_cast<double>(m.pairs()) * blk;
-  fk::profile::count_launch();
   std::atomic<bool> bad{false};
   for_blocks(chunks, 1, parallel_worth(work, chunks), [&](auto&& each_chunk) {
     std::vector<int64_t> count(K);
@@ -201,8 +200,10 @@ void weight_grad_blocked(const T* F, const T* G, int64_t cin, int64_t cout, cons
     run(0, nj);  // every job at most ~kBlasSerialMnk x 4: BLAS keeps such calls serial
   } else {
     fk::profile::count_launch();
+    fk::profile::RegionCounts counts;  // the GEMMs' launches on every thread
 #pragma omp parallel num_threads(nt)
     {
+      const fk::profile::RegionCounts::Worker worker(counts);
       int64_t t = omp_get_thread_num(), n = omp_get_num_threads();
       run(nj * t / n, nj * (t + 1) / n);
     }

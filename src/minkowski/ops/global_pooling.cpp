@@ -98,7 +98,6 @@ void forward_impl(const Source<T>& src, int64_t c, const RowGroups& rg, T* out, 
   std::vector<int32_t> part_arg(M == PoolingMode::Max ? static_cast<size_t>(nj * c) : 0);
   auto fn = fk::cpu_isa() >= fk::CpuIsa::Avx2 ? fold_avx2<T, M, P> : fold_generic<T, M, P>;
   const int64_t elements = static_cast<int64_t>(rg.rows.size()) * c;
-  fk::profile::count_launch();
   fk::parallel_for(0, nj, elements >= kParallelElements ? 1 : nj, [&](int64_t lo, int64_t hi) {
     for (int64_t j = lo; j < hi; ++j)
       fn(src, c, rg.rows.data() + jobs[j].p0, jobs[j].p1 - jobs[j].p0, part.data() + j * c,
@@ -169,7 +168,6 @@ template <typename T, PoolingMode M>
 void backward_impl(const T* G, int64_t c, const RowGroups& rg, const int32_t* amax, T* gin) {
   const int64_t n = static_cast<int64_t>(rg.group.size());
   auto fn = fk::cpu_isa() >= fk::CpuIsa::Avx2 ? route_avx2<T, M> : route_generic<T, M>;
-  fk::profile::count_launch();
   fk::parallel_for(0, n,
                    std::max<int64_t>(kGlobalBlock, kParallelElements / std::max<int64_t>(c, 1)),
                    [&](int64_t lo, int64_t hi) { fn(G, c, rg, amax, lo, hi, gin); });

@@ -155,7 +155,6 @@ void over_rows(const RowRange<T>& r, int64_t rows, int64_t terms,
                void (*fn)(const RowRange<T>&, int64_t, int64_t)) {
   const int64_t blocks = (rows + kRowBlock - 1) / kRowBlock;
   const bool parallel = terms * r.channels >= (int64_t{1} << 16);
-  fk::profile::count_launch();
   for_blocks(blocks, kBlocksPerGrab, parallel, [&](auto&& each_block) {
     each_block([&](int64_t b) { fn(r, b * kRowBlock, std::min(rows, (b + 1) * kRowBlock)); });
   });

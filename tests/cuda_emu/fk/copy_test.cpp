@@ -11,6 +11,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -62,23 +63,34 @@ TEST(EmulatedFkCopy, EveryDtypePairConvertsAsTheCpu) {
   }
 }
 
+// src (n elements) converted to `to` on the device: the CPU's bytes.
+void expect_converts_as_the_cpu(Buffer& src, DType to, int64_t n) {
+  const DType from = src.dtype;
+  SCOPED_TRACE(pair_name(from, to));
+  Buffer want(to, n);
+  fk_emu_test::view_of(want).copy_(fk_emu_test::view_of(src));
+  fkemu_test::in_both_orders([&](fkemu::Order) {
+    Buffer got(to, n);
+    fk::cuda::emu::launch_convert(code(from), src.data(), code(to), got.data(), n, nullptr);
+    fk_emu_test::expect_same_elements(to, got.data(), want.data(), n, pair_name(from, to));
+  });
+}
+
 TEST(EmulatedFkCopy, SpecialValuesIntoFloatingDtypesAndBool) {
   const double inf = std::numeric_limits<double>::infinity();
   const double nan = std::numeric_limits<double>::quiet_NaN();
   // NaN, infinities, signed zeros, f16's overflow (65520 rounds to inf) and
   // largest value, f16 and f32 subnormals and underflow, f64 past f32's range,
   // bf16's and f16's round-to-even ties.
-  const std::vector<double> values = {nan,        -nan,
-                                      inf,        -inf,
-                                      0.0,        -0.0,
-                                      65504,      65520,
-                                      -70000,     5.96e-8,
-                                      2.9e-8,     1e-40,
-                                      -1e-300,    1e300,
-                                      -3.5e38,    1.00390625,
-                                      1.01171875, 1.0 + std::ldexp(1.0, -11),
-                                      2049.0,     -0.1,
-                                      16777217.0, 0.333333333333333};
+  const std::vector<double> values = {
+      nan, -nan, inf, -inf, 0.0, -0.0, 65504, 65520, -70000, 5.96e-8, 2.9e-8, 1e-40, -1e-300, 1e300,
+      -3.5e38, 1.00390625, 1.01171875, 1.0 + std::ldexp(1.0, -11), 2049.0, -0.1, 16777217.0,
+      0.333333333333333,
+      // just past a half tie: f64 -> f32 -> half to nearest
+      // twice fell back to the tie's even side
+      1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40), 2049.0 + std::ldexp(1.0, -30),
+      -(1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40)),
+      std::ldexp(1.0, -30) * (1.0 + std::ldexp(1.0, -45))};
   const int64_t n = static_cast<int64_t>(values.size());
   const DType floating[] = {DType::F16, DType::BF16, DType::F32,
                             DType::F64, DType::C64,  DType::C128};
@@ -88,14 +100,31 @@ TEST(EmulatedFkCopy, SpecialValuesIntoFloatingDtypesAndBool) {
       src.set(i, values[static_cast<size_t>(i)], values[static_cast<size_t>(n - 1 - i)]);
     for (DType to :
          {DType::Bool, DType::F16, DType::BF16, DType::F32, DType::F64, DType::C64, DType::C128}) {
-      SCOPED_TRACE(pair_name(from, to));
-      Buffer want(to, n);
-      fk_emu_test::view_of(want).copy_(fk_emu_test::view_of(src));
-      fkemu_test::in_both_orders([&](fkemu::Order) {
-        Buffer got(to, n);
-        fk::cuda::emu::launch_convert(code(from), src.data(), code(to), got.data(), n, nullptr);
-        fk_emu_test::expect_same_elements(to, got.data(), want.data(), n, pair_name(from, to));
-      });
+      expect_converts_as_the_cpu(src, to, n);
+    }
+  }
+}
+
+// Integers past f32's 24 bits into f16/bf16, rounded once (as the CPU).
+TEST(EmulatedFkCopy, WideIntegersRoundOnceIntoHalves) {
+  const std::vector<int64_t> values = {(int64_t{1} << 24) + (1 << 16) + 1,
+                                       -((int64_t{1} << 24) + (1 << 16) + 1),
+                                       (int64_t{1} << 60) + (int64_t{1} << 52) + 1,
+                                       std::numeric_limits<int64_t>::min(),
+                                       2049,
+                                       -2051,
+                                       0};
+  const int64_t n = static_cast<int64_t>(values.size());
+  for (DType from : {DType::I64, DType::I32}) {
+    Buffer src(from, n);
+    for (int64_t i = 0; i < n; ++i) {  // the bits themselves (a double would round them)
+      const int64_t v = values[static_cast<size_t>(i)];
+      const auto v32 = static_cast<int32_t>(v);  // the low 32 bits, for i32
+      std::memcpy(src.bytes() + i * static_cast<int64_t>(src.itemsize()),
+                  from == DType::I64 ? static_cast<const void*>(&v) : &v32, src.itemsize());
+    }
+    for (DType to : {DType::F16, DType::BF16}) {
+      expect_converts_as_the_cpu(src, to, n);
     }
   }
 }

@@ -2,7 +2,10 @@
 
 #include "fk/ops/binary.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -145,6 +148,76 @@ TEST(Copy, DtypeConversionsAgainstCasts) {
   }
   auto back = t.to(DType::F32).t().to(DType::F64).t().to_vector<double>();
   for (size_t k = 0; k < v.size(); ++k) EXPECT_EQ(back[k], static_cast<double>(f[k]));
+}
+
+// The value with `p` mantissa bits, exponents in [emin, emax] (subnormals
+// below emin), nearest to x, ties to even: x scaled to units of the spacing in
+// f64 (exact) and rounded there. An independent reference for f16 (10, -14,
+// 15) and bf16 (7, -126, 127).
+double rounded_reference(double x, int p, int emin, int emax) {
+  if (x == 0) return x;
+  const double ax = std::fabs(x);
+  int e = 0;
+  std::frexp(ax, &e);
+  const int exponent = std::max(e - 1, emin);
+  const double q = std::ldexp(ax, p - exponent), below = std::floor(q), r = q - below;
+  const bool odd = std::fmod(below, 2.0) == 1.0;
+  const double v = std::ldexp(r > 0.5 || (r == 0.5 && odd) ? below + 1 : below, exponent - p);
+  const double out = v >= std::ldexp(1.0, emax + 1) ? INFINITY : v;
+  return x < 0 ? -out : out;
+}
+
+// f64, c128, i32 and i64 sources convert to f16/bf16 rounded once, as numpy
+// does: through f32 rounded to nearest twice, a value just past a half tie
+// fell back to the tie's even side (1 + 2^-11 + 2^-40 became f16 1, the i32
+// 2^24 + 2^16 + 1 became bf16 2^24). So do full() and a scalar operand.
+TEST(Copy, WiderSourcesRoundOnceToHalf) {
+  std::vector<double> d;
+  for (int e : {-20, -14, -1, 0, 5, 15, 30, 100})
+    for (double k : {1.0, 1.5, 3.0, 1023.0})
+      for (double off : {0.5, -0.5, 1.5})
+        for (double tiny : {0.0, 0x1p-40, -0x1p-40, 0x1p-30})
+          for (int p : {10, 7}) d.push_back(std::ldexp(k * std::ldexp(1.0, p) + off + tiny, e - p));
+  d.push_back(1 + 0x1p-11 + 0x1p-40);
+  d.push_back(2049 + 0x1p-30);
+  d.push_back(65520 - 0x1p-30);  // just below f16's overflow tie
+  const Tensor src = from_vector(d, {static_cast<int64_t>(d.size())});
+  for (DType half : {DType::F16, DType::BF16}) {
+    const int p = half == DType::F16 ? 10 : 7, emin = half == DType::F16 ? -14 : -126;
+    const int emax = half == DType::F16 ? 15 : 127;
+    const std::vector<double> got = src.to(half).to(DType::F64).to_vector<double>();
+    const std::vector<double> via_c128 =
+        src.to(DType::C128).to(half).to(DType::F64).to_vector<double>();
+    for (size_t i = 0; i < d.size(); ++i) {
+      const double want = rounded_reference(d[i], p, emin, emax);
+      ASSERT_EQ(got[i], want) << name(half) << " " << std::hexfloat << d[i];
+      ASSERT_EQ(via_c128[i], want) << name(half) << " c128 " << std::hexfloat << d[i];
+      if (std::abs(d[i]) <= 65504 || half == DType::BF16) {  // fill_ refuses past f16's range
+        ASSERT_EQ(full({1}, d[i], {half}).to(DType::F64).item(), want) << std::hexfloat << d[i];
+      }
+      ASSERT_EQ(add(zeros({1}, {half}), d[i]).to(DType::F64).item(), want) << std::hexfloat << d[i];
+    }
+  }
+  // Integers past f32's 24 bits: {value, f16, bf16}.
+  struct Whole {
+    int64_t v;
+    double f16, bf16;
+  };
+  const double two60 = std::ldexp(1.0, 60);
+  for (const Whole& w :
+       {Whole{(1 << 24) + (1 << 16) + 1, INFINITY, 16908288.0},
+        Whole{(int64_t{1} << 60) + (int64_t{1} << 52) + 1, INFINITY, two60 + std::ldexp(1.0, 53)},
+        Whole{2049, 2048, 2048}, Whole{-2051, -2052, -2048},
+        Whole{std::numeric_limits<int64_t>::min(), -INFINITY, -std::ldexp(1.0, 63)}}) {
+    const Tensor i64 = from_vector(std::vector<int64_t>{w.v}, {1});
+    EXPECT_EQ(i64.to(DType::F16).to(DType::F64).item(), w.f16) << w.v;
+    EXPECT_EQ(i64.to(DType::BF16).to(DType::F64).item(), w.bf16) << w.v;
+    if (w.v == static_cast<int32_t>(w.v)) {
+      const Tensor i32 = i64.to(DType::I32);
+      EXPECT_EQ(i32.to(DType::F16).to(DType::F64).item(), w.f16) << w.v;
+      EXPECT_EQ(i32.to(DType::BF16).to(DType::F64).item(), w.bf16) << w.v;
+    }
+  }
 }
 
 TEST(Copy, PureBackwardMatchesAutograd) {

@@ -171,8 +171,8 @@ Tensor scalar_for(const Tensor& t, double s) {
   // The scalar as the dtype holds it (a value past f16's range is its
   // infinity, as torch's x * 1e5 gives): fill_ refuses such values.
   if (dt == DType::F32) s = static_cast<float>(s);
-  if (dt == DType::F16) s = half_to_float(float_to_half(static_cast<float>(s)));
-  if (dt == DType::BF16) s = bf16_to_float(float_to_bf16(static_cast<float>(s)));
+  if (dt == DType::F16) s = half_to_float(float_to_half(double_to_f32_odd(s)));
+  if (dt == DType::BF16) s = bf16_to_float(float_to_bf16(double_to_f32_odd(s)));
   Tensor r = empty(Dims{}, {dt, t.device()});
   fill_(r, s);
   return r;

@@ -11,6 +11,7 @@
 #include "fk/ops/cpu/dispatch.h"
 #include "fk/ops/cpu/loops.h"
 #include "fk/ops/cuda_dispatch.h"
+#include "fk/ops/integral_holds.h"
 #include "fk/ops/unary.h"
 #include "fk/profile.h"
 
@@ -73,6 +74,14 @@ Tensor ternary_forward(TernaryOp op, const Tensor& x_in, const Tensor& y_in, con
     return out.dtype() == rt ? out : out.to(rt);
   }
   DType rt = promote(promote(x_in.dtype(), y_in.dtype()), z_in.dtype());
+  // addcmul of integers by a whole value stays integral and exact, as torch's
+  // (it went through f32: 2^40 + 1 lost its 1), a whole-valued scalar
+  // keeping an integer tensor's dtype as in binary ops; a fraction, a divide
+  // (addcdiv) or a weight (lerp) computes in f32.
+  if (op == TernaryOp::Addcmul && (rt == DType::I32 || rt == DType::I64) &&
+      integral_holds(rt, value))
+    return binary_forward(BinaryOp::Add, x_in.to(rt),
+                          binary_forward(BinaryOp::Mul, y_in.to(rt), z_in.to(rt)), value);
   if (is_integral(rt)) rt = DType::F32;
   if (x_in.device().is_cuda()) {  // composed from binary kernels until a fused one exists
     Tensor x = x_in.to(rt), y = y_in.to(rt), z = z_in.to(rt);

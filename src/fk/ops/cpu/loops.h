@@ -100,7 +100,6 @@ void run_range(const Loop<K>& L, int64_t begin, int64_t end, const F& inner) {
 template <int K, typename F>
 void run(const Loop<K>& L, const F& inner) {
   if (L.numel == 0) return;
-  if (L.numel > kElementwiseGrain && get_num_threads() > 1) profile::count_launch();
   parallel_for(0, L.numel, kElementwiseGrain,
                [&](int64_t lo, int64_t hi) { run_range(L, lo, hi, inner); });
 }

@@ -111,7 +111,6 @@ void reduce_block(const T* in, int64_t A, int64_t R, int64_t C, const Red& red) 
   if (tasks == 0) return;
   if (C == 1 && nr == 1) {  // whole contiguous rows: one task per row, no index arithmetic
     const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(R, 1));
-    if (A >= 2 * grain && get_num_threads() > 1) profile::count_launch();
     parallel_for(0, A, grain, [&](int64_t lo, int64_t hi) {
       for (int64_t a = lo; a < hi; ++a) red.finish(a, fold_run(red, in + a * R, R));
     });
@@ -121,7 +120,6 @@ void reduce_block(const T* in, int64_t A, int64_t R, int64_t C, const Red& red) 
   const int64_t per_task =
       std::max<int64_t>(1, std::min(R, kReduceBlock) * std::min(C, kLaneBlock));
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / per_task);
-  if (tasks >= 2 * grain && get_num_threads() > 1) profile::count_launch();
   parallel_for(0, tasks, grain, [&](int64_t lo, int64_t hi) {
     std::array<Acc, kLaneBlock> acc;
     for (int64_t task = lo; task < hi; ++task) {

@@ -47,7 +47,6 @@ void scatter_add_kernel(Tensor& out, int d, const Tensor& idx, const Tensor& src
   const int64_t os = out.stride(d), js = idx.stride(d), ss = src.stride(d);
   auto loop = cpu::make_loop<3>(fiber, {&of, &jf, &sf});
   const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / len);
-  if (loop.numel > grain && get_num_threads() > 1) profile::count_launch();
   parallel_for(0, loop.numel, grain, [&](int64_t lo, int64_t hi) {
     cpu::run_range(loop, lo, hi, [&](char** p, const int64_t* st, int64_t n) {
       for (int64_t f = 0; f < n; ++f) {
@@ -126,7 +125,6 @@ void index_add_kernel(T* out, const T* src, const int64_t* idx, int64_t outer, i
   const int64_t blocks = (inner + kBlock - 1) / kBlock, items = outer * blocks;
   const int64_t work = k * std::min(inner, kBlock);
   const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / std::max<int64_t>(work, 1));
-  if (items > grain && get_num_threads() > 1) profile::count_launch();
   parallel_for(0, items, grain, [&](int64_t lo, int64_t hi) {
     for (int64_t it = lo; it < hi; ++it) {
       const int64_t o = it / blocks, c0 = (it % blocks) * kBlock;

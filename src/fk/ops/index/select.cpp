@@ -62,7 +62,6 @@ Tensor index_select_forward(const Tensor& t, int64_t dim, const Tensor& index, b
   const int64_t rows = outer * k;
   const int64_t* ip = idx.data<int64_t>();
   const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / inner);
-  if (rows > grain && get_num_threads() > 1) profile::count_launch();
   visit_width(t.itemsize(), [&](auto tag) {
     using W = typename decltype(tag)::type;
     const W* s = static_cast<const W*>(src.data_ptr());

@@ -87,7 +87,6 @@ Tensor cat_forward(const std::vector<Tensor>& ts, int d, DType rt, const Dims& s
   if (rows.empty()) return out;
   char* dst = static_cast<char*>(out.data_ptr());
   const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain * 8 / out_row);
-  if (outer > grain && get_num_threads() > 1) profile::count_launch();
   parallel_for(0, outer, grain, [&](int64_t lo, int64_t hi) {
     // Tiles of output rows (~16 KiB, L1-resident while every input fills its
     // part), input by input: rows of one length each, so copy_rows can use

@@ -79,7 +79,6 @@ Tensor gather_by_maps(const Tensor& t, const Dims& shape, const DimMaps& maps, c
   const bool use_runs = folded || static_cast<int64_t>(runs.size()) * 8 <= last;
   if (folded) runs = {{0, 0, inner}};
   const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / last);
-  if (rows > grain && get_num_threads() > 1) profile::count_launch();
   visit_width(t.itemsize(), [&](auto tag) {
     using W = typename decltype(tag)::type;
     const W* src = static_cast<const W*>(t.data_ptr());

@@ -121,9 +121,6 @@ Tensor roll_contiguous_cpu(const Tensor& t, const std::vector<int64_t>& shift) {
       if (b < f) cpu::copy_bytes(o + b, s + b - at + from, f - b);
     }
   };
-  const int64_t total = t.numel() * es;
-  const int64_t grain = cpu::kElementwiseGrain * es;
-  if (total > grain && get_num_threads() > 1) profile::count_launch();
   // Split by bytes (rounded to elements) so one long block still uses every thread.
   parallel_for(0, t.numel(), cpu::kElementwiseGrain, [&](int64_t lo_el, int64_t hi_el) {
     const int64_t lo = lo_el * es, hi = hi_el * es;

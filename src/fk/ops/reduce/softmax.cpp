@@ -40,7 +40,6 @@ void for_each_lane_block(const Split& s, const F& f) {
   const int64_t tasks = s.A * nc;
   const int64_t per_task = std::max<int64_t>(1, s.R * std::min(s.C, kLaneBlock));
   const int64_t grain = std::max<int64_t>(1, cpu::kElementwiseGrain / per_task);
-  if (tasks >= 2 * grain && get_num_threads() > 1) profile::count_launch();
   parallel_for(0, tasks, grain, [&](int64_t lo, int64_t hi) {
     for (int64_t task = lo; task < hi; ++task) {
       const int64_t a = task / nc, c0 = (task % nc) * kLaneBlock;

@@ -144,10 +144,6 @@ int64_t plane_grain(const FlatLayout& L) {
   return std::max<int64_t>(1, kSweepGrain / (L.ny * L.nz));
 }
 
-void count_parallel(const FlatLayout& L) {
-  if (L.nx >= 2 * plane_grain(L) && fk::get_num_threads() > 1) fk::profile::count_launch();
-}
-
 // x (compact) -> padded buffer with its ghosts.
 template <typename T>
 void pack(T* pad, const T* x, const FlatLayout& L) {
@@ -366,7 +362,6 @@ void FlatSweeper::add_surface(const fk::Tensor& surface) {
 
 void FlatSweeper::sweep(bool lerp, const void* omega) {
   fk::profile::OpScope scope(lerp ? "heat_flat_chebyshev_sweep" : "heat_flat_sweep");
-  count_parallel(layout_);
   const int next = 1 - cur_;
   dispatch_real(rhs_.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -503,7 +498,6 @@ fk::Tensor flat_sweep(const fk::Tensor& x_in, const fk::Tensor& c_in, const fk::
   const fk::Tensor c = c_in.defined() ? contiguous_as(c_in, dt) : fk::Tensor();
   const FlatLayout L{g.nx, g.ny, g.nz};
   fk::Tensor y = fk::empty(g.shape(), {dt});
-  count_parallel(L);
   dispatch_real(dt, [&](auto tag) {
     using T = decltype(tag);
     fk::Tensor pad = fk::empty({L.size()}, {dt});

@@ -119,6 +119,28 @@ TEST(Ternary, BroadcastScalarOperandsAgainstLoops) {
   EXPECT_EQ(t.to_vector<float>(), lerp(x32, y32, 0.3).to_vector<float>());
 }
 
+// addcmul of integers by a whole value is integral and exact, as torch's,
+// in place too (it went through f32: 2^40 + 1 lost its 1, and addcmul_ on an
+// i64 tensor was refused); a fraction, addcdiv and lerp compute in f32.
+TEST(Ternary, IntegerAddcmulStaysExact) {
+  const int64_t big = (int64_t{1} << 40) + 1;
+  const Tensor s = from_vector(std::vector<int64_t>{big, 3}, {2});
+  const Tensor a = from_vector(std::vector<int64_t>{1, 2}, {2});
+  const Tensor b32 = from_vector(std::vector<int32_t>{1, -5}, {2});
+  const Tensor r = addcmul(s, a, b32, 3.0);
+  EXPECT_EQ(r.dtype(), DType::I64);
+  EXPECT_EQ(r.to_vector<int64_t>(), (std::vector<int64_t>{big + 3, 3 - 30}));
+  const Tensor i32 = from_vector(std::vector<int32_t>{16777217}, {1});
+  const Tensor one = from_vector(std::vector<int32_t>{1}, {1});
+  EXPECT_EQ(addcmul(i32, one, one).dtype(), DType::I32);
+  EXPECT_EQ(addcmul(i32, one, one).to_vector<int32_t>(), std::vector<int32_t>{16777218});
+  Tensor t = s.clone();
+  addcmul_(t, a, a, -1.0);
+  EXPECT_EQ(t.to_vector<int64_t>(), (std::vector<int64_t>{big - 1, -1}));
+  EXPECT_EQ(addcmul(i32, one, one, 0.5).dtype(), DType::F32);
+  EXPECT_EQ(addcdiv(i32, one, one).dtype(), DType::F32);
+}
+
 TEST(Ternary, PureBackwardMatchesAutograd) {
   Tensor cond =
       lt(test::random_tensor({3, 4}, DType::F64, -1, 1, 106), scalar_tensor(0.0, {DType::F64}));
