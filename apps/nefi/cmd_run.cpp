@@ -28,11 +28,12 @@ namespace nefi::cli {
 namespace {
 
 // What a checkpoint of method m is tied to: the whole config (its
-// curriculum, NaN guard, seeds and the measured data's bytes), less what a
-// resume may change: the step budgets (config keys ending in "steps", the
-// smoke cap, the time budget), the device and the other methods. A resume
-// from a checkpoint of another run is refused.
-std::string run_identity(const nefi::RunConfig& cfg, const std::string& m) {
+// curriculum, NaN guard, seeds and, through config_hash, the measured data's
+// bytes), less what a resume may change: the step budgets (config keys
+// ending in "steps", the smoke cap, the time budget), the device and the
+// other methods. A resume from a checkpoint of another run is refused; the
+// checkpoint keeps this config's YAML too, so the refusal names what changed.
+nefi::RunConfig identity_config(const nefi::RunConfig& cfg, const std::string& m) {
   nefi::RunConfig id = cfg;
   id.config = nefi::Params();
   for (const auto& e : cfg.config.entries())
@@ -42,7 +43,7 @@ std::string run_identity(const nefi::RunConfig& cfg, const std::string& m) {
   id.smoke = false;
   id.device = "cpu";
   id.curriculum.time_budget_s.reset();
-  return nefi::config_hash(id, "checkpoint");
+  return id;
 }
 
 // The solver switches of one method: the config's NaN guard, checkpoints
@@ -53,14 +54,25 @@ std::string run_identity(const nefi::RunConfig& cfg, const std::string& m) {
 nefi::SolverOptions solver_options(const nefi::RunConfig& cfg, const RunRequest& r,
                                    const std::string& out, const std::string& m, bool tty) {
   nefi::SolverOptions so = nefi::solver_options(cfg);
-  so.run_identity = run_identity(cfg, m);
+  const nefi::RunConfig id = identity_config(cfg, m);
+  so.run_identity = nefi::config_hash(id, "checkpoint");
+  // The text without the data's paths: the hash reads their bytes, so a
+  // moved file is no change (and a refusal would name it as one).
+  nefi::RunConfig shown = id;
+  shown.data.clear();
+  shown.mask.clear();
+  so.run_identity_text = nefi::to_yaml(shown);
   const std::string ckpt = "checkpoint-" + m + ".ckpt";
   if (r.save_every > 0) {
     so.checkpoint_path = (fs::path(out) / ckpt).string();
     so.checkpoint_interval = r.save_every;
   }
-  if (!r.resume.empty())
-    so.resume_from = fs::is_directory(r.resume) ? (fs::path(r.resume) / ckpt).string() : r.resume;
+  // A run directory: each method from its checkpoint; one that has none was
+  // not reached before the run stopped, and starts (it failed, and a killed
+  // multi-method run could not be resumed in one command).
+  if (!r.resume.empty() && !fs::is_directory(r.resume)) so.resume_from = r.resume;
+  if (!r.resume.empty() && fs::exists(fs::path(r.resume) / ckpt))
+    so.resume_from = (fs::path(r.resume) / ckpt).string();
   if (tty)
     so.callbacks.push_back([m](const nefi::StepInfo& s) {
       if (s.global_step % 10 == 0 || s.global_step == s.total_steps)
@@ -95,6 +107,18 @@ void check_checkpoint_options(const RunRequest& r, const nefi::RunConfig& cfg) {
   FK_CHECK(r.resume.empty() || resume_dir || cfg.methods.size() == 1, "--resume FILE",
            "one method (give a run directory for several)",
            fk::to_text(cfg.methods.size()) + " methods");
+  if (resume_dir) {
+    std::string wanted;
+    bool any = false;
+    for (const auto& m : cfg.methods) {
+      const std::string f = "checkpoint-" + m + ".ckpt";
+      any = any || fs::exists(fs::path(r.resume) / f);
+      wanted += (wanted.empty() ? "" : ", ") + f;
+    }
+    FK_CHECK(any, "--resume",
+             "a run directory with a checkpoint of this run's methods (" + wanted + ")",
+             "'" + r.resume + "' with none");
+  }
 }
 
 // --metrics: keep only the named metrics (each must be one the run computed).
@@ -252,8 +276,8 @@ Command add_run(CLI::App& app, const Context& ctx) {
   o->smoke_steps_opt = run->add_option(
       "--smoke-steps", o->smoke_steps,
       "cap each method's total steps (each stage scaled and rounded as the reference does, "
-      "then at least 2, so a small cap can be passed by a step or two; default 40 with "
-      "--smoke; 0: no cap)");
+      "then at least 2, so a small cap can be passed by a step or two; a capped run makes one "
+      "attempt, whatever curriculum.restarts says; default 40 with --smoke; 0: no cap)");
   run->add_option("--scene", r.scene, "scene class (the config key scene)");
   run->add_flag("--plot,!--no-plot", r.plot,
                 "write panel.png and history.png (default), or skip the figures");

@@ -84,7 +84,10 @@ class _Model:
             self._f, self._vjp = forward, forward.vjp
             return
         if hasattr(forward, "shape") and not callable(forward):
-            a = np.asarray(forward)
+            # A copy, as the data are: a view kept the caller's array, and
+            # editing it afterwards changed every later solve silently (the
+            # noise and start decisions made with the old one).
+            a = np.array(forward, copy=True)
             if a.ndim != 2:
                 raise Error(f"from_forward: expected a matrix (2-D) or a callable as forward, "
                             f"got an array of shape {a.shape}")

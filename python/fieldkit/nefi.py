@@ -31,15 +31,15 @@ arrays of your own with the definitions a run's metrics.json uses (psnr,
 ssim, relative_error, iou, hungarian_f1, gmsd, sliced_wasserstein, ...).
 """
 import os
-import reprlib
-from collections.abc import Mapping
 
 from . import _metrics as metrics
 from . import _operators as operators
 from ._byop import ForwardProblem, estimate_noise, from_forward, lr_range_test, quick_report
-from ._forward_problem import _INT_MAX, _SEED_MAX, _whole
+from ._forward_problem import _INT_MAX, _whole
 from ._custom_prior import register_prior, unregister_prior
 from ._time_stepper import TimeStepper
+from ._run_args import (_campaign_sets, _methods, _names, _seed, _seeds, _sets, _target,
+                        _yaml_scalar)
 from ._time_steps import (advection_diffusion_step, laplacian, ricker, stable_dt, wave_energy,
                           wave_step)
 from ._core import Error
@@ -58,116 +58,6 @@ __all__ = ["instances", "measurement", "invert", "ensemble", "EnsembleResult", "
 def instances():
     """{name: {summary, methods, scenes}} of every registered instance."""
     return _nefi.instances()
-
-
-def _yaml_scalar(v):
-    """An override's value as the YAML text of a --set. numpy (and torch)
-    scalars, 0-d and n-d arrays go through Python's own numbers and lists
-    first: numpy 2's repr of a float64 is 'np.float64(0.05)' and str of an
-    array is '[30 60]', neither of which the engine reads."""
-    if hasattr(v, "tolist") and not isinstance(v, (str, bytes)):
-        v = v.tolist()
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{k}: {_yaml_scalar(x)}" for k, x in v.items()) + "}"
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_yaml_scalar(x) for x in v) + "]"
-    if isinstance(v, float):
-        if v != v or v in (float("inf"), float("-inf")):  # YAML's names, as config.yaml writes
-            return ".nan" if v != v else (".inf" if v > 0 else "-.inf")
-        return repr(float(v))  # a float subclass's repr may name its type
-    if isinstance(v, int):
-        return str(int(v))
-    return str(v)
-
-
-def _sets(overrides, prefix=""):
-    """A (nested) dict of overrides as the CLI's KEY=VALUE assignments."""
-    out, methods, seed = [], None, None
-    for key, value in (overrides or {}).items():
-        if isinstance(value, dict) and key != "lr_mult":  # lr_mult's keys are prefixes
-            if key == "run":
-                seed = value.get("seed", seed)
-                methods = value.get("methods", methods)
-                out += [f"run.{k}={_yaml_scalar(v)}" for k, v in value.items()
-                        if k not in ("seed", "methods")]
-                continue
-            sub, m, s = _sets(value, prefix + key + ".")
-            out += sub
-            methods, seed = m or methods, seed if s is None else s
-        elif prefix == "" and key == "seed":
-            seed = value
-        elif prefix == "" and key == "methods":
-            methods = value
-        else:
-            out.append(f"{prefix}{key}={_yaml_scalar(value)}")
-    return out, methods, seed
-
-
-def _target(where, instance, config):
-    """(target, overrides): a YAML path given as `config` is the target; an
-    instance name beside it must be the one the file names (a second path
-    there would be dropped without a word)."""
-    if isinstance(config, (str, os.PathLike)):
-        path = os.fspath(config)
-        if not (isinstance(instance, str) and instance in _nefi.instances()):
-            raise Error(f"{where}: expected, beside the config file {path}, the name of the "
-                        f"instance it configures (or the file alone as the instance), got "
-                        f"{reprlib.repr(instance)}")
-        named = _nefi.config_yaml(path, [], None, []).split("\n", 1)[0]
-        if named != f"instance: {instance}":
-            raise Error(f"{where}: expected a config file of instance {instance}, got {path} "
-                        f"({named})")
-        return path, {}
-    if config is not None and not isinstance(config, Mapping):
-        raise Error(f"{where}: expected config as a dict of overrides or a YAML path, got "
-                    f"{type(config).__name__} {reprlib.repr(config)}")
-    if not isinstance(instance, (str, os.PathLike)):
-        raise Error(f"{where}: expected an instance name or a YAML path, got "
-                    f"{type(instance).__name__} {reprlib.repr(instance)}")
-    return os.fspath(instance), config or {}
-
-
-def _campaign_sets(where, overrides, gives):
-    """The --set assignments of a campaign's config dict and its methods; a
-    seed there is refused, as the CLI's campaigns refuse --set run.seed:
-    `gives` says which argument gives each run's."""
-    sets, methods, seed = _sets(overrides)
-    if seed is not None:
-        raise Error(f"{where}: expected no seed in the config ({gives}), got run.seed {seed!r}")
-    return sets, methods
-
-
-def _seed(where, value, name="seed"):
-    """A seed as an int in [0, 2^64), None kept (the config's); a bool, a
-    fraction or a negative number refused by name, never truncated."""
-    return None if value is None else _whole(where, name, value, 0, _SEED_MAX)
-
-
-def _seeds(where, values, name="seeds"):
-    """A list of seeds (a single int taken as one)."""
-    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") or \
-            getattr(values, "ndim", None) == 0:  # one seed, a 0-d array or tensor too
-        values = [values]
-    return [_seed(where, v, name) for v in values]
-
-
-def _names(value):
-    """A list of names; one string is one name, not its characters."""
-    return [value] if isinstance(value, str) else list(value or [])
-
-
-def _methods(where, given, from_config):
-    """The methods to run: those given, else the config's. An empty list
-    given is refused (it ran the config's methods without a word)."""
-    if given is None:
-        return _names(from_config)
-    names = _names(given)
-    if not names:
-        raise Error(f"{where}: expected at least one method in methods=, got none (None runs the "
-                    "config's)")
-    return names
 
 
 def config_yaml(instance, config=None, seed=None, methods=None):
@@ -299,13 +189,54 @@ def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, dev
     if device is not None:
         sets.append(f"run.device={device}")
     methods = [method or "neural"]  # the reference's name for the instance's own solver
+    data_seed = _seed("ensemble", s if seed is None else seed)
+    # Member k runs seeds k .. k + restarts - 1 and keeps the best: members
+    # closer than that share runs (seeds 0, 1, 2 under restarts 3 kept 2, 2, 4).
+    if len(set(seeds)) < len(seeds):
+        raise Error(f"ensemble: expected distinct initialisation seeds, got {list(seeds)}")
+    restarts = _restarts(_nefi.config_yaml(target, sets, data_seed, methods))
+    ordered = sorted(seeds)
+    if restarts > 1 and any(b - a < restarts for a, b in zip(ordered, ordered[1:])):
+        raise Error(f"ensemble: expected initialisation seeds at least restarts = {restarts} "
+                    f"apart (each member runs seeds k .. k + {restarts - 1} and keeps the "
+                    f"best, so closer members share runs), got seeds {list(seeds)}")
     results = []
     for k in seeds:
-        out = _nefi.run(target, sets + [f"run.init_seed={k}"],
-                        _seed("ensemble", s if seed is None else seed),
-                        methods)
+        out = _nefi.run(target, sets + [f"run.init_seed={k}"], data_seed, methods)
         results.append(next(iter(out["results"].values())))
+        if len(results) == 2 and _same_fields(results[0], results[1]):
+            raise Error(f"ensemble: expected members that differ with their initialisation "
+                        f"seed, got identical fields for seeds {seeds[0]} and {seeds[1]} "
+                        f"(method {methods[0]!r} starts the same for every seed: its spread "
+                        f"would be 0 everywhere)")
     return EnsembleResult(results, seeds)
+
+
+def _restarts(config_yaml):
+    """The restarts a resolved config runs: its curriculum's override, else
+    an instance's own `restarts` key, else 1; 1 under a step cap
+    (run.max_total_steps > 0 makes one attempt)."""
+    section, found = None, {}
+    for line in config_yaml.splitlines():
+        if line and not line[0].isspace():
+            section = line.split(":", 1)[0]
+            continue
+        key, _, value = line.strip().partition(":")
+        if (section, key) in (("curriculum", "restarts"), ("config", "restarts"),
+                              ("run", "max_total_steps")):
+            found[section] = int(value)
+    if found.get("run", 0) > 0:
+        return 1
+    return found.get("curriculum", found.get("config", 1))
+
+
+def _same_fields(a, b):
+    """Two results' reconstructions (one array, or a dict of them) equal bit for bit."""
+    import numpy as np
+    x, y = a.get("reconstruction"), b.get("reconstruction")
+    if isinstance(x, dict) and isinstance(y, dict):
+        return x.keys() == y.keys() and all(np.array_equal(x[k], y[k]) for k in x)
+    return x is not None and y is not None and np.array_equal(np.asarray(x), np.asarray(y))
 
 
 def batch_invert(instance, config=None, seeds=None, method="neural", data_seeds=None,

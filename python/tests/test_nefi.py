@@ -118,11 +118,33 @@ def test_ensemble_spreads_over_initialisations_of_one_measurement():
     assert not np.array_equal(recs[0], recs[1])  # three initialisations
     assert np.allclose(e.mean, recs.mean(0)) and np.allclose(e.std, recs.std(0))
     assert e.coefficient_of_variation() > 0
-    same = nefi.ensemble("toy1d", cfg, seeds=(1, 1), seed=5)
-    assert same.coefficient_of_variation() == 0
-    assert np.array_equal(same.results[0]["reconstruction"], e.results[1]["reconstruction"])
+    one = nefi.ensemble("toy1d", cfg, seeds=1, seed=5)  # a member is its seed's solve
+    assert np.array_equal(one.results[0]["reconstruction"], e.results[1]["reconstruction"])
     with pytest.raises(ValueError, match="seed"):
         nefi.ensemble("toy1d", cfg, seeds=())
+    # A repeated seed is one member twice (its spread 0): refused by name.
+    with pytest.raises(fieldkit.Error, match=r"distinct initialisation seeds, got \[1, 1\]"):
+        nefi.ensemble("toy1d", cfg, seeds=(1, 1), seed=5)
+    with pytest.raises(fieldkit.Error, match="seeds a whole number"):
+        nefi.ensemble("toy1d", cfg, seeds=[None])
+
+
+def test_ensemble_members_under_restarts_share_no_runs():
+    # Member k runs seeds k .. k + restarts - 1 and keeps the best: seeds 0, 1, 2
+    # under restarts 3 kept 2, 2, 4 (two members alike).
+    nefi.set_num_threads(1)
+    cfg = {"n": 32, "steps": [4, 4], "curriculum.restarts": 2}
+    with pytest.raises(fieldkit.Error, match="at least restarts = 2 apart"):
+        nefi.ensemble("toy1d", cfg, seeds=(0, 1), seed=5)
+    e = nefi.ensemble("toy1d", cfg, seeds=(0, 2), seed=5)
+    assert len({r["seed"] for r in e.results}) == 2
+    # Under a step cap every member makes one attempt: any distinct seeds.
+    capped = dict(cfg, **{"run.max_total_steps": 8})
+    assert len(nefi.ensemble("toy1d", capped, seeds=(0, 1), seed=5).results) == 2
+    # A method whose start ignores the seed has no spread to show.
+    with pytest.raises(fieldkit.Error, match="method 'grid' starts the same for every seed"):
+        nefi.ensemble("toy1d", {"n": 32, "steps": [4, 4]}, seeds=(0, 1), seed=5,
+                      method="grid")
 
 
 def test_solver_keeps_its_results():

@@ -91,6 +91,20 @@ def test_a_matrix_reads_a_shaped_measurement_in_c_order():
         nefi.from_forward(a, y[:100].reshape(10, 10))
 
 
+def test_a_matrix_is_copied_as_the_data_are():
+    # A view kept the caller's matrix: zeroing it after from_forward changed
+    # every later solve, silently.
+    a, gt, y = blur_problem()
+    kept = a.copy()
+    p = nefi.from_forward(a, y, prior="nonnegative", representation="grid", budget=40)
+    before = p.solve()["reconstruction"]
+    a[:] = 0
+    np.testing.assert_array_equal(p.solve()["reconstruction"], before)
+    np.testing.assert_array_equal(
+        nefi.from_forward(kept, y, prior="nonnegative", representation="grid",
+                          budget=40).solve()["reconstruction"], before)
+
+
 def test_complex_fourier_sampling_as_matrix_and_torch():
     # Undersampled 1-D Fourier measurements (an MRI-like model) of a real signal.
     n = 64

@@ -53,3 +53,21 @@ def test_ctrl_c_in_a_python_model_stops_autotune():
 
     q = nefi.from_forward(forward, y, adjoint=lambda g: a.T @ g, budget=20000)
     assert interrupted_after(lambda: q.autotune(level="quick")) < 5
+
+
+def test_ctrl_c_stops_a_hessian_spectrum_and_a_diagnosis():
+    # Their Lanczos and probe loops never asked: a 4 s call ran to its end,
+    # a longer one for minutes.
+    n = 400
+    i = np.arange(n)
+    a = np.exp(-0.5 * ((i[:, None] - i[None, :]) / 3.0) ** 2)
+    y = a @ np.exp(-0.5 * ((i / n - 0.5) / 0.1) ** 2)
+
+    def forward(x):
+        time.sleep(0.002)
+        return a @ x
+
+    q = nefi.from_forward(forward, y, adjoint=lambda g: a.T @ g, representation="grid",
+                          budget=20)
+    assert interrupted_after(lambda: q.hessian_spectrum(k=2, n_iter=1000)) < 5
+    assert interrupted_after(lambda: q.diagnose(probes=2000)) < 5

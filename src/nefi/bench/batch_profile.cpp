@@ -10,6 +10,7 @@
 #include "fk/error.h"
 #include "fk/memory.h"
 #include "fk/parallel.h"
+#include "nefi/instances/instance.h"
 #include "nefi/solve/batch.h"
 #include "nefi/solve/solver.h"
 
@@ -65,7 +66,10 @@ BatchProfileReport profile_batch(const Instance& inst, const Params& config,
            fk::to_text(opt.steps) + " / " + fk::to_text(opt.warmup));
   BatchProfileReport rep;
   rep.instance = inst.name();
-  rep.method = opt.method.empty() ? inst.methods().front() : opt.method;
+  // The reference's names for the instance's own solver too, as nefi
+  // profile takes them without --batch ("ours" was refused here).
+  rep.method =
+      opt.method.empty() ? inst.methods().front() : canonical_method(inst, opt.method, "--method");
   rep.batch = opt.batch;
   rep.chunk = opt.chunk < opt.batch ? opt.chunk : 0;  // a chunk of the whole batch is none
   rep.steps = opt.steps;

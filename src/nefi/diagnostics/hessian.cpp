@@ -85,6 +85,14 @@ HessianSpectrum hessian_spectrum(const InverseProblem& problem, int k, int n_ite
            fk::to_text(k));
   FK_CHECK(n_iter >= k && n_iter <= 1000, "hessian_spectrum n_iter",
            "Lanczos steps in [k, 1000] (k = " + fk::to_text(k) + ")", fk::to_text(n_iter));
+  // The products difference two gradients a step of about 1e-3 apart: a
+  // half-precision trunk's rounding (bf16: 4e-3 relative) swamps that (toy1d's
+  // bf16 eigenvalues were 5-7 % off, its Hessian visibly asymmetric).
+  if (const auto ac = problem.field->autocast())
+    throw fk::Error("nefi::diagnostics::hessian_spectrum",
+                    "a field without autocast (half-precision gradients are too coarse for its "
+                    "finite-difference products: set autocast=none to diagnose the model)",
+                    std::string("autocast ") + fk::name(*ac));
   constexpr const char* kDevice = "hessian_spectrum device";
   if (device.is_cuda()) {
     fk::check_usable(device, kDevice);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "fk/error.h"
+#include "fk/interrupt.h"
 
 namespace nefi::diagnostics {
 namespace {
@@ -85,6 +86,7 @@ Spectrum leading_singular_values(const LinearMap& J, int k, int n_iter, uint64_t
     return true;
   };
   while (static_cast<int>(us.size()) < steps) {
+    fk::poll_interrupt();  // each step applies the operator twice: the host's Ctrl-C
     reorthogonalise(p, us);
     const double a = norm(p);
     scale = std::max(scale, a);
@@ -198,6 +200,7 @@ Eigenvalues extreme_eigenvalues(const SymmetricMap& H, int k, int n_iter, uint64
   Eigenvalues out;
   double scale = 0;
   for (int j = 0; j < steps; ++j) {
+    fk::poll_interrupt();  // a Hessian product is two gradients: the host's Ctrl-C
     Vec w = H.apply(qs.back());
     FK_CHECK(static_cast<int64_t>(w.size()) == H.n, "nefi::diagnostics::extreme_eigenvalues",
              "H v of length " + fk::to_text(H.n), fk::to_text(w.size()));

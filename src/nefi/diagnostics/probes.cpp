@@ -6,6 +6,7 @@
 #include <string>
 
 #include "fk/error.h"
+#include "fk/interrupt.h"
 
 namespace nefi::diagnostics {
 
@@ -18,11 +19,13 @@ ProbeReport probe(const LinearMap& J, int probes, double sigma_max, uint64_t see
   r.exact = exact;
   r.sensitivity.assign(J.n, 0.0);
   for (int64_t i = 0; exact && i < J.n; ++i) {
+    fk::poll_interrupt();  // an operator application each: the host's Ctrl-C
     Vec e(J.n, 0.0);
     e[i] = 1;
     for (double y : J.apply(e)) r.sensitivity[i] += y * y;
   }
   for (int p = 0; !exact && p < probes; ++p) {
+    fk::poll_interrupt();  // an operator application each: the host's Ctrl-C
     Vec z(J.m);
     for (double& x : z) x = (rng() >> 63) ? 1.0 : -1.0;
     const Vec g = J.adjoint(z);
@@ -34,6 +37,7 @@ ProbeReport probe(const LinearMap& J, int probes, double sigma_max, uint64_t see
   r.blind_fraction = static_cast<double>(blind) / J.n;
   int dark = 0;
   for (int p = 0; p < probes; ++p) {
+    fk::poll_interrupt();  // an operator application each: the host's Ctrl-C
     Vec v(J.n);
     double vv = 0;
     for (double& x : v) {

@@ -210,6 +210,9 @@ DeconvolutionConfig DeconvolutionConfig::from(const Params& p) {
   FK_CHECK(c.scene == "phantom" || c.scene == "smooth" || c.scene == "sparse_dots",
            "config key 'scene'", "phantom, smooth or sparse_dots", c.scene);
   c.dot_cells = p.d("dot_cells");
+  // A dot wider than the grid is no dot (and one of width 0 has no image).
+  FK_CHECK(c.dot_cells > 0 && c.dot_cells <= static_cast<double>(c.n), "config key 'dot_cells'",
+           "a dot width in (0, n = " + fk::to_text(c.n) + "] cells", Params::render(c.dot_cells));
   c.psf = p.s("psf");
   c.psf_sigma = c.psf == "gaussian" ? length("psf_sigma", c.extent) : p.d("psf_sigma");
   c.motion_length = c.psf == "motion" ? length("motion_length", c.extent) : p.d("motion_length");

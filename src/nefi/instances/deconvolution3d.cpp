@@ -101,11 +101,20 @@ struct Deconvolution3dConfig {
     FK_CHECK(c.pixel > 0, "config key 'pixel'", "a size > 0 (um)", fk::to_text(c.pixel));
     c.z_step = p.d("z_step");
     FK_CHECK(c.z_step > 0, "config key 'z_step'", "a step > 0 (um)", fk::to_text(c.z_step));
+    // A blur wider than the volume leaves it flat: nothing to invert.
+    const double lateral = static_cast<double>(c.n) * c.pixel;
+    const double axial = static_cast<double>(c.n_z) * c.z_step;
+    FK_CHECK(std::isfinite(lateral) && std::isfinite(axial), "config keys 'pixel'/'z_step'",
+             "finite extents n * pixel and n_z * z_step",
+             fk::to_text(lateral) + ", " + fk::to_text(axial));
     c.sigma_xy = p.d("psf_sigma_xy");
-    FK_CHECK(c.sigma_xy > 0, "config key 'psf_sigma_xy'", "a width > 0 (um)",
+    FK_CHECK(c.sigma_xy > 0 && c.sigma_xy <= lateral, "config key 'psf_sigma_xy'",
+             "a width in (0, n * pixel = " + fk::to_text(lateral) + "] (um)",
              fk::to_text(c.sigma_xy));
     c.axial_ratio = p.d("axial_ratio");
-    FK_CHECK(c.axial_ratio > 0, "config key 'axial_ratio'", "a ratio > 0",
+    FK_CHECK(c.axial_ratio > 0 && c.axial_ratio * c.sigma_xy <= axial, "config key 'axial_ratio'",
+             "a ratio > 0 whose axial width axial_ratio * psf_sigma_xy is at most n_z * z_step = " +
+                 fk::to_text(axial) + " um",
              fk::to_text(c.axial_ratio));
     c.noise_std = noise_std_key(p);
     c.psf_extent = deconv3d::psf_extent_from(p.s("psf_extent"));

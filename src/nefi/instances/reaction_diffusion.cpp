@@ -111,9 +111,13 @@ struct ReactionDiffusionConfig {
                         ? gray_scott::Boundary::kPeriodic
                         : gray_scott::Boundary::kNeumann;
     const auto modes = p.list("ic_modes");
-    FK_CHECK(modes.size() == 2 && modes[0] >= 0 && modes[1] >= 0 &&
-                 modes[0] == std::floor(modes[0]) && modes[1] == std::floor(modes[1]),
-             "config key 'ic_modes'", "two integers >= 0", Params::render(modes));
+    // Sampled at cell centres, mode n/2 is 0 in every cell (cos(pi (j + 1/2)))
+    // and one past it repeats a lower one.
+    const auto mode_ok = [&](double k) {
+      return k >= 0 && 2 * k < static_cast<double>(c.n) && k == std::floor(k);
+    };
+    FK_CHECK(modes.size() == 2 && mode_ok(modes[0]) && mode_ok(modes[1]), "config key 'ic_modes'",
+             "two integers in [0, n/2) (n = " + fk::to_text(c.n) + ")", Params::render(modes));
     c.op.ic_modes = {static_cast<int64_t>(modes[0]), static_cast<int64_t>(modes[1])};
     c.op.grad_mode = p.choice("grad_mode", {"checkpoint", "autograd"}) == "autograd"
                          ? RDGradMode::kAutograd

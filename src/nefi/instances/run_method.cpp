@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <limits>
+#include <map>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "fk/amp.h"
 #include "fk/error.h"
@@ -40,6 +44,36 @@ void finish_solved_output(const Instance& instance, const Params& p, const Inver
   score_output(instance, p, seed, out);
 }
 
+// A synthetic measurement of all zeros or holding NaN or infinity comes from a
+// setting far outside its physical range (an extent of 1e300 underflows every
+// reading to 0, a huge amplitude overflows): the solve would stop later with an
+// error naming its data loss, never the setting. The settings away from the
+// instance's defaults are named instead.
+void check_synthetic_measurement(const Instance& instance, const Params& p, const Measurement& m) {
+  const std::vector<double> v = m.data.to(fk::DType::F64).contiguous().to_vector<double>();
+  const bool finite = std::all_of(v.begin(), v.end(), [](double x) { return std::isfinite(x); });
+  if (finite && std::any_of(v.begin(), v.end(), [](double x) { return x != 0; })) return;
+  std::string changed;
+  int shown = 0;
+  std::map<std::string, std::string> defaults;
+  const Params declared = instance.default_config();
+  for (const auto& e : declared.entries()) defaults[e.key] = Params::render(e.value);
+  for (const auto& e : p.entries()) {
+    if (const auto d = defaults.find(e.key);
+        d != defaults.end() && d->second == Params::render(e.value))
+      continue;
+    if (++shown > 8) {
+      changed += ", ...";
+      break;
+    }
+    changed += (changed.empty() ? "" : ", ") + e.key + "=" + Params::render(e.value);
+  }
+  throw fk::Error(instance.name() + " measurement", "finite readings, not all zero",
+                  std::string(finite ? "all zeros" : "a non-finite reading") +
+                      " (a setting out of its physical range? settings away from the defaults: " +
+                      (changed.empty() ? "none" : changed) + ")");
+}
+
 SolverOptions method_options(const Instance& instance, const std::string& method,
                              const Field& field, SolverOptions so) {
   if (method != default_method(instance) && !field.has_device_path()) so.device = fk::kCPU;
@@ -52,6 +86,7 @@ RunOutput run_method(const Instance& instance, const Params& p, const std::strin
   if (const auto direct = runners.direct.find(method); direct != runners.direct.end()) {
     const auto [meas, gt] =
         measured_or(instance.make_measurement(p, seed), so.measured ? &*so.measured : nullptr);
+    if (!so.measured) check_synthetic_measurement(instance, p, meas);
     RunOutput out = start_run_output(method, meas, gt);
     // A direct method has no solver to time it: its solve time is its run.
     const auto t0 = std::chrono::steady_clock::now();
@@ -66,6 +101,7 @@ RunOutput run_method(const Instance& instance, const Params& p, const std::strin
   FK_CHECK(setup.has_value(), instance.name(),
            "a setup() for method " + method + " (or a direct runner)", "none");
   const ProblemSetup& s = *setup;
+  if (!so.measured) check_synthetic_measurement(instance, p, s.measurement);
   RunOutput out = start_run_output(method, s.measurement, s.gt);
   solve_and_record(s.problem, s.curriculum, seed,
                    method_options(instance, method, *s.problem.field, so), out);

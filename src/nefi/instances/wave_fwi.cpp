@@ -91,6 +91,14 @@ struct WaveFwiConfig {
     c.f_low = positive(p, "f_low");
     c.multiscale_frequency = p.b("multiscale_frequency");
     c.op = operator_config(p, c);
+    double widest = 0;  // the largest source-receiver offset
+    for (const auto& src : c.op.sources)
+      for (const auto& rec : c.op.receivers)
+        widest = std::max(widest, std::hypot(src[0] - rec[0], src[1] - rec[1]));
+    FK_CHECK(c.min_offset < widest, "config key 'min_offset'",
+             "an offset below the widest source-receiver pair's (" + Params::render(widest) +
+                 " km; the mute would leave no trace)",
+             Params::render(c.min_offset));
     c.field = neural_field_config_from(p);
     c.neural_curriculum = curriculum_from(p, {c.n, c.n}, "lr");
     c.grid_curriculum = scaled_curriculum_from(p, {c.n, c.n}, "lr", "grid_lr_mult");

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -147,8 +148,15 @@ void set_curriculum(RunConfig& cfg, const std::string& attr, const std::string& 
   CurriculumOverrides next = o;
   try {
     const YAML::Node v = YAML::Load(value);
+    // A whole number read wide, so that one past int's range is named by its range.
+    const auto whole = [&](int64_t lo, int64_t hi) {
+      const int64_t n = yaml_whole<int64_t>(v);
+      FK_CHECK(n >= lo && n <= hi, where + "." + attr,
+               "a whole number in [" + fk::to_text(lo) + ", " + fk::to_text(hi) + "]", value);
+      return static_cast<int>(n);
+    };
     if (attr == "early_stop_patience") {
-      next.early_stop_patience = yaml_whole<int>(v);
+      next.early_stop_patience = whole(1, std::numeric_limits<int>::max());
     } else if (attr == "early_stop_min_delta") {
       next.early_stop_min_delta = v.as<double>();
     } else if (attr == "discrepancy_tau") {
@@ -156,7 +164,7 @@ void set_curriculum(RunConfig& cfg, const std::string& attr, const std::string& 
     } else if (attr == "time_budget_s") {
       next.time_budget_s = v.as<double>();
     } else if (attr == "restarts") {
-      next.restarts = yaml_whole<int>(v);
+      next.restarts = whole(1, kMaxRestarts);
     } else if (attr == "ema") {
       next.ema = v.as<double>();
     } else if (attr == "betas") {
@@ -183,7 +191,14 @@ void set_curriculum(RunConfig& cfg, const std::string& attr, const std::string& 
                       "'" + attr + "'");
     }
   } catch (const YAML::Exception&) {
-    throw fk::Error(where + "." + attr, "a value of the right type", "'" + value + "'");
+    const bool whole = attr == "early_stop_patience" || attr == "restarts";
+    throw fk::Error(where + "." + attr,
+                    whole               ? "a whole number"
+                    : attr == "betas"   ? "two numbers [beta1, beta2]"
+                    : attr == "lr_mult" ? "a mapping {prefix: multiplier}"
+                    : attr == "freeze"  ? "a list of prefixes or of prefix lists"
+                                        : "a number",
+                    "'" + value + "'");
   }
   try {  // the ranges, on a default curriculum (with a stage per freeze list)
     Curriculum probe;

@@ -116,6 +116,10 @@ void write_run_dir(const std::string& dir, const RunConfig& cfg, const std::vect
                    {"ms_per_step", r.ms_per_step()},
                    {"ops_per_step", r.ops_per_step()}};
     m["n_parameters"] = r.n_parameters;
+    if (!r.stages.empty()) {  // a trained method: the start it kept (run.init_seed reruns it)
+      m["init_seed"] = r.seed;
+      m["restart"] = r.restart;
+    }
     // Where the method's field trained (method_options: the run's device or the CPU).
     m["device"] = o.result.device;
     if (const auto fit = diagnostics::data_fit(o.measurement, r.prediction)) {

@@ -68,8 +68,21 @@ struct BandLimitedMseLoss : Loss {
     const fk::Tensor y = obs.data.to(fk::kCPU).to(fk::DType::F64);
     const int64_t n_t = y.shape().back(), rows = y.numel() / n_t;
     fk::Tensor y2 = fk::square(fk::matmul(y.reshape({rows, n_t}), filter(n_t, fk::DType::F64)));
-    if (obs.mask.defined())
-      y2 = fk::mul(y2, obs.mask.to(fk::kCPU).to(fk::DType::F64).reshape({rows, n_t}));
+    if (obs.mask.defined()) {
+      const fk::Tensor w = obs.mask.to(fk::kCPU).to(fk::DType::F64).reshape({rows, n_t});
+      // The filter runs along time before the mask: they commute only when
+      // each trace's weight is one value (a time-varying one weighted
+      // filtered samples by the raw mask, silently).
+      const std::vector<double> v = w.contiguous().to_vector<double>();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t t = 1; t < n_t; ++t)
+          FK_CHECK(v[r * n_t + t] == v[r * n_t], "nefi::BandLimitedMSE",
+                   "a mask constant along time in each trace (a muted pair)",
+                   "trace " + fk::to_text(r) + " weighted " + fk::to_text(v[r * n_t]) +
+                       " at time 0 and " + fk::to_text(v[r * n_t + t]) + " at time " +
+                       fk::to_text(t));
+      y2 = fk::mul(y2, w);
+    }
     require_band_energy(fk::sum(y2).item());
   }
 };

@@ -3,7 +3,8 @@
 // trace misfit Σ w (Mp − My)² / Σ w (My)² after a zero-phase low-pass M
 // along the last (time) axis, so a waveform inversion can fit the low
 // frequencies first (frequency continuation). The mask must be constant
-// along time per trace (a muted pair), so filtering commutes with it.
+// along time per trace (a muted pair), so filtering commutes with it:
+// check_observations refuses another.
 // M, the filtered data and their energy are made once per observation, on
 // the prediction's device (observation_constants.h); a step is two matmuls
 // and reductions to a 0-dim value divided by a 0-dim energy, with no host

@@ -301,17 +301,16 @@ struct LogMseLoss : Loss {
       const fk::Tensor y = c.obs->data.to(dt);
       CellLoss term{CellTerm::LogError, 1.0, eps};
       if (normalize != "none")
-        term.ab = data_side.get(c.obs->data, {}, dt, c.pred.device(), [&] {
-          return std::vector<fk::Tensor>{device_scale_terms(y.to(c.pred.device()))};
+        term.ab = data_side.get(c.obs->data, c.obs->mask, dt, c.pred.device(), [&] {
+          return std::vector<fk::Tensor>{
+              device_scale_terms(y.to(c.pred.device()), mask_as(c.obs->mask, dt, c.pred.device()))};
         })[0];
       return device_mean(term, c.pred, y, c.obs->mask, false);
     }
     const std::vector<fk::Tensor> k = data_side.get(c.obs->data, c.obs->mask, dt, fk::kCPU, [&] {
       const fk::Tensor y = c.obs->data.to(dt);
-      double s = 1.0;
-      if (normalize == "max") s = fk::amax(fk::abs(y)).item();
-      if (normalize == "mean") s = fk::mean(fk::abs(y)).item();
-      if (s <= 0) s = 1.0;
+      double s = normalize == "none" ? 1.0 : scale(y, mask_as(c.obs->mask, dt, fk::kCPU)).item();
+      if (!(s > 0)) s = 1.0;  // NaN too (an all-zero mask's mean)
       const fk::Tensor inv_s = inverse_scale(s, dt);
       return std::vector<fk::Tensor>{inv_s, fk::log(fk::add(fk::mul(fk::relu(y), inv_s), eps)),
                                      mask_as(c.obs->mask, dt, fk::kCPU)};
@@ -321,13 +320,24 @@ struct LogMseLoss : Loss {
   }
 
  private:
-  // The term's {1 / s, eps} as (2) f64 on y's device: s = max |y| or mean |y|
-  // in y's dtype, 1 where not > 0, as the host path takes it but without
-  // reading s back (a captured step cannot).
-  fk::Tensor device_scale_terms(const fk::Tensor& y) const {
+  // s over the observed cells, in y's dtype: max |y| where the mask is > 0,
+  // or its mask-weighted mean |y| (a masked-out cell, a saturated or dead
+  // pixel, set the scale of the cells that are fitted before).
+  fk::Tensor scale(const fk::Tensor& y, const fk::Tensor& mask) const {
     fk::autograd::NoGradGuard ng;
     const fk::Tensor a = fk::abs(y);
-    fk::Tensor s = (normalize == "max" ? fk::amax(a) : fk::mean(a)).to(fk::DType::F64);
+    if (!mask.defined()) return normalize == "max" ? fk::amax(a) : fk::mean(a);
+    if (normalize == "max")
+      return fk::amax(
+          fk::where(fk::gt(mask, fk::scalar_like(mask, 0.0)), a, fk::scalar_like(a, 0.0)));
+    return fk::div(fk::sum(fk::mul(a, mask)), fk::sum(mask));
+  }
+  // The term's {1 / s, eps} as (2) f64 on y's device: s as scale() takes it,
+  // 1 where not > 0, as the host path takes it but without reading s back (a
+  // captured step cannot).
+  fk::Tensor device_scale_terms(const fk::Tensor& y, const fk::Tensor& mask) const {
+    fk::autograd::NoGradGuard ng;
+    fk::Tensor s = scale(y, mask).to(fk::DType::F64);
     s = fk::where(fk::le(s, fk::scalar_like(s, 0.0)), fk::scalar_like(s, 1.0), s);
     return fk::stack({fk::div(fk::scalar_like(s, 1.0), s), fk::scalar_like(s, eps)}, 0);
   }

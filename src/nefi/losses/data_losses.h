@@ -4,7 +4,9 @@
 //                       noise_aware divides by sigma^2 (chi^2 per cell)
 //   RelativeMSE         sum w (p - y)^2 / sum w y^2
 //   LogMSE              mean w (log(p/s + eps) - log(y/s + eps))^2, s = max|y|
-//                       ("max"), mean|y| ("mean") or 1 ("none")  (NeTMY Eq. 19)
+//                       ("max"), mean|y| ("mean") or 1 ("none")  (NeTMY Eq. 19);
+//                       with a mask over the observed cells (max where w > 0,
+//                       mean weighted by w)
 //   NormalizedMSE       mean w (p/mean p - y/mean y)^2             (NeTMY R_nm)
 //   Huber(delta)        mean w huber_delta(p - y)
 //   PoissonNLL          mean w (p - y log(p + eps)), p the expected counts

@@ -247,6 +247,7 @@ void save_checkpoint(const std::string& path, const Checkpoint& ck) {
                             {"global_step", ck.global_step},
                             {"field_kind", ck.field_kind},
                             {"run_identity", ck.run_identity},
+                            {"run_config", ck.run_identity_text},
                             {"stop", ck.stop},
                             {"since_best", ck.since_best},
                             {"lr_mult", ck.lr_mult},
@@ -347,6 +348,7 @@ Checkpoint load_checkpoint(const std::string& path) {
     ck.field_kind = h.at("field_kind").get<std::string>();
     // Absent from a checkpoint written before they were kept: the defaults.
     ck.run_identity = h.value("run_identity", std::string());
+    ck.run_identity_text = h.value("run_config", std::string());
     ck.stop = h.value("stop", std::string());
     ck.since_best =
         h.contains("since_best") ? static_cast<int>(header_count(h, "since_best", path)) : 0;
@@ -375,6 +377,10 @@ Checkpoint load_checkpoint(const std::string& path) {
   const auto stored = get<uint64_t>(f, path);
   FK_CHECK(stored == payload, "nefi::load_checkpoint", fk::to_text(payload) + " payload bytes",
            fk::to_text(stored) + " in " + path);
+  // Bytes past the count (two files written into one, a copy appended to)
+  // were read as nothing, as minkowski's checkpoints refuse them.
+  FK_CHECK(f.peek() == std::char_traits<char>::eof(), "nefi::load_checkpoint",
+           "the file to end after its payload count", "more bytes in " + path);
   FK_CHECK(ck.stop.empty() || ck.stop == "early_stop" || ck.stop == "discrepancy",
            "nefi::load_checkpoint", "a stop of early_stop, discrepancy or none",
            "'" + ck.stop + "' in " + path);

@@ -34,6 +34,9 @@ struct Checkpoint {
   // What run wrote it (SolverOptions::run_identity; empty: not said): a
   // resume of another run (seed, config, data) is refused.
   std::string run_identity;
+  // The config that identity hashes (SolverOptions::run_identity_text; empty:
+  // not kept): a refused resume names the keys that changed.
+  std::string run_identity_text;
   // The stop rule of the run's own that ended the stage at `step`
   // (early_stop, discrepancy; empty: the stage goes on, or a callback or the
   // time budget interrupted it, which a resume continues past), and the

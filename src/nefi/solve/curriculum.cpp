@@ -54,7 +54,8 @@ int Curriculum::total_steps() const {
 void Curriculum::validate() const {
   FK_CHECK(!stages.empty(), "nefi::Curriculum", "at least one stage", "none");
   for (const Stage& s : stages) s.validate();
-  FK_CHECK(restarts >= 1, "nefi::Curriculum", "restarts >= 1", fk::to_text(restarts));
+  FK_CHECK(restarts >= 1 && restarts <= kMaxRestarts, "nefi::Curriculum",
+           "restarts in [1, " + fk::to_text(kMaxRestarts) + "]", fk::to_text(restarts));
   const char* w = "nefi::Curriculum";
   if (early_stop_patience)
     FK_CHECK(*early_stop_patience >= 1, w, "early_stop_patience >= 1",

@@ -20,6 +20,9 @@
 
 namespace nefi {
 
+// The most full runs `restarts` may ask for (each is a whole solve).
+inline constexpr int kMaxRestarts = 1000;
+
 struct Stage {
   std::string name = "stage";
   fk::Dims shape;  // empty: the domain shape
@@ -67,7 +70,10 @@ struct Curriculum {
   double early_stop_min_delta = 1e-6;
   std::optional<double> discrepancy_tau;
   std::optional<double> time_budget_s;
-  int restarts = 1;  // full runs from seeds seed, seed + 1, ...; the best final data loss wins
+  // In [1, kMaxRestarts]: full runs from seeds seed, seed + 1, ...; the one
+  // that got furthest (a time budget may cut the later ones short) with the
+  // lowest final data loss (with optim.ema: the average's) wins.
+  int restarts = 1;
 
   int total_steps() const;
   // The reference's scale_budget cap: when the total exceeds max_total_steps

@@ -4,7 +4,12 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -36,14 +41,57 @@ using detail::solve_parameters;
 using detail::stage_shape;
 using detail::StageRun;
 
+// The lines of config text `now` that `then` lacks, each beside then's line
+// of the same key (keys qualified by their top-level section): "config.lr:
+// 0.03 (was 0.01)"; at most four, then "...".
+std::string config_changes(const std::string& then, const std::string& now) {
+  const auto keyed = [](const std::string& text) {
+    std::vector<std::pair<std::string, std::string>> out;  // (section.key, value)
+    std::istringstream in(text);
+    std::string section;
+    for (std::string line; std::getline(in, line);) {
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      const size_t indent = line.find_first_not_of(' ');
+      const std::string key = line.substr(indent, colon - indent);
+      std::string value = line.substr(colon + 1);
+      value.erase(0, value.find_first_not_of(' '));
+      if (indent == 0) section = key;
+      if (indent == 0 && value.empty()) continue;  // a section's header
+      out.emplace_back(indent == 0 ? key : section + "." + key, value);
+    }
+    return out;
+  };
+  const auto before = keyed(then), after = keyed(now);
+  std::map<std::string, std::string> was(before.begin(), before.end());
+  std::vector<std::string> changes;
+  for (const auto& [k, v] : after) {
+    const auto w = was.find(k);
+    if (w == was.end())
+      changes.push_back(k + ": " + v + " (new)");
+    else if (w->second != v)
+      changes.push_back(k + ": " + v + " (was " + w->second + ")");
+  }
+  const std::map<std::string, std::string> is(after.begin(), after.end());
+  for (const auto& [k, v] : before)
+    if (!is.count(k)) changes.push_back(k + " (gone; was " + v + ")");
+  std::string out;
+  for (size_t i = 0; i < changes.size() && i < 4; ++i) out += (i ? "; " : "") + changes[i];
+  return changes.size() > 4 ? out + "; ..." : out;
+}
+
 // The checkpoint a run continues from, checked against this field and curriculum.
 Checkpoint checkpoint_to_resume(const std::string& path, const Field& field, const Curriculum& cur,
-                                const std::string& identity) {
+                                const std::string& identity, const std::string& identity_text) {
   Checkpoint ck = load_checkpoint(path);
+  std::string changed;
+  if (!identity_text.empty() && !ck.run_identity_text.empty())
+    changed = config_changes(ck.run_identity_text, identity_text);
   FK_CHECK(identity.empty() || ck.run_identity.empty() || ck.run_identity == identity,
            "nefi::Solver resume",
            "a checkpoint this run wrote (run " + identity + ": the same config, seed and data)",
-           "one of run " + ck.run_identity + " (" + path + ")");
+           "one of run " + ck.run_identity + " (" + path +
+               (changed.empty() ? "" : "; changed since: " + changed) + ")");
   FK_CHECK(ck.field_kind == field.kind(), "nefi::Solver resume",
            "a checkpoint of a '" + field.kind() + "' field",
            "one of a '" + ck.field_kind + "' field (" + path + ")");
@@ -73,6 +121,11 @@ Solver::Solver(InverseProblem problem, Curriculum curriculum, SolverOptions opti
            "nefi::Solver resume",
            "a run of one attempt and every stage (no restarts, no only_stage)",
            fk::to_text(cur_.restarts) + " restarts" + (opt_.only_stage ? ", only_stage" : ""));
+  // Each attempt overwrote the one file, which then held the last attempt,
+  // not the kept one, and a resume of it was refused: the saving was lost.
+  FK_CHECK(opt_.checkpoint_path.empty() || cur_.restarts <= 1, "nefi::Solver checkpoints",
+           "a run of one attempt (checkpoints hold one; restarts 1)",
+           fk::to_text(cur_.restarts) + " restarts");
   FK_CHECK(!(cur_.optim.optimizer == "lbfgs" && problem_.field->autocast() == fk::DType::F16),
            "nefi::Solver", "L-BFGS without fp16 autocast (its line search needs unscaled losses)",
            "optimizer lbfgs with autocast fp16");
@@ -126,6 +179,7 @@ Result Solver::run() {
   Attempt best;
   int best_r = 0;
   double best_loss = std::numeric_limits<double>::infinity();
+  size_t best_reached = 0;  // stages the best attempt began
   const uint64_t base_seed = opt_.init_seed.value_or(opt_.seed);
   Field& field = *problem_.field;
   auto to_host = [&] {
@@ -146,8 +200,13 @@ Result Solver::run() {
       if (cur_.restarts > 1 && !all_finite(a.params))
         loss = std::numeric_limits<double>::infinity();
       const bool over = a.run_over;
-      if (r == 0 || loss < best_loss) {
+      // An attempt the time budget cut short in an earlier stage was scored
+      // there, on a coarser grid's averaged data, where losses are lower: it
+      // is not compared by loss with one that got further (and loses to it).
+      const size_t reached = std::isfinite(loss) ? a.res.stages.size() : 0;
+      if (r == 0 || reached > best_reached || (reached == best_reached && loss < best_loss)) {
         best_loss = loss;
+        best_reached = reached;
         best_r = r;
         best = std::move(a);
       }
@@ -201,7 +260,8 @@ Solver::Attempt Solver::run_once(uint64_t seed, bool first, Clock::time_point t_
   // A resume applies to the first attempt only (restarts re-seed from scratch).
   std::optional<Checkpoint> resume;
   if (!opt_.resume_from.empty() && first)
-    resume = checkpoint_to_resume(opt_.resume_from, field, cur_, opt_.run_identity);
+    resume = checkpoint_to_resume(opt_.resume_from, field, cur_, opt_.run_identity,
+                                  opt_.run_identity_text);
   int global = resume ? resume->global_step : 0;
   if (resume && !resume->history) at.before.whole = false;  // an older file: no run so far
   if (resume && resume->history) {

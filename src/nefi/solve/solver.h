@@ -17,12 +17,16 @@
 //               written every checkpoint_interval steps, at every stage end
 //               and at every stop (checkpoint.h), with the early-stopping
 //               state; resume_from continues a run at the step after a saved
-//               one (its history starts there, its stages count the steps it
-//               ran) and finishes bit-identical to an uninterrupted run,
+//               one (its history and stages report the whole run, the part
+//               before the save included) and finishes bit-identical to an
+//               uninterrupted run (but for an operator's warm start, which
+//               the checkpoint does not hold: darcy_flow's and dot3d's first
+//               solve after a resume starts cold and agrees to the solver's
+//               tolerance),
 //               stopping where it stops (the NaN guard's snapshot is taken
 //               at the resumed step: a later bad step restores that).
-//               Refused with restarts or only_stage, and for another run's
-//               checkpoint (run_identity)
+//               Refused (saving or resuming) with restarts, resuming with
+//               only_stage, and for another run's checkpoint (run_identity)
 //   device      a CUDA device: the run moves the field (Field::has_device_path),
 //               the operator's trainable parameters, each stage's
 //               measurement and the Adam(W) state there; the operator and
@@ -116,8 +120,11 @@ struct SolverOptions {
   std::string resume_from;      // a checkpoint file to continue from
   // Who writes and who may resume the checkpoints (a hash of the run's
   // config, seed and data, say): a resume from a checkpoint another run
-  // wrote is an fk::Error. Empty: unchecked.
+  // wrote is an fk::Error. Empty: unchecked. run_identity_text: the text it
+  // hashes (a config's YAML), kept in the checkpoints so that a refusal
+  // names what changed.
   std::string run_identity;
+  std::string run_identity_text;
   // Profiling and benchmarking switches; the defaults are the normal solve.
   bool stopping_rules = true;         // false: no early stop, discrepancy or time-budget stop
   std::optional<int> only_stage;      // run just this stage (negative: counted from the end)

@@ -393,6 +393,7 @@ void StageRun::save(int t, int global, const std::string& stop, const Result* so
   ck.global_step = global;
   ck.field_kind = field_.kind();
   ck.run_identity = opt_.run_identity;
+  ck.run_identity_text = opt_.run_identity_text;
   ck.stop = stop;
   ck.best_data_loss = best_;
   ck.since_best = since_best_;
@@ -545,6 +546,19 @@ StageResult StageRun::run(Result& so_far, int& global, int total_steps, Clock::t
   // progress_at(steps) (bands fully open), as in the reference; one that
   // stopped early keeps the progress it was last trained at.
   if (sr_.stop == "completed") progress_ = stage_.progress_at(stage_.steps);
+  if (cur_.optim.ema && sr_.steps > 0) {
+    // The stage returns the EMA average, not the raw weights its last step
+    // recorded: the losses it reports (and restarts compare) are the average's.
+    fk::autograd::NoGradGuard ng;
+    FieldMap fl = field_.forward(domain_, progress_);
+    const fk::Tensor pred = op_->forward(fl);
+    LossContext c{&fl, pred, &obs_, &domain_, op_.get(), index_, stage_.steps - 1, progress_};
+    const LossSet::Value val = losses_.forward(c);
+    std::vector<double> comps;
+    for (const auto& t : val.components) comps.push_back(t.defined() ? scalar_value(t) : 0.0);
+    sr_.final_total = scalar_value(val.total);
+    sr_.final_data_loss = losses_.data_loss(comps);
+  }
   sr_.lr_mult = lr_mult_;
   sr_.final_progress = progress_;
   return sr_;

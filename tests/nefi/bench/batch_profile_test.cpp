@@ -45,4 +45,17 @@ TEST(NefiBatchProfile, TheReportedChunkIsTheOneThatRan) {
   EXPECT_THROW(profile_batch(*inst, p, options(0, 0)), fk::Error);
 }
 
+// The reference's names for the instance's own solver, as nefi profile takes
+// them without --batch ("ours" was refused with --batch).
+TEST(NefiBatchProfile, MethodAliasesAreTheInstancesOwnSolver) {
+  const nefi::Params p = nefi::batch_test::smoke_params("toy1d", {10, 10});
+  const nefi::InstancePtr inst = nefi::find_instance("toy1d");
+  BatchProfileOptions o = options(2, 0);
+  o.method = "ours";
+  EXPECT_EQ(profile_batch(*inst, p, o).method, "neural");
+  o.method = "Neural";
+  EXPECT_NE(fk::test::error_of([&] { profile_batch(*inst, p, o); }).find("--method"),
+            std::string::npos);
+}
+
 }  // namespace

@@ -51,14 +51,20 @@ TEST(RunFailedMethodCli, AnOnlyMethodFailingWritesNothing) {
   EXPECT_FALSE(std::filesystem::exists(dir / "metrics.json"));
 }
 
-// A training method that fails under --resume (no checkpoint to read) is
-// named with its own error and the direct baseline beside it is written (the
-// run refused it as "only direct methods", writing nothing).
+// A run directory's checkpoint that is not one (a file of text).
+void write_bad_checkpoint(const std::filesystem::path& dir, const std::string& method) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / ("checkpoint-" + method + ".ckpt")) << "not a checkpoint";
+}
+
+// A training method that fails under --resume (a checkpoint it cannot read)
+// is named with its own error and the direct baseline beside it is written
+// (the run refused it as "only direct methods", writing nothing).
 TEST(RunFailedMethodCli, AFailedTrainingMethodIsNotTakenForADirectOne) {
   if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
   const auto nefi = fieldkit_test::sibling_binary("nefi");
   const auto empty = nefi::test::fresh_dir("failed_resume_empty");
-  std::filesystem::create_directories(empty);
+  write_bad_checkpoint(empty, "neural");
   const auto dir = nefi::test::fresh_dir("failed_resume");
   const auto res = fieldkit_test::run_cli(nefi,
                                           "run deconvolution --smoke --smoke-steps 4 --no-plot "
@@ -77,7 +83,8 @@ TEST(RunFailedMethodCli, EveryMethodFailingNamesEachAndWritesNothing) {
   if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
   const auto nefi = fieldkit_test::sibling_binary("nefi");
   const auto empty = nefi::test::fresh_dir("failed_every_empty");
-  std::filesystem::create_directories(empty);
+  write_bad_checkpoint(empty, "neural");
+  write_bad_checkpoint(empty, "grid");
   const auto dir = nefi::test::fresh_dir("failed_every");
   const auto res = fieldkit_test::run_cli(nefi,
                                           "run deconvolution --smoke --smoke-steps 4 --no-plot "

@@ -50,4 +50,42 @@ TEST(RunResumeCli, AResumedRunWritesTheWholeHistory) {
   EXPECT_EQ(before["methods"]["neural"]["metrics"], after["methods"]["neural"]["metrics"]);
 }
 
+// --resume DIR: a method without a checkpoint there (the run stopped before
+// it began) starts, beside one that resumes (it failed, "a readable
+// checkpoint file", so a killed run of several methods could not go on in
+// one command); a folder with no checkpoint of the run's methods is refused;
+// and --save-every with restarts is refused before any work (each attempt
+// overwrote the file, and a resume of it was refused).
+TEST(RunResumeCli, AMethodWithoutACheckpointStartsAndEmptyFoldersAreRefused) {
+  if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const auto nefi = fieldkit_test::sibling_binary("nefi");
+  const auto dir = nefi::test::fresh_dir("resume_partial");
+  const std::string run = "run toy1d --smoke --smoke-steps 8 --no-plot --out " + dir.string();
+  auto r = fieldkit_test::run_cli(nefi, run + " -m neural --save-every 4", nefi::test::scratch());
+  ASSERT_EQ(r.status, 0) << r.err;
+  ASSERT_FALSE(std::filesystem::exists(dir / "checkpoint-grid.ckpt"));
+  r = fieldkit_test::run_cli(nefi, run + " -m neural -m grid --resume " + dir.string(),
+                             nefi::test::scratch());
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(dir / "grid.npy"));
+  const auto empty = nefi::test::fresh_dir("resume_none");
+  std::filesystem::create_directories(empty);
+  r = fieldkit_test::run_cli(nefi, run + " -m neural -m grid --resume " + empty.string(),
+                             nefi::test::scratch());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.err,
+            "nefi: error: --resume: expected a run directory with a checkpoint of this "
+            "run's methods (checkpoint-neural.ckpt, checkpoint-grid.ckpt), got '" +
+                empty.string() + "' with none\n");
+  r = fieldkit_test::run_cli(nefi,
+                             "run toy1d --no-plot -m neural --set curriculum.restarts=2 "
+                             "--set steps=[4,4] --save-every 2 --out " +
+                                 (dir / "restarts").string(),
+                             nefi::test::scratch());
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_NE(r.err.find("nefi::Solver checkpoints: expected a run of one attempt"),
+            std::string::npos)
+      << r.err;
+}
+
 }  // namespace

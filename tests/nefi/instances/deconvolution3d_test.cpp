@@ -43,6 +43,9 @@ TEST(NefiDeconvolution3d, ScenesAndBadValues) {
                                              {"z_step", "-0.2"},
                                              {"psf_sigma_xy", "0"},
                                              {"axial_ratio", "-1"},
+                                             {"psf_sigma_xy", "100"},  // past n * pixel
+                                             {"axial_ratio", "1000"},  // past n_z * z_step
+                                             {"pixel", "1e307"},       // n * pixel is infinite
                                              {"noise_std", "-1"},
                                              {"scene", "nuclei"},
                                              {"iou_threshold", "1"},

@@ -44,7 +44,7 @@ TEST(NefiInstances, RegistryAndConfigErrors) {
   nefi::apply_set(c, "steps=[5, 6]");
   EXPECT_EQ(c.config.list("steps"), (std::vector<double>{5, 6}));
   // A mistyped key inside a YAML file is an error naming it.
-  const std::string bad = testing::TempDir() + "/bad.yaml";
+  const std::string bad = (nefi::test::scratch() / "bad.yaml").string();
   std::ofstream(bad) << "instance: toy1d\nconfig:\n  n: 64\n  hiden: 32\n";
   try {
     nefi::load_run_config_file(bad);
@@ -88,7 +88,7 @@ TEST(NefiInstances, RegistryAndConfigErrors) {
 // its infinite budget and its data file from any folder under one hash.
 TEST(NefiInstances, ConfigFilesSayWhatTheyMean) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(testing::TempDir()) / "config_files_say";
+  const fs::path dir = nefi::test::scratch() / "config_files_say";
   fs::create_directories(dir);
   const std::string f = (dir / "c.yaml").string();
   auto error_of = [&](const std::string& text) {
@@ -142,7 +142,7 @@ TEST(NefiInstances, BundledConfigsLoadAndRoundTrip) {
   for (const char* f :
        {"toy1d.yaml", "toy1d_smoke.yaml", "deconvolution_smoke.yaml", "deconvolution_full.yaml"}) {
     nefi::RunConfig c = nefi::load_run_config_file(config_path(f));
-    const std::string out = testing::TempDir() + "/roundtrip.yaml";
+    const std::string out = (nefi::test::scratch() / "roundtrip.yaml").string();
     std::ofstream(out) << nefi::to_yaml(c);
     nefi::RunConfig d = nefi::load_run_config_file(out);
     EXPECT_EQ(nefi::to_yaml(c), nefi::to_yaml(d)) << f;
@@ -195,6 +195,8 @@ TEST(NefiInstances, BadValuesAreOneLineErrorsNamingTheKey) {
       {"deconvolution", "extent", "0"},
       {"deconvolution", "psf_sigma", "0"},
       {"deconvolution", "psf_sigma", "10"},  // wider than the field of view (extent 1)
+      {"deconvolution", "dot_cells", "0"},
+      {"deconvolution", "dot_cells", "1000"},  // wider than the grid
       {"deconvolution", "wiener_snr", "-1"},
       {"deconvolution", "wiener_tau", "0"},
       {"toy1d", "sigma", "0"},
@@ -214,8 +216,13 @@ TEST(NefiInstances, BadValuesAreOneLineErrorsNamingTheKey) {
       {"thermal_tomography", "dt", "0"},
       {"thermal_tomography", "first_frame", "500"},
       {"thermal_tomography", "flash_center", "[1]"},
+      {"thermal_tomography", "flash_center", "[20, 5]"},  // off the 10 x 10 slab
+      {"thermal_tomography", "flash_width_xy", "0"},
+      {"thermal_tomography", "flash_width_z", "-1"},
       {"thermal_tomography", "scene", "striped"},
       {"thermal_tomography", "n_defects", "[1.5, 2]"},
+      {"thermal_tomography", "n_defects", "[1e300, 1e300]"},
+      {"thermal_tomography", "grid", "[1e300, 8, 8]"},
       {"thermal_tomography", "alpha_base_range", "[0.2, 0.1]"},
       {"thermal_tomography", "defect_shapes", "sphere"},
       {"thermal_tomography", "sim_face_mode", "geometric"},
@@ -309,7 +316,7 @@ TEST(NefiInstances, WienerWithoutANoiseLevelNamesTheKeysThatGiveOne) {
 // A config file whose values have the wrong YAML shape is a one-line
 // fk::Error naming the file, never a yaml-cpp exception.
 TEST(NefiInstances, MalformedConfigFilesAreErrorsNamingTheFile) {
-  const std::string path = testing::TempDir() + "/malformed.yaml";
+  const std::string path = (nefi::test::scratch() / "malformed.yaml").string();
   for (const char* text :
        {"instance: {a: 1}\n", "- 1\n- 2\n", "instance: toy1d\nconfig: 3\n",
         "instance: toy1d\nsolver:\n  nan_guard: maybe\n",

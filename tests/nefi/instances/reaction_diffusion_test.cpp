@@ -95,6 +95,7 @@ TEST(NefiReactionDiffusionInstance, BadValuesAreOneLineErrorsNamingTheKey) {
                                              {"observe", "w"},
                                              {"boundary", "dirichlet"},
                                              {"ic_modes", "[2]"},
+                                             {"ic_modes", "[1e300, 2]"},  // past the grid
                                              {"noise_std", "-1"},
                                              {"scene", "spots"},
                                              {"grad_mode", "adjoint"},

@@ -98,6 +98,7 @@ TEST(NefiWaveFwi, BadValuesAreOneLineErrorsNamingTheKey) {
                                              {"f0", "24"},  // 1.5 cells of 1/24 km at 1.5 km/s
                                              {"t_max", "0.001"},
                                              {"noise", "-1"},
+                                             {"min_offset", "10"},  // past every pair (extent 1 km)
                                              {"t_max", "0"},
                                              {"checkpoint_every", "-1"}};
   nefi::test::expect_bad_values_name_their_key(inst->default_config(), bad_values,

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_run.h"
 #include "fk/error.h"
 #include "fk/knobs.h"
@@ -101,6 +103,16 @@ TEST(NefiRunOverrides, BadCurriculumValuesAreOneLineErrorsNamingTheKey) {
     EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   }
   EXPECT_TRUE(c.curriculum.empty());  // a refused value leaves the config as it was
+  // Each says what it expected: the type, or the range of a whole number
+  // (3e9 restarts, past int's range, were "a value of the right type").
+  EXPECT_EQ(error_of([&] { nefi::apply_set(c, "curriculum.restarts=3000000000"); }),
+            "--set curriculum.restarts: expected a whole number in [1, 1000], got 3000000000");
+  EXPECT_EQ(error_of([&] { nefi::apply_set(c, "curriculum.restarts=1001"); }),
+            "--set curriculum.restarts: expected a whole number in [1, 1000], got 1001");
+  EXPECT_EQ(error_of([&] { nefi::apply_set(c, "curriculum.restarts=3e9"); }),
+            "--set curriculum.restarts: expected a whole number, got '3e9'");
+  EXPECT_EQ(error_of([&] { nefi::apply_set(c, "optim.ema=fast"); }),
+            "--set optim.ema: expected a number, got 'fast'");
 
   const fs::path f = nefi::test::scratch() / "overrides_bad.yaml";
   std::ofstream(f) << "instance: toy1d\ncurriculum:\n  patience: 3\n";
@@ -231,6 +243,20 @@ TEST(NefiRunOverrides, CliTakesReferenceMethodNamesAndWritesTheDevice) {
   EXPECT_NE(metrics.str().find("\"neural\""), std::string::npos) << metrics.str();
   EXPECT_EQ(metrics.str().find("netmy"), std::string::npos) << metrics.str();
   EXPECT_NE(config.str().find("restarts: 2"), std::string::npos) << config.str();
+  // metrics.json names the start a trained method kept: restart r of three
+  // from run.init_seed 7 is init seed 7 + r.
+  const fs::path kept = nefi::test::scratch() / "nefi_run_restarts";
+  const auto three = fieldkit_test::run_cli(
+      nefi_bin,
+      "run toy1d --smoke --smoke-steps 0 --no-plot -m neural --set steps=[4,4] "
+      "--set curriculum.restarts=3 --set run.init_seed=7 -o " +
+          kept.string(),
+      kept.parent_path());
+  ASSERT_EQ(three.status, 0) << three.err;
+  const nlohmann::json m = nlohmann::json::parse(std::ifstream(kept / "metrics.json"));
+  const auto& neural = m.at("methods").at("neural");
+  EXPECT_EQ(neural.at("init_seed").get<int>(), 7 + neural.at("restart").get<int>()) << neural;
+  EXPECT_LT(neural.at("restart").get<int>(), 3);
   const auto bad =
       fieldkit_test::run_cli(nefi_bin, "run toy1d --smoke -m bogus --no-plot", out.parent_path());
   EXPECT_EQ(bad.status, 2);

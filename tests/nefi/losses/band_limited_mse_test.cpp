@@ -79,6 +79,19 @@ TEST(NefiBandLimitedMse, ValueAndGradient) {
             "");
   EXPECT_TRUE(loss->is_data());
   EXPECT_THROW(nefi::band_limited_mse_loss(0.01, 0.0), fk::Error);
+  // A mask varying along time within a trace does not commute with the
+  // filter: refused before a solve (it was weighed silently).
+  loss->check_observations(m);
+  mask[(0 * 3 + 1) * n_t + 5] = 0.5;
+  m.mask = fk::from_vector(mask, {2, 3, n_t});
+  try {
+    loss->check_observations(m);
+    ADD_FAILURE() << "a time-varying mask was taken";
+  } catch (const fk::Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "nefi::BandLimitedMSE: expected a mask constant along time in each trace (a muted "
+              "pair), got trace 1 weighted 1 at time 0 and 0.5 at time 5");
+  }
 }
 
 // The loss as it read the host before session 13.

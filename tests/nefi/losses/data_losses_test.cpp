@@ -50,10 +50,18 @@ fk::Tensor relative_before(const fk::Tensor& pred, const nefi::Measurement& m) {
 fk::Tensor log_before(const fk::Tensor& pred, const nefi::Measurement& m,
                       const std::string& normalize, double eps) {
   const fk::Tensor y = m.data.to(pred.dtype());
+  const fk::Tensor a = fk::abs(y), w = mask_in(m, pred.dtype());
   double s = 1.0;
-  if (normalize == "max") s = fk::amax(fk::abs(y)).item();
-  if (normalize == "mean") s = fk::mean(fk::abs(y)).item();
-  if (s <= 0) s = 1.0;
+  // Over the observed cells (session 58): max where the mask is > 0, the
+  // mask-weighted mean.
+  if (normalize == "max")
+    s = (w.defined()
+             ? fk::amax(fk::where(fk::gt(w, fk::scalar_like(w, 0.0)), a, fk::scalar_like(a, 0.0)))
+             : fk::amax(a))
+            .item();
+  if (normalize == "mean")
+    s = (w.defined() ? fk::div(fk::sum(fk::mul(a, w)), fk::sum(w)) : fk::mean(a)).item();
+  if (!(s > 0)) s = 1.0;
   fk::Tensor lp = fk::log(fk::add(fk::mul(fk::relu(pred), 1.0 / s), eps));
   fk::Tensor ly = fk::log(fk::add(fk::mul(fk::relu(y), 1.0 / s), eps));
   return wmean_before(fk::square(fk::sub(lp, ly)), mask_in(m, pred.dtype()));

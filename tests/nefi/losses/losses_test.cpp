@@ -283,6 +283,27 @@ TEST(NefiLosses, MonotoneMatchesLoops) {
   EXPECT_THROW(nefi::monotone_loss(0, 1)->forward(c1), fk::Error);
 }
 
+// LogMSE's scale s is taken over the observed cells: max |y| where the mask
+// is > 0, the mask-weighted mean |y| (a masked-out saturated cell set it).
+TEST(NefiLosses, LogMseScalesByTheObservedCells) {
+  const fk::Tensor pred = fk::from_vector(std::vector<double>{1, 2, 4, 3});
+  nefi::Measurement m;
+  m.data = fk::from_vector(std::vector<double>{1, 1, 2, 1000});
+  m.mask = fk::from_vector(std::vector<double>{1, 1, 2, 0});
+  const nefi::Domain d({4});
+  const nefi::LossContext c{nullptr, pred, &m, &d, nullptr, 0, 0, 1.0};
+  const double eps = 1e-10;
+  const auto want = [&](double s) {  // weights 1, 1, 2 over cells 0..2
+    double sum = 0;
+    const double p[] = {1, 2, 4}, y[] = {1, 1, 2}, w[] = {1, 1, 2};
+    for (int i = 0; i < 3; ++i)
+      sum += w[i] * std::pow(std::log(p[i] / s + eps) - std::log(y[i] / s + eps), 2);
+    return sum / 4;
+  };
+  EXPECT_NEAR(nefi::log_mse_loss("max", eps)->forward(c).item(), want(2.0), 1e-9);
+  EXPECT_NEAR(nefi::log_mse_loss("mean", eps)->forward(c).item(), want(6.0 / 4), 1e-9);
+}
+
 TEST(NefiLosses, DataTermsAndLossSet) {
   fk::Tensor pred = fk::from_vector(std::vector<double>{1, 2, 4}),
              obs = fk::from_vector(std::vector<double>{1, 1, 2});

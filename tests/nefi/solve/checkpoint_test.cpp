@@ -1,7 +1,5 @@
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -21,13 +19,14 @@
 #include "nefi/operators/pointwise.h"
 #include "nefi/solve/checkpoint.h"
 #include "nefi/solve/solver.h"
+#include "scratch_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
 fs::path temp_path(const std::string& name) {
-  return fs::temp_directory_path() / ("nefi-ckpt-" + std::to_string(::getpid()) + "-" + name);
+  return fieldkit_test::scratch_dir() / name;
 }
 
 // A two-stage neural-field fit through the identity: small, but it exercises
@@ -267,6 +266,22 @@ TEST(NefiCheckpoint, AnotherRunsCheckpointIsRefused) {
   }
   other.run_identity = "aaaa";  // the same run resumes
   EXPECT_NO_THROW(nefi::Solver(problem(), curriculum(), other).run());
+  // With the identities' texts kept, the refusal names the keys that
+  // changed (it gave two hashes: which of thirty keys was it?).
+  first.run_identity_text = "instance: toy1d\nconfig:\n  lr: 0.01\n  n: 64\nseed: 0\n";
+  nefi::Solver(problem(), curriculum(), first).run();
+  EXPECT_EQ(nefi::load_checkpoint(ck.string()).run_identity_text, first.run_identity_text);
+  other.run_identity = "bbbb";
+  other.run_identity_text = "instance: toy1d\nconfig:\n  lr: 0.03\n  n: 64\nrun:\n  x: 1\n";
+  try {
+    nefi::Solver(problem(), curriculum(), other).run();
+    ADD_FAILURE() << "resumed another run's checkpoint";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("; changed since: config.lr: 0.03 (was 0.01); run.x: 1 "
+                                         "(new); seed (gone; was 0))"),
+              std::string::npos)
+        << e.what();
+  }
   fs::remove(ck);
 }
 
@@ -369,6 +384,11 @@ TEST(NefiCheckpoint, RoundTripAndBadFiles) {
   fs::copy_file(p, cut, fs::copy_options::overwrite_existing);
   fs::resize_file(cut, size - 12);
   expect_error(cut.string(), "truncated");
+  // Bytes after the payload count (they were read as nothing).
+  const fs::path longer = temp_path("longer.ckpt");
+  fs::copy_file(p, longer, fs::copy_options::overwrite_existing);
+  std::ofstream(longer, std::ios::app | std::ios::binary) << "tail";
+  expect_error(longer.string(), "expected the file to end after its payload count");
   // Foreign: an .npy-like file.
   const fs::path foreign = temp_path("foreign.ckpt");
   std::ofstream(foreign) << "\x93NUMPY this is not a checkpoint";

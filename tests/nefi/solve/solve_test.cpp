@@ -3,9 +3,11 @@
 #include "nefi/solve/stage_run.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <thread>
 #include <utility>
 
 #include "fk/factory.h"
@@ -398,13 +400,47 @@ TEST(NefiSolver, TimeBudgetAndEma) {
                          .fields.at("x")
                          .to_vector<double>()[3];
   e.optim.ema = 0.9;
-  const double avg = nefi::Solver(identity_problem({1, 2, 3, 4}, -1), e)
-                         .run()
-                         .fields.at("x")
-                         .to_vector<double>()[3];
+  const nefi::Result er = nefi::Solver(identity_problem({1, 2, 3, 4}, -1), e).run();
+  const std::vector<double> xs = er.fields.at("x").to_vector<double>();
+  const double avg = xs[3];
   EXPECT_GT(raw, 1.0);
   EXPECT_LT(avg, raw - 0.05);
   EXPECT_GT(avg, 0.0);
+  // The stage's losses are the average's, the field it returns (they were
+  // the raw weights' last step: restarts chose by a field not returned).
+  double mse = 0;
+  for (int i = 0; i < 4; ++i) mse += (xs[i] - (i + 1)) * (xs[i] - (i + 1)) / 4;
+  EXPECT_NEAR(er.stages[0].final_data_loss, mse, 1e-6 * mse);
+  EXPECT_NEAR(er.stages[0].final_total, mse, 1e-6 * mse);
+}
+
+// Restarts under a time budget: a later attempt the budget cut short in the
+// coarse stage was scored there, on averaged data, where its loss was lower
+// than a finished attempt's; it no longer wins over one that got further.
+TEST(NefiSolver, RestartsPreferTheAttemptThatGotFurther) {
+  // Data whose 2-cell average is fitted exactly by the coarse stage (loss 0
+  // there) while the fine stage cannot reach them in its few steps.
+  auto p = identity_problem({0, 10, 0, 10, 0, 10, 0, 10}, -1);
+  nefi::Curriculum c = nefi::Curriculum::multiscale({8}, {2000, 3}, 0.5, 0.5, 2);
+  ASSERT_EQ(c.stages[0].shape, (fk::Dims{4}));
+  c.restarts = 2;
+  // The second attempt outlasts the budget inside its coarse stage: a
+  // callback sleeps there until the budget has passed (it is checked after
+  // the callbacks). The first attempt takes well under the budget.
+  c.time_budget_s = 5.0;
+  nefi::SolverOptions so;
+  int attempts_started = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  so.callbacks.push_back([&](const nefi::StepInfo& s) {
+    if (s.stage == 0 && s.step == 0) ++attempts_started;
+    if (attempts_started == 2 && s.stage == 0 && s.step == 200)
+      std::this_thread::sleep_until(t0 + std::chrono::milliseconds(5300));
+    return true;
+  });
+  const nefi::Result r = nefi::Solver(p, c, so).run();
+  ASSERT_EQ(attempts_started, 2);
+  EXPECT_EQ(r.stages.size(), 2u);
+  EXPECT_EQ(r.restart, 0);
 }
 
 TEST(NefiPostprocess, EnergyScaleClipThreshold) {

@@ -33,7 +33,6 @@ std::vector<double> lateral_profile(int64_t n, double L, double c, double w, boo
 }  // namespace
 
 void ExplicitHeatConfig::validate() const {
-  const char* w = "nefi::thermal::ExplicitHeatSimulator";
   FK_CHECK(extent.size() == 3 && extent[0] > 0 && extent[1] > 0 && extent[2] > 0,
            "config key 'extent'", "three positive lengths", fk::to_text(extent.size()) + " values");
   FK_CHECK(dt > 0, "config key 'dt'", "dt > 0", fk::to_text(dt));
@@ -53,8 +52,18 @@ void ExplicitHeatConfig::validate() const {
            fk::to_text(min_substeps));
   FK_CHECK(substep_safety >= 1, "config key 'sim_substep_safety'", "sim_substep_safety >= 1",
            fk::to_text(substep_safety));
-  FK_CHECK(flash.width_xy > 0 && flash.width_z > 0, w, "positive flash widths",
-           fk::to_text(flash.width_xy) + ", " + fk::to_text(flash.width_z));
+  FK_CHECK(flash.width_xy > 0, "config key 'flash_width_xy'", "a width > 0",
+           fk::to_text(flash.width_xy));
+  FK_CHECK(flash.width_z > 0, "config key 'flash_width_z'", "a width > 0",
+           fk::to_text(flash.width_z));
+  // A centre off the slab lights its edge only (or, periodic, an image of it).
+  if (flash.center)
+    FK_CHECK((*flash.center)[0] >= 0 && (*flash.center)[0] <= extent[0] &&
+                 (*flash.center)[1] >= 0 && (*flash.center)[1] <= extent[1],
+             "config key 'flash_center'",
+             "a point on the slab, in [0, " + fk::to_text(extent[0]) + "] x [0, " +
+                 fk::to_text(extent[1]) + "]",
+             fk::to_text((*flash.center)[0]) + ", " + fk::to_text((*flash.center)[1]));
 }
 
 std::vector<double> flash_cell_averages(const FlashSpec& f, const fk::Dims& shape,

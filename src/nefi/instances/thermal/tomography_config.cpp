@@ -125,8 +125,9 @@ std::array<double, 2> pair_of(const Params& p, const std::string& key) {
 
 std::array<int64_t, 2> int_pair_of(const Params& p, const std::string& key) {
   const auto v = pair_of(p, key);
-  FK_CHECK(v[0] == std::floor(v[0]) && v[1] == std::floor(v[1]), "config key '" + key + "'",
-           "two integers", Params::render(p.list(key)));
+  const auto whole = [](double x) { return x == std::floor(x) && std::abs(x) <= 1e9; };
+  FK_CHECK(whole(v[0]) && whole(v[1]), "config key '" + key + "'", "two integers within +-1e9",
+           Params::render(p.list(key)));
   return {static_cast<int64_t>(v[0]), static_cast<int64_t>(v[1])};
 }
 
@@ -135,8 +136,8 @@ fk::Dims grid_of(const Params& p) {
   FK_CHECK(g.size() == 3, "config key 'grid'", "three cell counts [nx, ny, nz]", Params::render(g));
   fk::Dims d;
   for (double v : g) {
-    FK_CHECK(v >= 3 && v == std::floor(v), "config key 'grid'",
-             "integers >= 3 (the heat stencil's smallest grid)", Params::render(g));
+    FK_CHECK(v >= 3 && v <= 1024 && v == std::floor(v), "config key 'grid'",
+             "integers in [3 (the heat stencil's smallest grid), 1024]", Params::render(g));
     d.push_back(static_cast<int64_t>(v));
   }
   return d;

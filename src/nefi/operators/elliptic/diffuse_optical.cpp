@@ -59,7 +59,10 @@ void DiffuseOpticalOperator::prepare() {
         solve_fluence(fk::full(domain_.shape(), options_.reference_absorption, {fk::DType::F64}),
                       tight, nullptr));
     for (double r : ref.to_vector<double>())
-      FK_CHECK(r > 0, kWhere, "a positive homogeneous response at every detector", fk::to_text(r));
+      FK_CHECK(r > 0, kWhere,
+               "a positive homogeneous response at every detector (0: no light reaches one; the "
+               "medium absorbs or scatters too strongly for the box)",
+               fk::to_text(r));
     inv_reference_ = fk::div(fk::ones(ref.shape(), {fk::DType::F64}), ref);
     tables_ = std::make_shared<TableCache<Tables>>();  // with the reference
   }
