@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdint>
+#include <limits>
 #include <string>
 
 namespace cli_checks {
@@ -20,6 +21,22 @@ inline CLI::Validator non_negative_seed() {
                    : std::string();
       },
       "SEED>=0");
+}
+
+// A value >= 0 (a count or a weight), said in the tools' words: CLI11's
+// NonNegativeNumber printed its range's upper end, the largest double, in
+// full (300 digits).
+inline CLI::Validator non_negative() {
+  return CLI::Validator(
+      [](std::string& s) {
+        double v = 0;
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        return s.empty() || ec != std::errc() || end != s.data() + s.size() || !(v >= 0) ||
+                       v == std::numeric_limits<double>::infinity()
+                   ? "expected a finite value >= 0, got '" + s + "'"
+                   : std::string();
+      },
+      ">=0");
 }
 
 // --threads (each value of a list): `lo` (0: the tool's default) up to fk's

@@ -17,10 +17,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
+#include "device_option.h"
 #include "fk/fk.h"
 #include "fk/knobs.h"
 #include "fk/profile.h"
@@ -171,12 +174,22 @@ int bench_train(const BenchTrainOptions& o) {
     configs.push_back({d, false});
   }
   (void)minkunet_options_of(o.variant, 20, "minkowski bench train");  // before any output
-  const fk::Device device = fk::parse_device(o.device);
-  if (device.is_cuda())
-    FK_CHECK(device.index < fk::cuda_device_count(), "minkowski bench train --device",
-             "a usable CUDA device (" + fk::to_text(fk::cuda_device_count()) + " found)", o.device);
+  const fk::Device device = device_option(o.device, "minkowski bench train --device");
   const std::vector<int32_t> rows = synthetic_scene(o.points, 1).rows;
   const int64_t n = static_cast<int64_t>(rows.size()) / 4;
+  {
+    // Batch norm at the deepest stride (16: four halvings) needs two voxels
+    // there; a smaller scene failed in the warm-up, after the header.
+    std::set<std::array<int32_t, 4>> deepest;
+    const auto down = [](int32_t v) { return v >= 0 ? v / 16 : (v - 15) / 16; };
+    for (int64_t i = 0; i < n; ++i)
+      deepest.insert(
+          {rows[4 * i], down(rows[4 * i + 1]), down(rows[4 * i + 2]), down(rows[4 * i + 3])});
+    FK_CHECK(deepest.size() >= 2, "minkowski bench train --points",
+             "a scene with two voxels or more at MinkUNet's deepest stride (16), where batch "
+             "norm needs two",
+             fk::to_text(o.points) + " points (" + fk::to_text(deepest.size()) + " voxel there)");
+  }
   fk::Tensor coords = fk::from_vector(rows, {n, 4});
   if (o.device_coords) coords = coords.to(device);
   const fk::Tensor features = fk::rand({n, 3}, {fk::DType::F32}).to(device);

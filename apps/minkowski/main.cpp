@@ -7,6 +7,7 @@
 #include "bench_conv.h"
 #include "bench_ops.h"
 #include "cli_checks.h"
+#include "fk/error.h"
 #include "fk/knobs.h"
 #include "fk/parallel.h"
 #include "flushed_status.h"
@@ -14,6 +15,7 @@
 
 namespace {
 
+using cli_checks::non_negative;
 using cli_checks::non_negative_seed;
 using cli_checks::thread_count;
 
@@ -133,16 +135,15 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
   train->add_option("--lr", to.lr, "base learning rate");
   train->add_option("--optimizer", to.optimizer, "adam, adamw or sgd");
   train->add_option("--schedule", to.schedule, "constant, step, cosine or poly");
-  train->add_option("--warmup", to.warmup, "linear warm-up steps")->check(CLI::NonNegativeNumber);
+  train->add_option("--warmup", to.warmup, "linear warm-up steps")->check(non_negative());
   train
       ->add_option("--lr-step", to.lr_step,
                    "--schedule step: steps between decays (0: a third of the steps after warm-up)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   train->add_option("--lr-gamma", to.lr_gamma, "--schedule step: the factor of each decay");
-  train->add_option("--weight-decay", to.weight_decay, "weight decay")
-      ->check(CLI::NonNegativeNumber);
+  train->add_option("--weight-decay", to.weight_decay, "weight decay")->check(non_negative());
   train->add_option("--clip", to.clip, "clip the gradient norm to this (0: off)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative());
   train->add_option("--precision", to.precision,
                     "f32, bf16 or fp16: autocast with f32 master weights (fp16: loss scaling)");
   train->add_option("--device", to.device,
@@ -186,6 +187,30 @@ Commands add_model_commands(CLI::App& app, Options& opt, Commands c) {
   return c;
 }
 
+// Options the command would ignore without a word are refused by name, as
+// network.cpp refuses --planes for a MinkUNet.
+void refuse_unused(const Commands& c, const Options& opt) {
+  const auto given = [](CLI::App* app, const char* name) { return app->count(name) > 0; };
+  if (*c.train) {
+    const auto& o = opt.to;
+    FK_CHECK(!given(c.train, "--val-scenes") || o.data.empty(), "minkowski train --val-scenes",
+             "no --val-scenes with --data (the held-out files are the last fifth by name)",
+             fk::to_text(o.val_scenes));
+    FK_CHECK(!given(c.train, "--coords") || o.device != "cpu", "minkowski train --coords",
+             "a CUDA --device beside it (with --device cpu everything is on the host)",
+             "'" + o.coords + "' with --device " + o.device);
+    for (const char* name : {"--lr-step", "--lr-gamma"})
+      FK_CHECK(!given(c.train, name) || o.schedule == "step",
+               std::string("minkowski train ") + name, "--schedule step beside it",
+               "--schedule " + o.schedule);
+  }
+  if (*c.predict)
+    FK_CHECK(!given(c.predict, "--scene-seed") || opt.po.input.empty(),
+             "minkowski predict --scene-seed",
+             "no --scene-seed with --input (it seeds a generated scene or shape)",
+             "--input " + opt.po.input);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -210,6 +235,7 @@ int main(int argc, char** argv) {
     // Every knob's environment value up front, as fk-info and nefi check them.
     for (const fk::Knob* k : fk::knobs()) k->validate();
     (void)fk::get_num_threads();  // OMP_NUM_THREADS too, before any work
+    refuse_unused(c, opt);
     if (*c.conv) status = minkowski_app::bench_conv(opt.o);
     if (*c.ops) status = minkowski_app::bench_ops(opt.oo);
     if (*c.bench_train) status = minkowski_app::bench_train(opt.bto);

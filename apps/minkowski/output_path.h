@@ -25,11 +25,22 @@ inline void check_writable(const std::string& path, const std::string& flag) {
 }
 
 // A path prefix PATH whose files (PATH-....json) go into PATH's folder.
+// The folder must exist and take a file (a probe is written and removed:
+// /proc's folder exists, and the first trace failed after a warm-up and a
+// traced step); PATH names a file, not a folder (mk/ wrote mk/-1-f32-fused).
 inline void check_writable_folder_of(const std::string& path, const std::string& flag) {
   if (path.empty()) return;
-  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  const std::filesystem::path p(path), dir = p.parent_path();
+  FK_CHECK(!p.stem().empty() && !std::filesystem::is_directory(p), flag,
+           "a file path (FILE.json), not a folder", "'" + path + "'");
   FK_CHECK(dir.empty() || std::filesystem::is_directory(dir), flag, "a path in an existing folder",
            "'" + path + "'");
+  const std::filesystem::path probe = dir / (p.stem().string() + "-probe" + p.extension().string());
+  std::error_code ec;
+  const bool existed = std::filesystem::exists(probe, ec);
+  FK_CHECK(std::ofstream(probe, std::ios::app).good(), flag, "a path in a writable folder",
+           "'" + path + "'");
+  if (!existed) std::filesystem::remove(probe, ec);
 }
 
 }  // namespace minkowski_app

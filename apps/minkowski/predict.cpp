@@ -15,6 +15,8 @@
 #include <limits>
 
 #include "cloud_checks.h"
+#include "cloud_colours.h"
+#include "device_option.h"
 #include "fk/fk.h"
 #include "fk/io/npy.h"
 #include "minkowski/data/batch.h"
@@ -114,13 +116,12 @@ std::string class_name(int64_t c, int64_t classes, bool classifier) {
 
 // The cloud the options name: the point file, or a generated scene (MinkUNet)
 // or shape (classifier) from --scene-seed. A cloud without colours is fed
-// mid-grey (0 after centring).
+// white (cloud_colours.h).
 data::PointCloud input_cloud(const PredictOptions& o) {
   data::PointCloud cloud = !o.input.empty()         ? data::read_points(o.input)
                            : is_classifier(o.model) ? data::generate_shape({}, o.scene_seed)
                                                     : data::generate_scene({}, o.scene_seed);
-  if (!cloud.has_colors()) cloud.rgb.assign(cloud.xyz.size(), 0.5f);
-  return cloud;
+  return with_colours(std::move(cloud));
 }
 
 // A classifier's label of a labelled cloud: the one label all its points carry.
@@ -161,7 +162,7 @@ int predict(const PredictOptions& options) {
   check_network_choice({o.model, o.variant, o.planes, 1}, "minkowski predict");
   const bool classifier = is_classifier(o.model);
   const fk::DType precision = nn::parse_precision(o.precision, "minkowski predict --precision");
-  const fk::Device device = fk::parse_device(o.device);
+  const fk::Device device = device_option(o.device, "minkowski predict --device");
   if (o.threads > 0) fk::set_num_threads(o.threads);
   check_output(o.ply, "--ply", o);
   check_output(o.labels, "--labels", o);

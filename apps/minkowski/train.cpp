@@ -1,7 +1,7 @@
 // `minkowski train`: MinkUNet on generated scenes or a folder of labelled
 // point files, or a sparse ResNet classifier on generated shapes, in f32 or
 // under bf16/fp16 autocast, on the CPU or a CUDA device (--device). In the output folder: one
-// log.csv row per epoch (loss, held-out mIoU, accuracy, learning rate, points/s, steps the fp16
+// log.csv row per epoch (loss, held-out mIoU, accuracy, learning rate, voxels/s, steps the fp16
 // loss scaler skipped), the learning curves (curves.png, redrawn from log.csv
 // every epoch), the best checkpoint by mIoU and a resumable last checkpoint
 // (model, optimizer, epoch, best mIoU, loss scale).
@@ -16,10 +16,14 @@
 #include <fstream>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "cloud_checks.h"
+#include "cloud_colours.h"
+#include "device_option.h"
 #include "fk/fk.h"
 #include "fk/io/replace_file.h"
 #include "learning_curve.h"
@@ -27,6 +31,7 @@
 #include "minkowski/data/point_io.h"
 #include "minkowski/nn/autocast.h"
 #include "minkowski/nn/checkpoint.h"
+#include "minkowski/nn/loss.h"
 #include "minkowski/nn/schedule.h"
 #include "minkowski/nn/segmentation.h"
 #include "minkowski/ops/conv.h"
@@ -135,9 +140,45 @@ constexpr const char* kRngOffset = "rng_offset";
 // under another one went on as a hybrid of the two runs without a word.
 constexpr const char* kSeed = "seed";
 
+// The options a resume must keep besides those above, saved as
+// "option<flag>" (f64; a choice as its index in `choices`): a resume under
+// another --lr, --batch, --precision, ... trained on as a hybrid of two runs
+// without a word. --epochs may grow (a longer run); --data may move. As
+// given: --lr-step 0 (a third of the run) stays 0 when --epochs grows.
+struct KeptOption {
+  const char* flag;
+  double value;
+  std::vector<std::string> choices;  // empty: a number
+  std::string text(double v) const {
+    const auto i = static_cast<size_t>(v);
+    return choices.empty() ? fmt::format("{}", v) : i < choices.size() ? choices[i] : "?";
+  }
+};
+
+std::vector<KeptOption> kept_options(const TrainOptions& o) {
+  const auto index = [](const std::vector<std::string>& names, const std::string& v) {
+    return static_cast<double>(std::find(names.begin(), names.end(), v) - names.begin());
+  };
+  const std::vector<std::string> schedules{"constant", "step", "cosine", "poly"};
+  const std::vector<std::string> precisions{"f32", "bf16", "fp16"};
+  return {{"--lr", o.lr, {}},
+          {"--schedule", index(schedules, o.schedule), schedules},
+          {"--warmup", static_cast<double>(o.warmup), {}},
+          {"--lr-step", static_cast<double>(o.lr_step), {}},
+          {"--lr-gamma", o.lr_gamma, {}},
+          {"--weight-decay", o.weight_decay, {}},
+          {"--clip", o.clip, {}},
+          {"--batch", static_cast<double>(o.batch), {}},
+          {"--steps-per-epoch", static_cast<double>(o.steps_per_epoch), {}},
+          {"--precision", index(precisions, o.precision), precisions}};
+}
+
 void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, const Progress& p,
-               double voxel, const std::string& optimizer, uint64_t seed) {
+               double voxel, const std::string& optimizer, uint64_t seed,
+               const std::vector<KeptOption>& kept) {
   nn::NamedTensors all = with_voxel(prefixed(net.state(), "model."), voxel);
+  for (const KeptOption& k : kept)
+    all.emplace_back(std::string("option") + k.flag, fk::full({}, k.value, {fk::DType::F64}));
   const auto kind = std::find(std::begin(kOptimizers), std::end(kOptimizers), optimizer);
   all.emplace_back(
       "optimizer_kind",
@@ -162,9 +203,15 @@ void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, con
 }
 
 Progress load_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, double voxel,
-                   const std::string& optimizer, uint64_t seed) {
+                   const std::string& optimizer, uint64_t seed,
+                   const std::vector<KeptOption>& kept) {
   const nn::NamedTensors all = nn::read_tensors(path);
   for (const auto& [n, t] : all) {
+    for (const KeptOption& k : kept)  // an older checkpoint without them: not checked
+      FK_CHECK(n != std::string("option") + k.flag || t.item() == k.value,
+               "minkowski train --resume " + path,
+               fmt::format("{} {} (the run being resumed)", k.flag, k.text(t.item())),
+               fmt::format("{} {}", k.flag, k.text(k.value)));
     if (n == kSeed && t.dtype() == fk::DType::I64 && t.numel() == 1) {
       const auto saved = static_cast<uint64_t>(t.to_vector<int64_t>()[0]);
       FK_CHECK(saved == seed, "minkowski train --resume " + path,
@@ -244,10 +291,24 @@ class Source {
     FK_CHECK(files_.size() >= 2, "minkowski train --data " + o.data,
              "at least two .ply/.npy/.xyz/.txt files", fk::to_text(files_.size()));
     held_out_ = std::max<size_t>(1, files_.size() / 5);
-    // Every file's labels are checked as it is read (a training file's bad
-    // label failed mid-step naming no file, or was outvoted when voxelized);
-    // the held-out files, first read after a whole epoch, are read now.
-    for (size_t i = files_.size() - held_out_; i < files_.size(); ++i) (void)load(files_[i]);
+    // Every file is read and its labels checked now, before step 0: read as
+    // a step first met it, a malformed training file or a bad label stopped
+    // a run in its second epoch (or never, with fewer steps than files).
+    bool held_out_labelled = false;
+    for (size_t k = 0; k < files_.size(); ++k) {  // the held-out files first
+      const size_t i = (files_.size() - held_out_ + k) % files_.size();
+      const data::PointCloud c = load(files_[i]);
+      if (i >= files_.size() - held_out_)
+        held_out_labelled =
+            held_out_labelled || std::any_of(c.labels.begin(), c.labels.end(),
+                                             [](int64_t l) { return l != nn::kIgnoreIndex; });
+    }
+    // With every held-out point ignored no epoch scores (mIoU NaN), so no
+    // best.ckpt was written and the run reported a best mIoU of -1.
+    FK_CHECK(
+        held_out_labelled, "minkowski train --data " + o.data,
+        "held-out files (the last " + fk::to_text(held_out_) + " by name) with some labelled point",
+        "every held-out point ignored (-100)");
   }
   data::Batch train_batch(int64_t step) const {
     const data::AugmentOptions aug;
@@ -262,7 +323,7 @@ class Source {
     for (int b = 0; b < o_.batch; ++b) {
       data::PointCloud c = load(files_[(step * o_.batch + b) % n]);
       data::augment(c, aug, o_.seed * 1000003 + step * o_.batch + b);
-      items.push_back(data::voxelize(c, o_.voxel));
+      items.push_back(data::voxelize(with_colours(std::move(c)), o_.voxel));
     }
     return data::collate(items);
   }
@@ -283,7 +344,7 @@ class Source {
       return out;
     }
     for (size_t i = files_.size() - held_out_; i < files_.size(); ++i) {
-      out.push_back(data::collate({data::voxelize(load(files_[i]), o_.voxel)}));
+      out.push_back(data::collate({data::voxelize(with_colours(load(files_[i])), o_.voxel)}));
     }
     return out;
   }
@@ -294,7 +355,6 @@ class Source {
     FK_CHECK(c.has_labels(), "minkowski train " + path, "per-point labels", "none");
     check_cloud(c, "minkowski train " + path, o_.classes, "--classes " + fk::to_text(o_.classes),
                 o_.voxel);
-    if (!c.has_colors()) c.rgb.assign(c.xyz.size(), 0.5f);  // mid-grey: 0 after centring
     return c;
   }
   const TrainOptions& o_;
@@ -323,7 +383,7 @@ int train(const TrainOptions& options) {
   FK_CHECK(!o.resume || std::filesystem::exists(last), "minkowski train --resume",
            "a run folder with last.ckpt", "'" + o.out + "'");
   const fk::DType precision = nn::parse_precision(o.precision, "minkowski train --precision");
-  const fk::Device device = fk::parse_device(o.device);
+  const fk::Device device = device_option(o.device, "minkowski train --device");
   fk::manual_seed(o.seed);
   const std::unique_ptr<nn::SparseModule> network =
       make_network(network_choice(o), "minkowski train");
@@ -332,7 +392,8 @@ int train(const TrainOptions& options) {
   net.to(device);
   auto opt = make_optimizer(o, net);
   Progress progress;
-  if (o.resume) progress = load_last(last, net, *opt, o.voxel, o.optimizer, o.seed);
+  if (o.resume)
+    progress = load_last(last, net, *opt, o.voxel, o.optimizer, o.seed, kept_options(options));
   // fp16 gradients underflow without loss scaling; bf16 has f32's range.
   std::optional<fk::amp::GradScaler> scaler;
   if (precision == fk::DType::F16) {
@@ -370,7 +431,7 @@ int train(const TrainOptions& options) {
   const bool tty = isatty(fileno(stderr));
   for (int epoch = progress.epoch; epoch < o.epochs; ++epoch) {
     double loss_sum = 0;
-    int64_t points = 0, skipped = 0;
+    int64_t voxels = 0, skipped = 0;  // the inputs (voxels: several points may share one)
     const auto start = std::chrono::steady_clock::now();
     for (int s = 0; s < o.steps_per_epoch; ++s) {
       const int64_t step = int64_t{epoch} * o.steps_per_epoch + s;
@@ -383,12 +444,12 @@ int train(const TrainOptions& options) {
       const nn::StepResult r = nn::train_step(net, *opt, batch.input, batch.labels, step_options);
       loss_sum += r.loss;
       skipped += r.skipped;
-      points += batch.input.size();
+      voxels += batch.input.size();
       const double secs =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (tty) {
-        std::fprintf(stderr, "\repoch %d/%d step %d/%d loss %.4f %.0f points/s   ", epoch + 1,
-                     o.epochs, s + 1, o.steps_per_epoch, loss_sum / (s + 1), points / secs);
+        std::fprintf(stderr, "\repoch %d/%d step %d/%d loss %.4f %.0f voxels/s   ", epoch + 1,
+                     o.epochs, s + 1, o.steps_per_epoch, loss_sum / (s + 1), voxels / secs);
       }
     }
     const double secs =
@@ -401,7 +462,7 @@ int train(const TrainOptions& options) {
     }
     if (!log.is_open()) {
       log.open(log_path, log_has_rows ? std::ios::app : std::ios::trunc);
-      if (!log_has_rows) log << "epoch,loss,val_miou,val_accuracy,lr,points_per_s,skipped_steps\n";
+      if (!log_has_rows) log << "epoch,loss,val_miou,val_accuracy,lr,voxels_per_s,skipped_steps\n";
     }
     const bool improved = c.miou() > progress.best_miou;
     if (improved) {
@@ -412,10 +473,10 @@ int train(const TrainOptions& options) {
     // epoch the resume runs again (and drops: rows_through), where the other
     // order lost that epoch's row for good.
     log << epoch + 1 << ',' << loss_sum / o.steps_per_epoch << ',' << c.miou() << ','
-        << c.accuracy() << ',' << opt->lr() << ',' << points / secs << ',' << skipped << '\n';
+        << c.accuracy() << ',' << opt->lr() << ',' << voxels / secs << ',' << skipped << '\n';
     log.flush();
     FK_CHECK(!log.fail(), "minkowski train", "a successful write", "'" + o.out + "/log.csv'");
-    save_last(last, net, *opt, progress, o.voxel, o.optimizer, o.seed);
+    save_last(last, net, *opt, progress, o.voxel, o.optimizer, o.seed, kept_options(options));
     write_learning_curves(o.out + "/log.csv", o.out + "/curves.png",
                           "minkowski train: " + network_name(network_choice(o)) + ", " +
                               std::to_string(o.classes) + " classes, " + o.precision);

@@ -22,6 +22,7 @@
 #include "fk/factory.h"
 #include "fk/io/npy.h"
 #include "minkowski/nn/checkpoint.h"
+#include "scratch_dir.h"
 
 namespace {
 
@@ -65,6 +66,20 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_TRUE(fs::exists(dir / "run" / "best.ckpt"));
   EXPECT_EQ(count_lines(dir / "run" / "log.csv"), 2);
+  // A resume under another option that shapes the training is refused by
+  // name (--lr 0.5 went on as a hybrid of two runs without a word).
+  for (const auto& [arg, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--lr 0.5", "expected --lr 0.01 (the run being resumed), got --lr 0.5"},
+           {"--precision bf16",
+            "expected --precision f32 (the run being resumed), got "
+            "--precision bf16"},
+           {"--weight-decay 0.1",
+            "expected --weight-decay 0 (the run being resumed), got --weight-decay 0.1"}}) {
+    r = fieldkit_test::run_cli(bin, "train --epochs 2 --resume " + common + " " + arg, dir);
+    EXPECT_EQ(r.status, 1) << arg;
+    EXPECT_NE(r.err.find(message), std::string::npos) << arg << ": " << r.err;
+  }
+  EXPECT_EQ(count_lines(dir / "run" / "log.csv"), 2);
   r = fieldkit_test::run_cli(bin, "train --epochs 2 --resume " + common, dir);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(count_lines(dir / "run" / "log.csv"), 3);
@@ -102,7 +117,7 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
             "--model: expected minkunet, resnet14, resnet18, resnet34, resnet50 or resnet101, got "
             "'vgg'"},
            {" --model resnet14", "body.0.weight"},
-           {" --device cuda:63", "an available device"}}) {
+           {" --device cuda:63", "minkowski predict --device: expected"}}) {
     r = fieldkit_test::run_cli(bin, "predict --checkpoint " + ckpt + args, dir);
     EXPECT_EQ(r.status, 1) << args;
     EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
@@ -111,7 +126,7 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   r = fieldkit_test::run_cli(bin, "train --optimizer rmsprop " + common, dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("adam, adamw or sgd"), std::string::npos) << r.err;
-  r = fieldkit_test::run_cli(bin, "train --coords gpu " + common, dir);
+  r = fieldkit_test::run_cli(bin, "train --device cuda --coords gpu " + common, dir);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("--coords: expected device or host, got 'gpu'"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -119,10 +134,9 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   // before the output folder is touched.
   for (const auto& [arg, message] : std::vector<std::pair<std::string, std::string>>{
            {"--voxel inf", "--voxel: expected a positive finite size, got inf"},
-           {"--clip nan", "--clip: expected a finite norm >= 0 (0: off), got nan"},
            {"--lr nan", "--lr: expected a finite rate > 0, got nan"},
-           {"--weight-decay nan", "--weight-decay: expected a finite weight >= 0, got nan"},
-           {"--lr-gamma 2", "--lr-gamma: expected a decay factor in (0, 1], got 2"}}) {
+           {"--schedule step --lr-gamma 2",
+            "--lr-gamma: expected a decay factor in (0, 1], got 2"}}) {
     r = fieldkit_test::run_cli(bin,
                                "train --variant 14A --steps-per-epoch 1 --batch 1 --threads 1 " +
                                    arg + " --out " + (dir / "unusable").string(),
@@ -134,7 +148,8 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   }
   // --device: an absent CUDA device (no machine has 64) and a bad name, each one line.
   for (const auto& [device, message] :
-       {std::pair<std::string, std::string>{"cuda:63", "an available device"}, {"gpu", "gpu"}}) {
+       {std::pair<std::string, std::string>{"cuda:63", "minkowski train --device: expected"},
+        {"gpu", "minkowski train --device: expected"}}) {
     r = fieldkit_test::run_cli(bin, "train --device " + device + " " + common, dir);
     EXPECT_EQ(r.status, 1) << device;
     EXPECT_NE(r.err.find(message), std::string::npos) << device << ": " << r.err;
@@ -266,7 +281,22 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
             "--threads: expected a thread count in [0, 4096], got '100000'"},
            {"train --threads abc", "--threads: expected a thread count in [0, 4096], got 'abc'"},
            {"train --seed -1", "--seed: expected a seed in [0, 2^64), got '-1'"},
-           {"train --clip -1", "--clip"},
+           {"train --clip -1", "--clip: expected a finite value >= 0, got '-1'"},
+           {"train --warmup -1", "--warmup: expected a finite value >= 0, got '-1'"},
+           {"train --weight-decay nan", "--weight-decay: expected a finite value >= 0, got 'nan'"},
+           // Options the run would ignore without a word.
+           {"train --data . --val-scenes 7",
+            "minkowski train --val-scenes: expected no "
+            "--val-scenes with --data"},
+           {"train --coords host", "minkowski train --coords: expected a CUDA --device beside it"},
+           {"train --lr-gamma 0.5",
+            "minkowski train --lr-gamma: expected --schedule step beside "
+            "it, got --schedule cosine"},
+           {"train --lr-step 3", "minkowski train --lr-step: expected --schedule step"},
+           {"predict --checkpoint x --input y.ply --scene-seed 3",
+            "minkowski predict --scene-seed: expected no --scene-seed with --input"},
+           {"train --device gpu", "minkowski train --device: expected"},
+           {"predict --checkpoint x --device gpu", "minkowski predict --device: expected"},
            {"train --epochs 1 --steps-per-epoch 2 --warmup 5",
             "--warmup: expected fewer warm-up steps than the run's 2 steps, got 5"},
            {"train --planes 8,16,32,64", "--planes: expected no --planes with minkunet"},
@@ -286,6 +316,11 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
            {"predict --checkpoint x --threads 100000", "--threads: expected a thread count"},
            {"predict --checkpoint x --scene-seed -5", "--scene-seed: expected a seed"},
            {"bench train --threads 0", "--threads: expected a thread count in [1, 4096], got '0'"},
+           {"bench train --trace /proc/x.json", "--trace: expected a path in a writable folder"},
+           {"bench train --trace " + dir.string() + "/",
+            "--trace: expected a file path (FILE.json), not a folder"},
+           {"bench train --points 50",
+            "minkowski bench train --points: expected a scene with two voxels or more"},
            {"bench train --threads abc",
             "--threads: expected a thread count in [1, 4096], got 'abc'"},
            {"bench conv --kernel 200", "--kernel: Value 200 not in range 1 to 15"},
@@ -343,6 +378,85 @@ TEST(TrainCli, TrainResumePredictAndErrors) {
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("expected finite weights, got nan in model."), std::string::npos) << r.err;
   fs::remove_all(dir);
+}
+
+// Every --data file is read before step 0: a bad training file no step had
+// met yet passed (or stopped the run epochs in). Held-out files whose every
+// point is ignored are refused: no epoch could score, and the run reported a
+// best mIoU of -1 with no best.ckpt.
+TEST(TrainCli, DataFoldersAreCheckedBeforeTheFirstStep) {
+  const fs::path bin = fieldkit_test::sibling_binary("minkowski");
+  if (!fs::exists(bin)) GTEST_SKIP() << "minkowski CLI not built";
+  const fs::path dir = fieldkit_test::scratch_dir() / "data_folders";
+  fs::create_directories(dir / "points");
+  const auto write = [&](const char* name, int bad_label, int every_label) {
+    std::ofstream f(dir / "points" / name);
+    for (int i = 0; i < 40; ++i)
+      f << i % 7 << ' ' << i / 7 << ' ' << i % 3 << ' '
+        << (i == 6 && bad_label ? bad_label
+            : every_label       ? every_label
+                                : i % 3)
+        << '\n';
+  };
+  for (const char* name : {"a.xyz", "b.xyz", "d.xyz", "e.xyz"}) write(name, 0, 0);
+  write("c.xyz", 3, 0);  // a training file a one-step epoch never reads
+  const std::string run =
+      "train --epochs 1 --steps-per-epoch 1 --batch 1 --voxel 1 --threads 1 "
+      "--classes 3 --data " +
+      (dir / "points").string() + " --out " + (dir / "run").string();
+  auto r = fieldkit_test::run_cli(bin, run, dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("c.xyz: expected labels in [0, 3) or -100 (--classes 3), got label 3"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir / "run"));
+  write("c.xyz", 0, 0);
+  write("e.xyz", 0, -100);  // the held-out file (the last fifth by name)
+  r = fieldkit_test::run_cli(bin, run, dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("minkowski train --data " + (dir / "points").string() +
+                       ": expected held-out files (the last 1 by name) with some labelled point, "
+                       "got every held-out point ignored (-100)"),
+            std::string::npos)
+      << r.err;
+  write("e.xyz", 0, 0);
+  r = fieldkit_test::run_cli(bin, run, dir);
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
+// A cloud without colours trains on its geometry: fed mid-grey, every input
+// feature was 0 after centring, a sparse convolution of zeros sees nothing,
+// and a floor-and-ball scene trained to a net that called every point floor.
+TEST(TrainCli, CloudsWithoutColoursLearnTheirGeometry) {
+  const fs::path bin = fieldkit_test::sibling_binary("minkowski");
+  if (!fs::exists(bin)) GTEST_SKIP() << "minkowski CLI not built";
+  const fs::path dir = fieldkit_test::scratch_dir() / "colourless";
+  fs::create_directories(dir / "points");
+  for (int s = 0; s < 5; ++s) {  // a 4 x 4 floor (0) and a ball of radius 0.5 on it (1)
+    std::ofstream f(dir / "points" / ("s" + std::to_string(s) + ".xyz"));
+    for (int i = 0; i < 40; ++i)
+      for (int j = 0; j < 40; ++j) f << 0.1 * i << ' ' << 0.1 * j << " 0 0\n";
+    const double cx = 1.0 + 0.4 * s, cy = 2.6 - 0.3 * s;
+    for (int i = 0; i < 24; ++i)
+      for (int j = 0; j < 24; ++j) {
+        const double th = 3.14159265 * (i + 0.5) / 24, ph = 6.2831853 * j / 24;
+        f << cx + 0.5 * std::sin(th) * std::cos(ph) << ' ' << cy + 0.5 * std::sin(th) * std::sin(ph)
+          << ' ' << 0.7 + 0.5 * std::cos(th) << " 1\n";
+      }
+  }
+  auto r = fieldkit_test::run_cli(
+      bin,
+      "train --epochs 3 --steps-per-epoch 8 --batch 1 --voxel 0.1 --threads 1 --classes 2 "
+      "--deterministic --data " +
+          (dir / "points").string() + " --out " + (dir / "run").string(),
+      dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream log(dir / "run" / "log.csv");
+  std::string line, last;
+  while (std::getline(log, line)) last = line;
+  // epoch,loss,val_miou,...: every point called floor scores about 0.4.
+  const double miou = std::stod(last.substr(last.find(',', last.find(',') + 1) + 1));
+  EXPECT_GT(miou, 0.8) << last;
 }
 
 // Mixed precision, the learning curves' input and the classifier path.
@@ -436,7 +550,10 @@ TEST(TrainCli, HalfPrecisionAndClassifier) {
   for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
            {" --classes 5", "4 classes for the generated data"},
            {" --data " + dir.string(), "no --data with a classifier"}}) {
-    r = fieldkit_test::run_cli(bin, cls + args, dir);
+    // (without --val-scenes, which --data would refuse first)
+    std::string given = cls + args;
+    given.erase(given.find("--val-scenes 1 "), 15);
+    r = fieldkit_test::run_cli(bin, given, dir);
     EXPECT_EQ(r.status, 1) << args;
     EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
   }
@@ -476,7 +593,7 @@ TEST(TrainCli, AResumedClassifierContinuesTheUninterruptedRun) {
                              dir);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(read_text(dir / "full" / "last.ckpt"), read_text(dir / "cut" / "last.ckpt"));
-  // The logs' cells but for the speed column (points_per_s).
+  // The logs' cells but for the speed column (voxels_per_s).
   auto cells = [](const fs::path& p) {
     std::vector<std::vector<std::string>> out;
     std::istringstream in(read_text(p));
@@ -486,7 +603,7 @@ TEST(TrainCli, AResumedClassifierContinuesTheUninterruptedRun) {
       for (std::string c; std::getline(fields, c, ',');) row.push_back(c);
       out.push_back(row);
     }
-    const auto speed = std::find(out[0].begin(), out[0].end(), "points_per_s") - out[0].begin();
+    const auto speed = std::find(out[0].begin(), out[0].end(), "voxels_per_s") - out[0].begin();
     for (auto& row : out) row.erase(row.begin() + speed);
     return out;
   };
