@@ -161,16 +161,18 @@ std::vector<KeptOption> kept_options(const TrainOptions& o) {
   };
   const std::vector<std::string> schedules{"constant", "step", "cosine", "poly"};
   const std::vector<std::string> precisions{"f32", "bf16", "fp16"};
-  return {{"--lr", o.lr, {}},
-          {"--schedule", index(schedules, o.schedule), schedules},
-          {"--warmup", static_cast<double>(o.warmup), {}},
-          {"--lr-step", static_cast<double>(o.lr_step), {}},
-          {"--lr-gamma", o.lr_gamma, {}},
-          {"--weight-decay", o.weight_decay, {}},
-          {"--clip", o.clip, {}},
-          {"--batch", static_cast<double>(o.batch), {}},
-          {"--steps-per-epoch", static_cast<double>(o.steps_per_epoch), {}},
-          {"--precision", index(precisions, o.precision), precisions}};
+  return {
+      {"--lr", o.lr, {}},
+      {"--schedule", index(schedules, o.schedule), schedules},
+      {"--warmup", static_cast<double>(o.warmup), {}},
+      {"--lr-step", static_cast<double>(o.lr_step), {}},
+      {"--lr-gamma", o.lr_gamma, {}},
+      {"--weight-decay", o.weight_decay, {}},
+      {"--clip", o.clip, {}},
+      {"--batch", static_cast<double>(o.batch), {}},
+      {"--steps-per-epoch", static_cast<double>(o.steps_per_epoch), {}},
+      // f16 is fp16's other name (nn::parse_precision)
+      {"--precision", index(precisions, o.precision == "f16" ? "fp16" : o.precision), precisions}};
 }
 
 void save_last(const std::string& path, nn::Module& net, nn::Optimizer& opt, const Progress& p,

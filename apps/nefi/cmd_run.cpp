@@ -29,15 +29,17 @@ namespace {
 
 // What a checkpoint of method m is tied to: the whole config (its
 // curriculum, NaN guard, seeds and, through config_hash, the measured data's
-// bytes), less what a resume may change: the step budgets (config keys
-// ending in "steps", the smoke cap, the time budget), the device and the
-// other methods. A resume from a checkpoint of another run is refused; the
+// bytes), less what a resume may change: the step budgets ("steps" and the
+// methods' "*_steps" but anneal_steps, which shapes the schedule; a
+// "*_substeps" is physics), the smoke cap, the time budget, the device and
+// the other methods. A resume from a checkpoint of another run is refused; the
 // checkpoint keeps this config's YAML too, so the refusal names what changed.
 nefi::RunConfig identity_config(const nefi::RunConfig& cfg, const std::string& m) {
   nefi::RunConfig id = cfg;
   id.config = nefi::Params();
   for (const auto& e : cfg.config.entries())
-    if (!e.key.ends_with("steps")) id.config.declare(e.key, e.value, "");
+    if (!(e.key == "steps" || (e.key.ends_with("_steps") && e.key != "anneal_steps")))
+      id.config.declare(e.key, e.value, "");
   id.methods = {m};
   id.max_total_steps = 0;
   id.smoke = false;
@@ -107,6 +109,15 @@ void check_checkpoint_options(const RunRequest& r, const nefi::RunConfig& cfg) {
   FK_CHECK(r.resume.empty() || resume_dir || cfg.methods.size() == 1, "--resume FILE",
            "one method (give a run directory for several)",
            fk::to_text(cfg.methods.size()) + " methods");
+  // Each attempt of several would overwrite the one file (the Solver refuses
+  // it too, but per method, after any direct method ran and the folder was
+  // made). A step cap makes one attempt.
+  const int64_t restarts = cfg.curriculum.restarts      ? *cfg.curriculum.restarts
+                           : cfg.config.has("restarts") ? cfg.config.i("restarts")
+                                                        : 1;
+  FK_CHECK(r.save_every == 0 || restarts <= 1 || cfg.max_total_steps > 0, "--save-every",
+           "a run of one attempt (a checkpoint holds one: curriculum.restarts 1)",
+           fk::to_text(restarts) + " restarts");
   if (resume_dir) {
     std::string wanted;
     bool any = false;

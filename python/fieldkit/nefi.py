@@ -174,13 +174,15 @@ def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, dev
     seeds = _seeds("ensemble", seeds)
     if not seeds:
         raise ValueError("ensemble: expected at least one initialisation seed, got none")
+    if len(set(seeds)) < len(seeds):  # one member twice: a spread of 0 there
+        raise Error(f"ensemble: expected distinct initialisation seeds, got {list(seeds)}")
     if isinstance(instance, ForwardProblem):  # from_forward's problem: its field seeds
         if config is not None or method is not None or seed is not None:
             raise ValueError("ensemble: expected only seeds and device with a from_forward "
                              "problem (its config, method and data are the problem's), got "
                              "config/method/seed")
-        return EnsembleResult([instance.solve(seed=k, device=device or "cpu")
-                               for k in seeds], seeds)
+        return _members(seeds, lambda k: instance.solve(seed=k, device=device or "cpu"),
+                        "its field")
     target, overrides = _target("ensemble", instance, config)
     sets, m, s = _sets(overrides)
     if m is not None:
@@ -192,23 +194,31 @@ def ensemble(instance, config=None, seeds=(0, 1, 2), seed=None, method=None, dev
     data_seed = _seed("ensemble", s if seed is None else seed)
     # Member k runs seeds k .. k + restarts - 1 and keeps the best: members
     # closer than that share runs (seeds 0, 1, 2 under restarts 3 kept 2, 2, 4).
-    if len(set(seeds)) < len(seeds):
-        raise Error(f"ensemble: expected distinct initialisation seeds, got {list(seeds)}")
     restarts = _restarts(_nefi.config_yaml(target, sets, data_seed, methods))
     ordered = sorted(seeds)
     if restarts > 1 and any(b - a < restarts for a, b in zip(ordered, ordered[1:])):
         raise Error(f"ensemble: expected initialisation seeds at least restarts = {restarts} "
                     f"apart (each member runs seeds k .. k + {restarts - 1} and keeps the "
                     f"best, so closer members share runs), got seeds {list(seeds)}")
+
+    def member(k):
+        out = _nefi.run(target, sets + [f"run.init_seed={k}"], data_seed, methods)
+        return next(iter(out["results"].values()))
+
+    return _members(seeds, member, f"method {methods[0]!r}")
+
+
+def _members(seeds, solve, what):
+    """An EnsembleResult of solve(k) for each seed; refused after the second
+    member when it equals the first (`what` starts the same for every seed)."""
     results = []
     for k in seeds:
-        out = _nefi.run(target, sets + [f"run.init_seed={k}"], data_seed, methods)
-        results.append(next(iter(out["results"].values())))
+        results.append(solve(k))
         if len(results) == 2 and _same_fields(results[0], results[1]):
             raise Error(f"ensemble: expected members that differ with their initialisation "
                         f"seed, got identical fields for seeds {seeds[0]} and {seeds[1]} "
-                        f"(method {methods[0]!r} starts the same for every seed: its spread "
-                        f"would be 0 everywhere)")
+                        f"({what} starts the same for every seed: its spread would be 0 "
+                        f"everywhere)")
     return EnsembleResult(results, seeds)
 
 

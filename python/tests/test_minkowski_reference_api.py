@@ -154,6 +154,38 @@ def test_per_item_access_on_both_tensor_kinds():
     assert field.tensor_stride == [1]
 
 
+def test_per_item_access_with_gaps_rounding_and_bad_batch_indices():
+    # Item i is the i-th present batch index, as the reference's features_at
+    # reads its origin map's i-th rows: with indices {0, 5}, item 1 is batch 5
+    # (features_at(1) was empty, features_at(5) batch 5).
+    c = torch.tensor([[0, 0, 0], [5, 1, 1], [5, 2, 2], [0, 3, 3]], dtype=torch.int32)
+    x = ME.SparseTensor(torch.arange(8.0).reshape(4, 2), c)
+    for i in range(2):
+        assert torch.equal(x.features_at(i), x.decomposed_features[i])
+    assert x.coordinates_at(1).shape == (2, 2)
+    with pytest.raises(IndexError, match="batch item 5 of 2"):
+        x.features_at(5)
+    # A field's batch column is rounded as everywhere else (0.4 -> 0, 0.6 -> 1).
+    pts = torch.tensor([[0.4, 0.1, 0.1], [0.6, 0.2, 0.2], [1.0, 0.3, 0.3]])
+    field = ME.TensorField(torch.ones(3, 1), pts)
+    assert [len(p) for p in field.decomposition_permutations] == [1, 2]
+    assert torch.equal(field.features_at(1), torch.ones(2, 1))
+    # NaN, infinities and indices past int32 are refused by name (cast to
+    # int32, batch 2^32 was pooled with batch 0).
+    pool = ME.MinkowskiGlobalAvgPooling()
+    for bad in (float("nan"), float("inf"), 2.0 ** 32):
+        far = pts.clone().double()
+        far[0, 0] = bad
+        with pytest.raises(ME.Error, match="batch indices"):
+            pool(ME.TensorField(torch.ones(3, 1, dtype=torch.float64), far))
+    # InstanceNorm takes a field of integer coordinates (it refused them).
+    ints = ME.TensorField(torch.tensor([[1.0], [2.0], [4.0], [8.0]]),
+                          torch.tensor([[0, 0, 0], [0, 1, 1], [1, 0, 0], [1, 2, 2]]))
+    floats = ME.TensorField(ints.F, ints.C.double())
+    norm = ME.MinkowskiInstanceNorm(1)
+    assert torch.allclose(norm(ints).F, norm(floats).F)
+
+
 def test_slice_and_cat_slice_survive_feature_layers_on_the_field():
     pts = torch.tensor([[0, 0.2, 0.3], [0, 0.7, 0.1], [0, 1.5, 0.5], [1, 0.1, 0.1]])
     field = ME.TensorField(torch.tensor([[1.0], [3.0], [5.0], [7.0]]), pts)

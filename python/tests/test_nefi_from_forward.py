@@ -270,6 +270,13 @@ def test_an_ensemble_of_a_forward_problem_maps_what_the_data_leave_open():
     assert e.mean.shape == gt.shape and len(e.results) == 3
     assert np.median(e.std[44:]) > 3 * np.median(e.std[:32])
     assert e.coefficient_of_variation() > 0
+    # As an instance's: a repeated seed, and a field that starts alike for
+    # every seed (a grid), are refused (their spread was 0 without a word).
+    with pytest.raises(fieldkit.Error, match="distinct initialisation seeds"):
+        nefi.ensemble(p, seeds=(0, 0))
+    g = nefi.from_forward(a, y, prior="nonnegative", representation="grid", budget=20)
+    with pytest.raises(fieldkit.Error, match="its field starts the same for every seed"):
+        nefi.ensemble(g, seeds=(0, 1))
 
 
 def test_lr_range_test_finds_a_rate_that_trains():

@@ -60,7 +60,10 @@ class MinkowskiInstanceNorm(torch.nn.Module):
 
     def forward(self, input):
         if isinstance(input, TensorField):
-            seg = _mk.field_batch_segments(input.F.detach(), input.C.cpu())  # host coordinates
+            # host coordinates; integer ones (a field may hold them) as f64
+            c = input.C.cpu()
+            seg = _mk.field_batch_segments(input.F.detach(),
+                                           c if c.is_floating_point() else c.double())
         else:
             seg = _mk.batch_segments(input.coordinate_manager, input.coordinate_map_key,
                                      input.F.detach())

@@ -49,6 +49,7 @@ def reduction(mode):
                          f"{mode!r}") from None
 from .kernel import make_generator, output_key, transposed_output_key
 from .sparse_tensor import SparseTensor, TensorField, layer_input
+from .tensor_base import batch_ids
 
 
 def _pooling_region(module, input):
@@ -140,8 +141,7 @@ class MinkowskiGlobalPooling(torch.nn.Module):
         layer_input(input, type(self).__name__, fields=True)
         mgr = input.coordinate_manager
         if isinstance(input, TensorField):
-            batch = input.C[:, 0]
-            batch = torch.round(batch) if batch.is_floating_point() else batch
+            batch = batch_ids(input.C, type(self).__name__)
             groups = _mk.field_batch_groups(batch.to(torch.int32).cpu().contiguous())
             out_key = mgr.origin_key(_mk.MapKey([1] * input.D, "field"), groups.items)
         else:

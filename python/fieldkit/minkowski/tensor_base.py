@@ -2,6 +2,26 @@
 per-batch-item access and dtype casts (the reference's Tensor)."""
 import torch
 
+from .._core import Error
+
+
+def batch_ids(coordinates, where):
+    """Column 0 of `coordinates` as int64 batch ids: a field's floats rounded
+    half to even, as quantizing rounds them (a point at 1 - 1e-7 is in batch
+    1); NaN, an infinity or a value outside int32 refused by name (cast to
+    int32 they wrapped: batch 2^32 pooled with batch 0)."""
+    b = coordinates[:, 0]
+    if b.is_floating_point():
+        bad = ~torch.isfinite(b)
+        if bool(bad.any()):
+            raise Error(f"{where}: expected finite batch indices, got "
+                        f"{b[bad][0].item()}")
+        b = torch.round(b)
+    if len(b) and (bool((b < -2 ** 31).any()) or bool((b > 2 ** 31 - 1).any())):
+        far = b[(b < -2 ** 31) | (b > 2 ** 31 - 1)][0].item()
+        raise Error(f"{where}: expected batch indices within int32, got {far}")
+    return b.to(torch.int64)
+
 
 class _Tensor:
     """What SparseTensor and TensorField share (the reference's Tensor base):
@@ -73,8 +93,16 @@ class _Tensor:
     __power__ = __pow__
 
     # -- per batch item --------------------------------------------------------
-    def _rows_of(self, b):
-        return (self.C[:, 0] == b).nonzero().flatten()
+    # Item i is the i-th present batch index, ascending, as the reference's
+    # (its features_at(i) reads its origin map's i-th row list): with indices
+    # 0 .. B-1 that is batch i; with gaps ({0, 5}) item 1 is batch 5, and
+    # features_at(i) is decomposed_features[i] for every i.
+    def _rows_of(self, i):
+        perms = self.decomposition_permutations
+        if not -len(perms) <= i < len(perms):
+            raise IndexError(f"batch item {i} of {len(perms)} (the present batch indices, "
+                             f"ascending)")
+        return perms[i]
 
     def coordinates_at(self, batch_index):
         return self.C[self._rows_of(batch_index), 1:]
@@ -91,7 +119,8 @@ class _Tensor:
         """The rows of each batch item with points, in ascending batch index
         (row order within an item): the items of the reference's origin map,
         so entry i lines up with row i of a global pooling of this tensor."""
-        return [self._rows_of(b) for b in torch.unique(self.C[:, 0]).tolist()]
+        b = batch_ids(self.C, "decomposition_permutations")
+        return [(b == v).nonzero().flatten() for v in torch.unique(b).tolist()]
 
     @property
     def decomposed_coordinates(self):

@@ -45,7 +45,7 @@ Dense to_dense(const SparseTensor& x, std::optional<std::vector<int32_t>> min_co
   for (int64_t i = 0; i < n; ++i) {
     const int32_t* c = map->row(i);
     FK_CHECK(c[0] >= 0, where, "non-negative batch indices", fk::to_text(c[0]));
-    batches = std::max<int64_t>(batches, c[0] + 1);
+    batches = std::max<int64_t>(batches, int64_t{c[0]} + 1);  // batch 2^31 - 1 wrapped
     for (int a = 0; a < d; ++a) {
       int64_t v = static_cast<int64_t>(c[1 + a]) - mn[a];
       FK_CHECK(v >= 0, where,

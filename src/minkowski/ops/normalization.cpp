@@ -249,7 +249,12 @@ Segments batch_segments(const TensorField& x) {
   // Column 0 holds the batch index, rounded (half to even) as quantizing
   // rounds it: a point at 1 - 1e-7 is in batch 1.
   std::vector<double> batch = x.C().select(1, 0).to_vector<double>();
-  for (double& b : batch) b = std::nearbyint(b);
+  for (double& b : batch) {
+    // A NaN keyed the ordered map past its ordering (it joined batch 0).
+    FK_CHECK(std::isfinite(b) && std::abs(b) <= 2147483647.0, "minkowski::batch_segments",
+             "finite batch indices within int32", fk::to_text(b));
+    b = std::nearbyint(b);
+  }
   return segments_of_batches(batch);
 }
 

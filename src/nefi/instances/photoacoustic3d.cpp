@@ -59,8 +59,8 @@ struct PhotoacousticConfig {
     PhotoacousticConfig c;
     const auto grid = p.list("grid");
     c.extent = p.list("extent");
-    FK_CHECK(grid.size() == 3 && c.extent.size() == 3, "config key 'grid'",
-             "3 cell counts (and 3 extents)", Params::render(grid));
+    FK_CHECK(grid.size() == 3, "config key 'grid'", "3 cell counts", Params::render(grid));
+    FK_CHECK(c.extent.size() == 3, "config key 'extent'", "3 lengths", Params::render(c.extent));
     for (int a = 0; a < 3; ++a) {
       FK_CHECK(grid[a] >= 4 && grid[a] <= 512 && grid[a] == std::floor(grid[a]),
                "config key 'grid'", "integers in [4, 512]", Params::render(grid));

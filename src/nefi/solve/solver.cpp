@@ -42,23 +42,28 @@ using detail::stage_shape;
 using detail::StageRun;
 
 // The lines of config text `now` that `then` lacks, each beside then's line
-// of the same key (keys qualified by their top-level section): "config.lr:
-// 0.03 (was 0.01)"; at most four, then "...".
+// of the same key (keys qualified by the sections they sit in, as a config
+// file nests them): "config.lr: 0.03 (was 0.01)"; at most four, then "...".
 std::string config_changes(const std::string& then, const std::string& now) {
   const auto keyed = [](const std::string& text) {
-    std::vector<std::pair<std::string, std::string>> out;  // (section.key, value)
+    std::vector<std::pair<std::string, std::string>> out;  // (a.b.key, value)
+    std::vector<std::pair<size_t, std::string>> open;      // the enclosing headers
     std::istringstream in(text);
-    std::string section;
     for (std::string line; std::getline(in, line);) {
       const size_t colon = line.find(':');
-      if (colon == std::string::npos) continue;
       const size_t indent = line.find_first_not_of(' ');
+      if (colon == std::string::npos || indent == std::string::npos || indent > colon) continue;
       const std::string key = line.substr(indent, colon - indent);
       std::string value = line.substr(colon + 1);
-      value.erase(0, value.find_first_not_of(' '));
-      if (indent == 0) section = key;
-      if (indent == 0 && value.empty()) continue;  // a section's header
-      out.emplace_back(indent == 0 ? key : section + "." + key, value);
+      value.erase(0, std::min(value.size(), value.find_first_not_of(' ')));
+      while (!open.empty() && open.back().first >= indent) open.pop_back();
+      std::string path;
+      for (const auto& h : open) path += h.second + ".";
+      if (value.empty()) {  // a section's header
+        open.emplace_back(indent, key);
+        continue;
+      }
+      out.emplace_back(path + key, value);
     }
     return out;
   };
@@ -86,7 +91,9 @@ Checkpoint checkpoint_to_resume(const std::string& path, const Field& field, con
   Checkpoint ck = load_checkpoint(path);
   std::string changed;
   if (!identity_text.empty() && !ck.run_identity_text.empty())
-    changed = config_changes(ck.run_identity_text, identity_text);
+    changed = identity_text == ck.run_identity_text
+                  ? "the measured data's bytes (run.data, run.mask)"  // the one part not shown
+                  : config_changes(ck.run_identity_text, identity_text);
   FK_CHECK(identity.empty() || ck.run_identity.empty() || ck.run_identity == identity,
            "nefi::Solver resume",
            "a checkpoint this run wrote (run " + identity + ": the same config, seed and data)",

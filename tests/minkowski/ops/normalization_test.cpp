@@ -5,7 +5,10 @@
 
 #include <cmath>
 #include <map>
+#include <string>
+#include <vector>
 
+#include "fk/test_util.h"
 #include "minkowski/ops/feature_ops_util.h"
 
 namespace minkowski {
@@ -150,6 +153,18 @@ TEST(MinkowskiInstanceNorm, NormalizesEachBatchItem) {
   auto r2 = reference_norm(f, 2, {3, 3, -2, 3, -2}, 1e-5, {1, 1}, {0, 0});
   InstanceNorm plain(2, 1e-5, false, fk::DType::F64);
   fk::test::expect_close(plain.forward(x).F(), r2.y, 1e-12);
+  // A field's NaN or out-of-int32 batch index is refused (a NaN joined batch
+  // 0: it broke the ordering of the map that numbers the items).
+  for (double bad : {std::nan(""), 3e9}) {
+    std::vector<double> pts{0, 0.5, 0.5, bad, 1.5, 1.5, 0, 2.5, 0.5};
+    TensorField f(fk::from_vector(std::vector<double>{1, 2, 3}, fk::Dims{3, 1}),
+                  fk::from_vector(pts, fk::Dims{3, 3}));
+    EXPECT_NE(fk::test::error_of([&] {
+                (void)batch_segments(f);
+              }).find("minkowski::batch_segments: expected finite batch indices within int32"),
+              std::string::npos)
+        << bad;
+  }
 }
 
 TEST(MinkowskiNormalization, Gradcheck) {

@@ -83,9 +83,34 @@ TEST(RunResumeCli, AMethodWithoutACheckpointStartsAndEmptyFoldersAreRefused) {
                                  (dir / "restarts").string(),
                              nefi::test::scratch());
   EXPECT_EQ(r.status, 2) << r.err;
-  EXPECT_NE(r.err.find("nefi::Solver checkpoints: expected a run of one attempt"),
-            std::string::npos)
-      << r.err;
+  EXPECT_EQ(r.err,
+            "nefi: error: --save-every: expected a run of one attempt (a checkpoint "
+            "holds one: curriculum.restarts 1), got 2 restarts\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / "restarts"));  // refused before any work
+}
+
+// A resume may extend the step budgets, not the physics: keys ending in
+// "substeps" and anneal_steps are part of the run (every key ending in
+// "steps" was dropped: thermal resumed under other implicit_substeps, its
+// field scored against new data); the refusal names the key.
+TEST(RunResumeCli, AChangedSubstepCountIsAnotherRun) {
+  if (!nefi::test::nefi_built()) GTEST_SKIP() << "nefi_cli not built";
+  const auto nefi = fieldkit_test::sibling_binary("nefi");
+  const auto dir = nefi::test::fresh_dir("resume_substeps");
+  const std::string run =
+      "run thermal_tomography --smoke --smoke-steps 4 --no-plot -m nefty --out " + dir.string();
+  auto r = fieldkit_test::run_cli(nefi, run + " --save-every 2", nefi::test::scratch());
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* set : {"implicit_substeps=3", "sim_min_substeps=40", "anneal_steps=7"}) {
+    r = fieldkit_test::run_cli(nefi, run + " --resume " + dir.string() + " --set " + set,
+                               nefi::test::scratch());
+    EXPECT_EQ(r.status, 2) << set;
+    const std::string key(set, std::string(set).find('='));
+    EXPECT_NE(r.err.find("changed since: config." + key + ": "), std::string::npos) << r.err;
+  }
+  r = fieldkit_test::run_cli(nefi, run + " --resume " + dir.string() + " --set steps=200",
+                             nefi::test::scratch());
+  EXPECT_EQ(r.status, 0) << r.err;  // a budget may change
 }
 
 }  // namespace

@@ -85,6 +85,7 @@ TEST(NefiPhotoacoustic3d, BadValuesAreOneLineErrorsNamingTheKey) {
   auto inst = nefi::find_instance("photoacoustic3d");
   const nefi::test::BadValue bad_values[] = {{"grid", "[20, 20]"},
                                              {"extent", "[5, 5, 0]"},
+                                             {"extent", "[]"},  // was named grid
                                              {"scene", "cells"},
                                              {"absorbing", "pml"},
                                              {"c", "0"},

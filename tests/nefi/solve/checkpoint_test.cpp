@@ -273,15 +273,32 @@ TEST(NefiCheckpoint, AnotherRunsCheckpointIsRefused) {
   EXPECT_EQ(nefi::load_checkpoint(ck.string()).run_identity_text, first.run_identity_text);
   other.run_identity = "bbbb";
   other.run_identity_text = "instance: toy1d\nconfig:\n  lr: 0.03\n  n: 64\nrun:\n  x: 1\n";
-  try {
-    nefi::Solver(problem(), curriculum(), other).run();
-    ADD_FAILURE() << "resumed another run's checkpoint";
-  } catch (const fk::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("; changed since: config.lr: 0.03 (was 0.01); run.x: 1 "
-                                         "(new); seed (gone; was 0))"),
-              std::string::npos)
-        << e.what();
-  }
+  const auto refusal = [&] {
+    try {
+      nefi::Solver(problem(), curriculum(), other).run();
+    } catch (const fk::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("resumed another run's checkpoint");
+  };
+  EXPECT_NE(refusal().find("; changed since: config.lr: 0.03 (was 0.01); run.x: 1 (new); seed "
+                           "(gone; was 0))"),
+            std::string::npos)
+      << refusal();
+  // Nested sections are named whole (curriculum.optim.ema was
+  // "curriculum.ema", beside a line for the empty optim header).
+  first.run_identity_text = "curriculum:\n  optim:\n    ema: 0.9\n    betas: [0.9, 0.999]\n";
+  nefi::Solver(problem(), curriculum(), first).run();
+  other.run_identity_text = "curriculum:\n  optim:\n    ema: 0.99\n    betas: [0.9, 0.99]\n";
+  EXPECT_NE(refusal().find("changed since: curriculum.optim.ema: 0.99 (was 0.9); "
+                           "curriculum.optim.betas: [0.9, 0.99] (was [0.9, 0.999]))"),
+            std::string::npos)
+      << refusal();
+  // The same text under another identity: what the text leaves out changed.
+  other.run_identity_text = first.run_identity_text;
+  EXPECT_NE(refusal().find("changed since: the measured data's bytes (run.data, run.mask))"),
+            std::string::npos)
+      << refusal();
   fs::remove(ck);
 }
 
