@@ -111,10 +111,9 @@ void check_checkpoint_options(const RunRequest& r, const nefi::RunConfig& cfg) {
            fk::to_text(cfg.methods.size()) + " methods");
   // Each attempt of several would overwrite the one file (the Solver refuses
   // it too, but per method, after any direct method ran and the folder was
-  // made). A step cap makes one attempt.
-  const int64_t restarts = cfg.curriculum.restarts      ? *cfg.curriculum.restarts
-                           : cfg.config.has("restarts") ? cfg.config.i("restarts")
-                                                        : 1;
+  // made). A step cap makes one attempt. An instance's own restarts key
+  // (nv_relaxometry's) is left to the Solver: its grid methods ignore it.
+  const int restarts = cfg.curriculum.restarts.value_or(1);
   FK_CHECK(r.save_every == 0 || restarts <= 1 || cfg.max_total_steps > 0, "--save-every",
            "a run of one attempt (a checkpoint holds one: curriculum.restarts 1)",
            fk::to_text(restarts) + " restarts");

@@ -155,21 +155,28 @@ def test_per_item_access_on_both_tensor_kinds():
 
 
 def test_per_item_access_with_gaps_rounding_and_bad_batch_indices():
-    # Item i is the i-th present batch index, as the reference's features_at
-    # reads its origin map's i-th rows: with indices {0, 5}, item 1 is batch 5
-    # (features_at(1) was empty, features_at(5) batch 5).
+    # A SparseTensor's item b is batch index b (an absent one empty), as the
+    # reference's; a field's item i is its i-th present batch index, as the
+    # reference's field reads its origin field map: with indices {0, 5} its
+    # item 1 is batch 5 (features_at(1) was empty).
     c = torch.tensor([[0, 0, 0], [5, 1, 1], [5, 2, 2], [0, 3, 3]], dtype=torch.int32)
     x = ME.SparseTensor(torch.arange(8.0).reshape(4, 2), c)
+    assert x.features_at(1).shape == (0, 2) and x.coordinates_at(5).shape == (2, 2)
+    field = ME.TensorField(torch.arange(8.0).reshape(4, 2), c.double())
     for i in range(2):
-        assert torch.equal(x.features_at(i), x.decomposed_features[i])
-    assert x.coordinates_at(1).shape == (2, 2)
+        assert torch.equal(field.features_at(i), field.decomposed_features[i])
+    assert torch.equal(field.features_at(1), x.features_at(5))
     with pytest.raises(IndexError, match="batch item 5 of 2"):
-        x.features_at(5)
+        field.features_at(5)
     # A field's batch column is rounded as everywhere else (0.4 -> 0, 0.6 -> 1).
     pts = torch.tensor([[0.4, 0.1, 0.1], [0.6, 0.2, 0.2], [1.0, 0.3, 0.3]])
     field = ME.TensorField(torch.ones(3, 1), pts)
     assert [len(p) for p in field.decomposition_permutations] == [1, 2]
     assert torch.equal(field.features_at(1), torch.ones(2, 1))
+    # In f32, 2^31 is refused as past int32 (2^31 - 1 rounded to it in f32).
+    with pytest.raises(ME.Error, match="within int32"):
+        ME.MinkowskiGlobalAvgPooling()(ME.TensorField(
+            torch.ones(1, 1), torch.tensor([[2.0 ** 31, 0.0, 0.0]])))
     # NaN, infinities and indices past int32 are refused by name (cast to
     # int32, batch 2^32 was pooled with batch 0).
     pool = ME.MinkowskiGlobalAvgPooling()

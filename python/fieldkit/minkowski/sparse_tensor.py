@@ -98,6 +98,11 @@ class SparseTensor(_Tensor):
             self._C = self._manager.coordinates(self._key)
         return self._C
 
+    def _rows_of(self, b):
+        """Item b is batch index b, as the reference's (an absent one has no
+        rows)."""
+        return (self.C[:, 0] == b).nonzero().flatten()
+
     @property
     def coordinate_manager(self):
         return self._manager

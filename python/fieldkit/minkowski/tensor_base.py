@@ -16,7 +16,7 @@ def batch_ids(coordinates, where):
         if bool(bad.any()):
             raise Error(f"{where}: expected finite batch indices, got "
                         f"{b[bad][0].item()}")
-        b = torch.round(b)
+        b = torch.round(b.double())  # in f64: f32 took 2^31 - 1 for 2^31
     if len(b) and (bool((b < -2 ** 31).any()) or bool((b > 2 ** 31 - 1).any())):
         far = b[(b < -2 ** 31) | (b > 2 ** 31 - 1)][0].item()
         raise Error(f"{where}: expected batch indices within int32, got {far}")
@@ -93,10 +93,11 @@ class _Tensor:
     __power__ = __pow__
 
     # -- per batch item --------------------------------------------------------
-    # Item i is the i-th present batch index, ascending, as the reference's
-    # (its features_at(i) reads its origin map's i-th row list): with indices
-    # 0 .. B-1 that is batch i; with gaps ({0, 5}) item 1 is batch 5, and
-    # features_at(i) is decomposed_features[i] for every i.
+    # A SparseTensor's item b is batch index b (its own _rows_of). A field's
+    # item i is its i-th present batch index, ascending, as the reference's
+    # field reads its origin field map's i-th row list: with indices 0 .. B-1
+    # that is batch i; with gaps ({0, 5}) item 1 is batch 5, and features_at(i)
+    # is decomposed_features[i] for every i.
     def _rows_of(self, i):
         perms = self.decomposition_permutations
         if not -len(perms) <= i < len(perms):
@@ -119,8 +120,14 @@ class _Tensor:
         """The rows of each batch item with points, in ascending batch index
         (row order within an item): the items of the reference's origin map,
         so entry i lines up with row i of a global pooling of this tensor."""
-        b = batch_ids(self.C, "decomposition_permutations")
-        return [(b == v).nonzero().flatten() for v in torch.unique(b).tolist()]
+        c = self.C
+        kept = getattr(self, "_decomposition", None)
+        if kept is not None and kept[0] is c:  # one pass for a loop over the items
+            return kept[1]
+        b = batch_ids(c, "decomposition_permutations")
+        perms = [(b == v).nonzero().flatten() for v in torch.unique(b).tolist()]
+        self._decomposition = (c, perms)
+        return perms
 
     @property
     def decomposed_coordinates(self):

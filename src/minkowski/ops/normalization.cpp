@@ -251,9 +251,10 @@ Segments batch_segments(const TensorField& x) {
   std::vector<double> batch = x.C().select(1, 0).to_vector<double>();
   for (double& b : batch) {
     // A NaN keyed the ordered map past its ordering (it joined batch 0).
-    FK_CHECK(std::isfinite(b) && std::abs(b) <= 2147483647.0, "minkowski::batch_segments",
-             "finite batch indices within int32", fk::to_text(b));
+    const double given = b;
     b = std::nearbyint(b);
+    FK_CHECK(std::isfinite(b) && b >= -2147483648.0 && b <= 2147483647.0,
+             "minkowski::batch_segments", "finite batch indices within int32", fk::to_text(given));
   }
   return segments_of_batches(batch);
 }
