@@ -119,3 +119,22 @@ def test_half_points_quantize_interpolate_and_splat_as_their_f32_values(dtype):
     c = torch.tensor([[0, 1.5, 2.25, 3.75]], dtype=dtype)
     with pytest.warns(UserWarning, match="floored"):
         assert ME.SparseTensor(torch.ones(1, 1), coordinates=c).C.tolist() == [[0, 1, 2, 3]]
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_weights_are_not_rounded_to_half_before_their_product(dtype):
+    # spmm_average's 1/count and the interpolation's weights are kept in f32
+    # at least: 1/1000 in f16 made the mean of 1000 hundreds 100.06, and an
+    # f16 point's weights moved its value by an ulp (386.75 for 386.5).
+    from fieldkit.minkowski.functional import spmm_average
+    mat = torch.full((1000, 2), 96.0, dtype=dtype)
+    mean, _, _ = spmm_average(torch.zeros(1000, dtype=torch.long), torch.arange(1000),
+                              (1, 1000), mat)
+    assert mean.dtype == dtype and mean.tolist() == [[96.0, 96.0]]
+    c = torch.tensor([[0, 0, 0], [0, 1, 0], [0, 0, 1], [0, 1, 1]], dtype=torch.int32)
+    x = ME.SparseTensor(torch.tensor([[1000.0], [0.0], [0.0], [0.0]], dtype=dtype), c)
+    g = torch.Generator().manual_seed(3)
+    pts = torch.cat([torch.zeros(200, 1), torch.rand(200, 2, generator=g)], 1).to(dtype)
+    got = ME.MinkowskiInterpolation()(x, pts)
+    want = ME.MinkowskiInterpolation()(x, pts.float())  # the same points, f32 weights
+    assert got.dtype == dtype and torch.equal(got, want)

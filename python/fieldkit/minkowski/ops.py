@@ -56,8 +56,9 @@ def interpolate(input, points, mode=_mk.InterpolationMode.MULTILINEAR):
     coo, weights = _mk.interpolation_weights(input.coordinate_manager, input.coordinate_map_key,
                                              input.F.detach(), widened(points.detach()).cpu(), mode)
     # The weights (f64 from C++) in the finer of the points' and the features'
-    # dtypes: f64 features at f32 points keep f64-accurate weights.
-    wdtype = torch.promote_types(points.dtype, input.F.dtype)
+    # dtypes, at least f32: f64 features at f32 points keep f64-accurate
+    # weights, and half points and features do not round them to half first.
+    wdtype = torch.promote_types(torch.promote_types(points.dtype, input.F.dtype), torch.float32)
     out = run(SpmmFunction, weights.to(input.F.device, wdtype), input.F, coo)
     return out, coo, weights.to(input.F.dtype)  # the reference's weights: the features' dtype
 

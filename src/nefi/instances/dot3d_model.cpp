@@ -151,6 +151,12 @@ Absorbers::Absorbers(const std::string& scene, const Geometry& g, double backgro
   const double z_lo = scene == "deep" ? 10 : scene == "multi" ? 4 : 5;
   const double z_hi = scene == "deep" ? 13 : scene == "multi" ? 11 : 8;
   const double lateral = 0.25, gap = 2;
+  // The absorbers' depth windows are millimetres: a slab too thin for the
+  // deepest (radius up to 5) cut it off or left no absorber at all.
+  FK_CHECK(
+      extent_[2] >= z_lo + 5 + margin, "config key 'extent'",
+      "a slab at least " + fk::to_text(z_lo + 5 + margin) + " mm deep for scene '" + scene + "'",
+      fk::to_text(extent_[2]) + " mm");
   for (int64_t c = 0; c < count; ++c) {
     const double r = rng.uniform(3, 5);
     double x = 0, y = 0;

@@ -77,6 +77,10 @@ struct HolographyConfig {
     c.phase_bound = p.d("phase_bound");
     FK_CHECK(c.phase_bound > 0, "config key 'phase_bound'", "> 0 (rad)",
              fk::to_text(c.phase_bound));
+    // A phantom past the head's bound cannot be reconstructed (4 rad under pi was taken).
+    FK_CHECK(c.phase_amplitude < c.phase_bound, "config key 'phase_amplitude'",
+             "a peak below phase_bound (" + fk::to_text(c.phase_bound) + " rad)",
+             fk::to_text(c.phase_amplitude));
     c.noise_std = noise_std_key(p);
     c.gs_iterations = p.i("gs_iterations");
     c.gs_sequential = p.choice("gs_variant", {"sequential", "averaged"}) == "sequential";

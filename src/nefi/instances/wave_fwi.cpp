@@ -79,6 +79,8 @@ struct WaveFwiConfig {
              "a contrast within [c_min, c_max] around c_background (|anomaly| <= " +
                  Params::render(std::min(m.c_max - m.c_background, m.c_background - m.c_min)) + ")",
              Params::render(m.anomaly));
+    // A scene of no contrast is a constant truth: anomaly_error scored 0 (perfect).
+    FK_CHECK(m.anomaly != 0, "config key 'anomaly'", "a non-zero contrast", "0");
     c.scene = p.choice("scene", {"smooth_anomaly", "layered", "scatterers"});
     c.acquisition = p.choice("acquisition", {"surround", "transmission", "reflection"});
     c.margin = p.d("margin");

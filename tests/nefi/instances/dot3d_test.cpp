@@ -168,6 +168,7 @@ TEST(NefiDot3d, BadValuesAreOneLineErrorsNamingTheKey) {
   auto inst = nefi::find_instance("dot3d");
   const nefi::test::BadValue bad_values[] = {{"grid", "[8, 8]"},
                                              {"extent", "[40, 40, 0]"},
+                                             {"extent", "[40, 40, 8]"},  // absorbers below it
                                              {"scene", "layers"},
                                              {"n_detectors", "1"},
                                              {"n_sources", "0"},

@@ -40,14 +40,27 @@ TEST(NefiHolographyInstance, DataAreCloseToTheOperatorButNotItsNumbers) {
 
 TEST(NefiHolographyInstance, BadValuesAreOneLineErrorsNamingTheKey) {
   auto inst = nefi::find_instance("holography");
-  const nefi::test::BadValue bad_values[] = {
-      {"tv", "-1"},           {"tv_eps", "0"},           {"n", "4"},
-      {"wavelength", "-0.5"}, {"distances", "[10, -5]"}, {"distances", "[]"},
-      {"wavelength", ".inf"}, {"distances", "[.inf]"},   {"pixel", ".inf"},
-      {"pixel", "0"},         {"pad_factor", "0"},       {"pad_mode", "wrap"},
-      {"absorption", "-1"},   {"phase_amplitude", "0"},  {"phase_bound", "0"},
-      {"noise_std", "-1"},    {"scene", "usaf"},         {"supersample", "0"},
-      {"gs_iterations", "0"}, {"grid_lr_mult", "0"}};
+  const nefi::test::BadValue bad_values[] = {{"tv", "-1"},
+                                             {"tv_eps", "0"},
+                                             {"n", "4"},
+                                             {"wavelength", "-0.5"},
+                                             {"distances", "[10, -5]"},
+                                             {"distances", "[]"},
+                                             {"wavelength", ".inf"},
+                                             {"distances", "[.inf]"},
+                                             {"pixel", ".inf"},
+                                             {"pixel", "0"},
+                                             {"pad_factor", "0"},
+                                             {"pad_mode", "wrap"},
+                                             {"absorption", "-1"},
+                                             {"phase_amplitude", "0"},
+                                             {"phase_bound", "0"},
+                                             {"noise_std", "-1"},
+                                             {"scene", "usaf"},
+                                             {"supersample", "0"},
+                                             {"gs_iterations", "0"},
+                                             {"grid_lr_mult", "0"},
+                                             {"phase_amplitude", "4"}};  // past phase_bound pi
   nefi::test::expect_bad_values_name_their_key(
       inst->default_config(), bad_values,
       [&](const nefi::Params& p) { inst->make_measurement(p, 0); });

@@ -218,6 +218,9 @@ TEST(NefiInstances, BadValuesAreOneLineErrorsNamingTheKey) {
       {"thermal_tomography", "flash_center", "[1]"},
       {"thermal_tomography", "flash_center", "[20, 5]"},  // off the 10 x 10 slab
       {"thermal_tomography", "flash_width_xy", "0"},
+      {"thermal_tomography", "alpha_base_range", "[0.3, 0.4]"},             // past alpha_max 0.25
+      {"thermal_tomography", "alpha_defect_range", "[0.001, 0.01]"},        // below alpha_min
+      {"thermal_tomography", "defect_half_thickness_range", "[0.1, 0.5]"},  // H/2 of H 1
       {"thermal_tomography", "flash_width_z", "-1"},
       {"thermal_tomography", "scene", "striped"},
       {"thermal_tomography", "n_defects", "[1.5, 2]"},

@@ -90,6 +90,7 @@ TEST(NefiWaveFwi, BadValuesAreOneLineErrorsNamingTheKey) {
                                              {"c_background", "3.0"},
                                              {"anomaly", "0.6"},  // 2.0 + 0.6 > c_max 2.5
                                              {"anomaly", "-0.6"},
+                                             {"anomaly", "0"},  // a constant truth
                                              {"margin", "0.6"},
                                              {"courant", "0"},
                                              {"absorb_R", "2"},

@@ -37,6 +37,12 @@ void SceneConfig::validate() const {
   check_range(alpha_defect_range, "alpha_defect_range", true);
   check_range(defect_radius_range, "defect_radius_range", true);
   check_range(defect_half_thickness_range, "defect_half_thickness_range", true);
+  // A defect at least as thick as the slab fills its depth (it was taken, and
+  // sat at H/2 whatever its depth range said).
+  FK_CHECK(defect_half_thickness_range[1] < 0.5 * extent[2],
+           "config key 'defect_half_thickness_range'",
+           "half-thicknesses below half the slab's depth (" + fk::to_text(0.5 * extent[2]) + ")",
+           range_str(defect_half_thickness_range[0], defect_half_thickness_range[1]));
   FK_CHECK(0 <= defect_depth_range[0] && defect_depth_range[0] <= defect_depth_range[1] &&
                defect_depth_range[1] <= 1,
            "config key 'defect_depth_range'", "centre depths / H with 0 <= lo <= hi <= 1",
@@ -140,7 +146,8 @@ Scene draw_scene(const SceneConfig& cfg, uint64_t seed) {
     const double zhi = std::min(cfg.defect_depth_range[1] * H, H - d.half_thickness);
     const double x = rng.uniform(mg, cfg.extent[0] - mg), y = rng.uniform(mg, cfg.extent[1] - mg);
     const double u = rng.uniform();
-    d.center = {x, y, zhi > zlo ? zlo + u * (zhi - zlo) : 0.5 * H};
+    // zhi == zlo (a depth range of one value) is that depth, not H/2.
+    d.center = {x, y, zhi >= zlo ? zlo + u * (zhi - zlo) : 0.5 * H};
     d.angle = rng.uniform(0.0, std::numbers::pi);
     d.alpha = rng.uniform(cfg.alpha_defect_range[0], cfg.alpha_defect_range[1]);
     s.defects.push_back(d);

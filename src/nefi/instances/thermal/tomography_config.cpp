@@ -218,6 +218,14 @@ void read_scene_and_data(const Params& p, TomographyConfig& c) {
   sc.lateral_margin = p.d("lateral_margin");
   sc.min_layer_fraction = p.d("min_layer_fraction");
   sc.validate();
+  // The truth within the alpha head's bounds, which are also the PSNR's range
+  // (a bulk of 0.3-0.4 under alpha_max 0.25 was drawn, unreachable).
+  for (const auto& [key, r] : {std::pair{"alpha_base_range", sc.alpha_base_range},
+                               std::pair{"alpha_defect_range", sc.alpha_defect_range}})
+    FK_CHECK(r[0] >= c.alpha_min && r[1] <= c.alpha_max, std::string("config key '") + key + "'",
+             "a range within [alpha_min, alpha_max] = [" + fk::to_text(c.alpha_min) + ", " +
+                 fk::to_text(c.alpha_max) + "]",
+             "[" + fk::to_text(r[0]) + ", " + fk::to_text(r[1]) + "]");
   ExplicitHeatConfig& s = c.simulator;
   s.face_mode = p.s("sim_face_mode");
   s.min_substeps = p.i("sim_min_substeps");

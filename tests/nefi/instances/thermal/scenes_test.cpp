@@ -80,6 +80,11 @@ TEST(ThermalScenes, EveryParameterWithinItsConfiguredRange) {
   EXPECT_EQ(shapes, (std::set<std::string>{"box", "cylinder", "ellipsoid"}));
   EXPECT_EQ(counts, (std::set<int64_t>{1, 2, 3, 4}));
   EXPECT_EQ(layers, (std::set<int64_t>{3, 4}));
+  // A depth range of one value is that depth (it gave H/2 for any value).
+  c.defect_depth_range = {0.3, 0.3};
+  for (uint64_t seed = 0; seed < 5; ++seed)
+    for (const auto& d : draw_scene(c, seed).defects)
+      EXPECT_DOUBLE_EQ(d.center[2], std::max(0.3 * c.extent[2], d.half_thickness)) << seed;
 }
 
 TEST(ThermalScenes, RasterisedGeometry) {
