@@ -9,19 +9,20 @@
 
 namespace minkowski_app {
 
-// Opens `path` for appending (an existing file keeps its contents until the
-// command writes it) and fails with an fk::Error naming `flag` if it cannot;
-// a file the probe made is removed again, so a command that fails later
-// leaves no empty file behind.
-inline void check_writable(const std::string& path, const std::string& flag) {
-  if (path.empty()) return;
+// Whether `path` can be opened for appending (an existing file keeps its
+// contents until the command writes it); a file the probe made is removed
+// again, so a command that fails later leaves no empty file behind.
+inline bool can_write(const std::filesystem::path& path) {
   std::error_code ec;
   const bool existed = std::filesystem::exists(path, ec);
-  {
-    std::ofstream probe(path, std::ios::app);
-    FK_CHECK(probe.good(), flag, "a writable file", "'" + path + "'");
-  }
-  if (!existed) std::filesystem::remove(path, ec);
+  const bool ok = std::ofstream(path, std::ios::app).good();
+  if (ok && !existed) std::filesystem::remove(path, ec);
+  return ok;
+}
+
+// An fk::Error naming `flag` unless `path` can be written.
+inline void check_writable(const std::string& path, const std::string& flag) {
+  if (!path.empty()) FK_CHECK(can_write(path), flag, "a writable file", "'" + path + "'");
 }
 
 // A path prefix PATH whose files (PATH-....json) go into PATH's folder.
@@ -35,12 +36,8 @@ inline void check_writable_folder_of(const std::string& path, const std::string&
            "a file path (FILE.json), not a folder", "'" + path + "'");
   FK_CHECK(dir.empty() || std::filesystem::is_directory(dir), flag, "a path in an existing folder",
            "'" + path + "'");
-  const std::filesystem::path probe = dir / (p.stem().string() + "-probe" + p.extension().string());
-  std::error_code ec;
-  const bool existed = std::filesystem::exists(probe, ec);
-  FK_CHECK(std::ofstream(probe, std::ios::app).good(), flag, "a path in a writable folder",
-           "'" + path + "'");
-  if (!existed) std::filesystem::remove(probe, ec);
+  FK_CHECK(can_write(dir / (p.stem().string() + "-probe" + p.extension().string())), flag,
+           "a path in a writable folder", "'" + path + "'");
 }
 
 }  // namespace minkowski_app

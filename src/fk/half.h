@@ -2,6 +2,9 @@
 // Conversions between f32 and the two 16-bit float formats. The scalar forms are
 // exact IEEE round-to-nearest-even; the bulk forms use F16C / AVX-512 BF16 when
 // the CPU has them (checked at run time) and are what kernels call.
+#include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -113,13 +116,10 @@ inline float double_to_f32_odd(double d) {
 
 inline float int_to_f32_odd(int64_t v) {
   const uint64_t m = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
-  int bits = 0;  // m's bit length
-  while (bits < 64 && (m >> bits) != 0) ++bits;
-  const int shift = bits > 24 ? bits - 24 : 0;
+  const int shift = std::max(0, static_cast<int>(std::bit_width(m)) - 24);
   uint64_t kept = m >> shift;
   if (shift > 0 && (m & ((uint64_t{1} << shift) - 1)) != 0) kept |= 1;  // the sticky bit
-  float f = static_cast<float>(kept);                                   // exact: below 2^24
-  for (int i = 0; i < shift; ++i) f *= 2;
+  const float f = std::ldexp(static_cast<float>(kept), shift);          // exact: below 2^24
   return v < 0 ? -f : f;
 }
 

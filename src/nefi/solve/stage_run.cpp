@@ -362,13 +362,18 @@ bool StageRun::device_step(int t, double lr, StepValue& v) {
   return true;
 }
 
+namespace {
+// A loss set's term values as the history records them (0 for an undefined term).
+std::vector<double> term_values(const LossSet::Value& val) {
+  std::vector<double> out;
+  for (const auto& c : val.components) out.push_back(c.defined() ? scalar_value(c) : 0.0);
+  return out;
+}
+}  // namespace
+
 // Appends the step's history row and updates the stage summary; returns the data loss.
 double StageRun::record(History& history, int t, int global, double lr, const StepValue& v) {
-  std::vector<double> comps;
-  if (v.components)
-    comps = *v.components;
-  else
-    for (const auto& c : v.val.components) comps.push_back(c.defined() ? scalar_value(c) : 0.0);
+  const std::vector<double> comps = v.components ? *v.components : term_values(v.val);
   const double data = losses_.data_loss(comps);
   std::vector<double> row{static_cast<double>(t),
                           static_cast<double>(global),
@@ -554,10 +559,8 @@ StageResult StageRun::run(Result& so_far, int& global, int total_steps, Clock::t
     const fk::Tensor pred = op_->forward(fl);
     LossContext c{&fl, pred, &obs_, &domain_, op_.get(), index_, stage_.steps - 1, progress_};
     const LossSet::Value val = losses_.forward(c);
-    std::vector<double> comps;
-    for (const auto& t : val.components) comps.push_back(t.defined() ? scalar_value(t) : 0.0);
     sr_.final_total = scalar_value(val.total);
-    sr_.final_data_loss = losses_.data_loss(comps);
+    sr_.final_data_loss = losses_.data_loss(term_values(val));
   }
   sr_.lr_mult = lr_mult_;
   sr_.final_progress = progress_;

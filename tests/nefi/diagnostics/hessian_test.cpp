@@ -7,12 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "fk/error.h"
 #include "fk/factory.h"
 #include "nefi/field/grid_field.h"
 #include "nefi/field/heads.h"
+#include "nefi/field/neural_field.h"
 #include "nefi/losses/data_losses.h"
 #include "nefi/operators/pointwise.h"
 
@@ -62,6 +65,26 @@ TEST(Hessian, AnUnresolvedSmallestCurvatureHasNoCondition) {
   const HessianSpectrum s = hessian_spectrum(p, 1, 16, 5);
   EXPECT_LT(std::abs(s.eigenvalues.smallest[0]), 1e-4 * s.eigenvalues.largest[0]);
   EXPECT_TRUE(std::isinf(s.condition)) << s.condition;
+}
+
+// A half-precision trunk is refused: its gradients' rounding swamps the
+// finite-difference step (toy1d's bf16 eigenvalues were 5-7 % off).
+TEST(Hessian, AnAutocastFieldIsRefused) {
+  InverseProblem p = gains_problem(std::vector<double>(8, 1.0), 1.0);
+  NeuralFieldConfig cfg;
+  cfg.hidden = 4;
+  cfg.depth = 1;
+  cfg.n_octaves = 1;
+  cfg.autocast = fk::DType::BF16;
+  p.field = std::make_shared<NeuralField>(1, std::vector<HeadPtr>{identity_head("x")}, cfg);
+  try {
+    (void)hessian_spectrum(p, 1, 4, 5);
+    ADD_FAILURE() << "an autocast field was diagnosed";
+  } catch (const fk::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected a field without autocast"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("got autocast bf16"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "fk/factory.h"
 #include "fk/io/npy.h"
+#include "fk/test_util.h"
 #include "fk/thread_count.h"
 #include "nefi/instances/bad_value_errors.h"
 #include "nefi/instances/instance.h"
@@ -252,6 +253,19 @@ TEST(NefiInstances, BadValuesAreOneLineErrorsNamingTheKey) {
     nefi::test::expect_one_line_error_naming(
         quoted_key, [&] { inst->run(c.config, inst->methods().front(), 0, {}); });
   }
+}
+
+// A synthetic measurement of zeros (an extent of 1e300 underflows every
+// reading) is refused naming the settings away from the defaults: the solve
+// stopped in RelativeMSE's "observations with non-zero energy".
+TEST(NefiInstances, AMeasurementOfZerosNamesTheChangedSettings) {
+  nefi::RunConfig c = nefi::default_run_config("poisson_source");
+  nefi::apply_set(c, "extent=1e300");
+  const auto inst = nefi::find_instance("poisson_source");
+  EXPECT_EQ(fk::test::error_of([&] { inst->run(c.config, "neural", 0, {}); }),
+            "poisson_source measurement: expected finite readings, not all zero, got all zeros "
+            "(a setting out of its physical range? settings away from the defaults: "
+            "extent=1.0e+300)");
 }
 
 // Keys read only in one mode are checked in it, named by the config's key
